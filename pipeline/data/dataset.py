@@ -1,0 +1,243 @@
+"""Reading data sets into Dask DataFrames that carry their :class:`Schema`.
+
+Supported formats, chosen by file extension:
+
+=========================  ==========================================================
+``.csv`` (``.csv.gz``)      ``dask.dataframe.read_csv``; empty field and ``NA`` = missing
+``.parquet`` / directory    ``dask.dataframe.read_parquet``
+``.dta``                    Stata, ``pandas.read_stata`` (value labels -> factor levels)
+``.sav`` / ``.zsav``        SPSS, ``pyreadstat`` (value labels -> factor levels)
+``.sas7bdat``               SAS, ``pandas.read_sas``
+``.rds`` / ``.rdata``       R, ``pyreadr`` (factor levels kept in order)
+=========================  ==========================================================
+
+The schema comes from (in order of precedence) the ``schema`` argument, a sibling file
+``<stem>.schema.json``, the typed format itself (Stata/SPSS/R/Parquet categoricals), or
+inference (:meth:`Schema.infer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import dask.dataframe as dd
+import pandas as pd
+
+from pipeline.data.schema import Schema
+from pipeline.errors import DataError, PipelineError, SchemaError
+
+NA_VALUES = ["", "NA"]
+CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".txt")
+_TYPED_READERS = (".dta", ".sav", ".zsav", ".sas7bdat", ".rds", ".rdata", ".rda")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A data set: a Dask DataFrame in the schema's in-memory form, its schema and source.
+
+    Attributes
+    ----------
+    name : str
+        Short name used in results (e.g. ``"sd2011"`` or ``"syn1"``).
+    frame : dask.dataframe.DataFrame
+        The records, columns in schema order, dtypes as documented in :mod:`pipeline.data.schema`.
+    schema : Schema
+    source : str
+        Where the data came from (a path, or ``"memory"``).
+    """
+
+    name: str
+    frame: dd.DataFrame
+    schema: Schema
+    source: str = "memory"
+
+    def to_pandas(self) -> pd.DataFrame:
+        return self.frame.compute()
+
+    def select(self, names: Sequence[str]) -> Dataset:
+        self.schema.require(names, where=self.source)
+        return replace(self, frame=self.frame[list(names)], schema=self.schema.select(names))
+
+    def with_schema(self, schema: Schema) -> Dataset:
+        """The same records cast to another schema (e.g. after aligning factor levels)."""
+        frame = self.frame.map_partitions(schema.apply, self.source, meta=_meta(schema))
+        return replace(self, frame=frame, schema=schema)
+
+    @classmethod
+    def from_pandas(
+        cls, frame: pd.DataFrame, schema: Schema | None = None, name: str = "data", npartitions: int = 1
+    ) -> Dataset:
+        schema = schema or Schema.infer(frame)
+        cast = schema.apply(frame, name)
+        return cls(name, dd.from_pandas(cast, npartitions=npartitions, sort=False), schema, "memory")
+
+
+def _meta(schema: Schema) -> pd.DataFrame:
+    return pd.DataFrame({v.name: pd.Series(dtype=v.dtype) for v in schema})
+
+
+def _suffix(path: Path) -> str:
+    name = path.name.lower()
+    for s in (".csv.gz", ".csv.bz2"):
+        if name.endswith(s):
+            return s
+    return path.suffix.lower()
+
+
+def read_raw(path: str | Path) -> tuple[dd.DataFrame, Schema | None]:
+    """Read a file as it is, returning the frame and the schema its format carries (if any)."""
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"data file not found: {p}")
+    suffix = _suffix(p)
+    try:
+        if suffix in CSV_SUFFIXES:
+            # every column as text first: the schema decides kinds, so "15" stays the level "15"
+            frame = dd.read_csv(str(p), dtype=str, keep_default_na=False, na_values=NA_VALUES, blocksize="64MB")
+            return frame, None
+        if suffix == ".parquet" or p.is_dir():
+            frame = dd.read_parquet(str(p))
+            return frame, _typed_schema(frame._meta_nonempty.head(0)) if _has_categoricals(frame) else None
+        if suffix in _TYPED_READERS:
+            pdf = _read_typed(p, suffix)
+            return dd.from_pandas(pdf, npartitions=1, sort=False), _typed_schema(pdf)
+    except PipelineError:
+        raise
+    except Exception as e:  # a parser failure: name the file and the format, not the contents
+        raise DataError(f"{p}: cannot read as {suffix or 'unknown'} file ({type(e).__name__})") from None
+    raise DataError(
+        f"{p}: unsupported format {suffix!r}; expected one of .csv, .parquet, .dta, .sav, .sas7bdat, .rds, .RData"
+    )
+
+
+def _has_categoricals(frame: dd.DataFrame) -> bool:
+    return any(isinstance(t, pd.CategoricalDtype) for t in frame.dtypes)
+
+
+def _typed_schema(pdf: pd.DataFrame) -> Schema:
+    return Schema.infer(pdf)
+
+
+def _read_typed(p: Path, suffix: str) -> pd.DataFrame:
+    if suffix == ".dta":
+        return pd.read_stata(p, convert_categoricals=True)
+    if suffix in (".sav", ".zsav"):
+        import pyreadstat
+
+        pdf, _ = pyreadstat.read_sav(str(p), apply_value_formats=True, formats_as_category=True)
+        return pdf
+    if suffix == ".sas7bdat":
+        pdf = pd.read_sas(p, format="sas7bdat", encoding="utf-8")
+        return pdf
+    import pyreadr
+
+    result = pyreadr.read_r(str(p))
+    frames = [v for v in result.values() if isinstance(v, pd.DataFrame)]
+    if len(frames) != 1:
+        raise DataError(f"{p}: expected exactly one data frame in the R file, found {len(frames)}")
+    return frames[0].reset_index(drop=True)
+
+
+def _sibling_schema(p: Path) -> Path | None:
+    stem = p.name
+    for s in (".csv.gz", ".csv.bz2", *CSV_SUFFIXES, ".parquet", *_TYPED_READERS):
+        if stem.lower().endswith(s):
+            stem = stem[: -len(s)]
+            break
+    cand = p.with_name(stem + ".schema.json")
+    return cand if cand.exists() else None
+
+
+def read_dataset(
+    path: str | Path,
+    schema: Schema | str | Path | None = None,
+    name: str | None = None,
+    missing_codes: Mapping[str, float | Sequence[float]] | None = None,
+    columns: Sequence[str] | None = None,
+) -> Dataset:
+    """Read one data set and cast it to its schema.
+
+    Parameters
+    ----------
+    path : path
+        The data file (see the module docstring for formats).
+    schema : Schema or path, optional
+        The schema; otherwise a sibling ``<stem>.schema.json``, the typed format, or inference.
+    name : str, optional
+        Name used in results (default: the file stem).
+    missing_codes : mapping, optional
+        Special missing codes to add to the schema (synthpop ``cont.na``), e.g. ``{"income": -8}``.
+    columns : sequence of str, optional
+        Keep only these columns (in this order).
+
+    Raises
+    ------
+    DataError
+        Missing or unreadable file, empty data set, duplicated columns, values that do not fit
+        the schema (the message names the file and the variable, never a value).
+    """
+    p = Path(path)
+    raw, typed = read_raw(p)
+    cols = [str(c) for c in raw.columns]
+    dupes = sorted({c for c in cols if cols.count(c) > 1})
+    if dupes:
+        raise DataError(f"{p}: duplicated column(s) {', '.join(dupes)}")
+    if isinstance(schema, (str, Path)):
+        schema = Schema.from_json(schema)
+    if schema is None:
+        sib = _sibling_schema(p)
+        if sib is not None:
+            schema = Schema.from_json(sib)
+        elif typed is not None:
+            schema = typed
+        else:
+            schema = Schema.infer(_typed_sample(raw))
+    try:
+        if columns is not None:
+            schema = schema.select(list(columns))
+        else:
+            schema = schema.select([n for n in schema.names if n in cols]) if set(cols) != set(schema.names) else schema
+        if missing_codes:
+            schema = schema.with_missing_codes(missing_codes)
+    except SchemaError as e:
+        raise DataError(f"{p}: {e}") from None
+    extra_needed = [n for n in schema.names if n not in cols]
+    if extra_needed:
+        raise DataError(f"{p}: column(s) {', '.join(extra_needed)} required by the schema are missing")
+    frame = raw[schema.names].map_partitions(schema.apply, str(p), meta=_meta(schema))
+    n = int(frame.map_partitions(len).sum().compute())
+    if n == 0:
+        raise DataError(f"{p}: the data set is empty (no records)")
+    return Dataset(name or p.name.split(".")[0], frame, schema, str(p))
+
+
+def _typed_sample(raw: dd.DataFrame) -> pd.DataFrame:
+    """A whole-file pandas view with numbers parsed, for schema inference of CSV files."""
+    pdf = raw.compute()
+    out = {}
+    for c in pdf.columns:
+        num = pd.to_numeric(pdf[c], errors="coerce")
+        out[c] = num if num.notna().sum() == pdf[c].notna().sum() else pdf[c]
+    return pd.DataFrame(out)
+
+
+def write_dataset(dataset: Dataset | pd.DataFrame, path: str | Path, schema: Schema | None = None) -> None:
+    """Write a data set as CSV or Parquet (by extension) plus ``<stem>.schema.json`` beside it.
+
+    Written atomically: to a temporary name first, then renamed.
+    """
+    p = Path(path)
+    pdf = dataset.to_pandas() if isinstance(dataset, Dataset) else dataset
+    schema = dataset.schema if isinstance(dataset, Dataset) else (schema or Schema.infer(pdf))
+    tmp = p.with_name(p.name + ".tmp")
+    if _suffix(p) in CSV_SUFFIXES:
+        pdf.to_csv(tmp, index=False, na_rep="")
+    elif _suffix(p) == ".parquet":
+        pdf.to_parquet(tmp, index=False)
+    else:
+        raise DataError(f"{p}: can only write .csv or .parquet")
+    stem = p.name.split(".")[0]
+    schema.to_json(p.with_name(stem + ".schema.json"))
+    tmp.replace(p)
