@@ -1,9 +1,10 @@
 """Key blocks: co-partition the original and the synthetic sets by their key values.
 
-A record's *block* is a stable hash of its key values (the factor *labels* and the numeric
-values, never category codes) modulo ``n_blocks``.  Every data set is shuffled on that block
-number into the same number of partitions, so partition ``p`` of the original and partition
-``p`` of every synthetic set hold exactly the records of the same blocks.  A per-block kernel
+Every record gets a stable 64-bit hash of its key values (the factor *labels* and the numeric
+values, never category codes) in column ``__block__``.  Every data set is shuffled on that
+hash into the same number ``n_blocks`` of partitions — the *blocks* — so block ``b`` of the
+original and block ``b`` of every synthetic set hold exactly the records with the same key
+values (many key combinations per block, each combination whole, blocks of similar size).  A per-block kernel
 (a pure pandas/numpy function) then runs on aligned partitions, one Dask task each, and the
 block results are combined (usually summed).
 
@@ -58,8 +59,13 @@ def _hash_keys(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     return h
 
 
+def key_hash(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
+    """Stable int64 hash of every record's key values (equal keys, equal hash; any process)."""
+    return _hash_keys(frame, keys).view(np.int64)
+
+
 def block_ids(frame: pd.DataFrame, keys: Sequence[str], n_blocks: int) -> np.ndarray:
-    """Block number (0 .. n_blocks-1) of every record of a pandas frame."""
+    """A block number (0 .. n_blocks-1) per record for in-memory (pandas) blocking."""
     return (_hash_keys(frame, keys) % np.uint64(n_blocks)).astype(np.int64)
 
 
@@ -90,12 +96,12 @@ class KeyBlocks:
         object.__setattr__(self, "n_blocks", int(n_blocks))
 
     def assign(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """``frame`` with the block number in column ``__block__`` (pandas, one partition)."""
+        """``frame`` with the key hash in column ``__block__`` (pandas, one partition)."""
         missing = [k for k in self.keys if k not in frame.columns]
         if missing:
             raise ParameterError(f"key(s) {missing} not among the columns {list(frame.columns)}")
         out = frame.copy()
-        out[BLOCK_COLUMN] = block_ids(frame, self.keys, self.n_blocks)
+        out[BLOCK_COLUMN] = key_hash(frame, self.keys)
         return out
 
     def _shuffle(self, frame: dd.DataFrame | pd.DataFrame, with_row_id: bool) -> dd.DataFrame:
@@ -105,7 +111,8 @@ class KeyBlocks:
             frame = add_row_id(frame)
         meta = frame._meta.assign(**{BLOCK_COLUMN: np.int64(0)})
         tagged = frame.map_partitions(self.assign, meta=meta)
-        # shuffling hashes the block number, so equal blocks of all frames land in equal partitions
+        # the shuffle hashes the key hash by value, so equal keys of all frames land in equal partitions;
+        # row order inside a partition is not deterministic: kernels must not depend on it
         return tagged.shuffle(on=BLOCK_COLUMN, npartitions=self.n_blocks)
 
     def partition(

@@ -1,0 +1,131 @@
+"""The ``sdc-pipeline`` command.
+
+Every :class:`~pipeline.errors.PipelineError` becomes a one-line ``error: ...`` on stderr and
+exit status 2; a failed nightly gate exits with status 3.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pipeline.errors import PipelineError
+
+EXIT_ERROR = 2
+EXIT_GATE_FAILED = 3
+
+
+def _quiet_libraries() -> None:
+    warnings.filterwarnings("ignore", category=FutureWarning, module="dask_glm")
+    warnings.filterwarnings("ignore", message=".*fuse_ave_width.*")
+    logging.getLogger("bokeh").setLevel(logging.ERROR)
+
+
+def _handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except PipelineError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_ERROR)
+
+    return wrapper
+
+
+@click.group()
+@click.version_option(package_name="sdc-pipeline")
+@click.option("-v", "--verbose", is_flag=True, help="Log progress details.")
+def main(verbose: bool) -> None:
+    """Make safe synthetic data, and measure its disclosure risk and utility, on Dask."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _quiet_libraries()
+
+
+@main.command()
+@click.argument("task_file", type=click.Path(path_type=Path))
+@click.option("--cluster", "cluster", type=click.Path(path_type=Path), help="Cluster config YAML (default: local).")
+@click.option("--out", "out", type=click.Path(path_type=Path), help="Run folder (default: the task's 'output').")
+@click.option("--history", type=click.Path(path_type=Path), help="Also append the results to this history store.")
+@click.option("--no-report", is_flag=True, help="Skip the HTML report.")
+@_handle_errors
+def run(task_file: Path, cluster: Path | None, out: Path | None, history: Path | None, no_report: bool) -> None:
+    """Run TASK_FILE and write results.parquet, summary.json, manifest.json and report.html."""
+    from pipeline.runner import run_task
+    from pipeline.tasks import load_task
+
+    task = load_task(task_file)
+    outcome = run_task(task, cluster=cluster, out_dir=out, report=not no_report)
+    hist = history or (task.resolve(task.spec.history) if task.spec.history else None)
+    if hist is not None:
+        from pipeline.store import ResultsStore
+
+        ResultsStore(hist).append(outcome.results, outcome.manifest)
+    click.echo(f"{len(outcome.results)} result rows in {outcome.out_dir} (run {outcome.run_id})")
+
+
+@main.command()
+@click.argument("task_file", type=click.Path(path_type=Path))
+@_handle_errors
+def validate(task_file: Path) -> None:
+    """Check TASK_FILE (format, measures, parameters) without running it; print its units."""
+    from pipeline.runner import read_inputs, validate_units
+    from pipeline.tasks import expand, load_task
+
+    task = load_task(task_file)
+    inputs = read_inputs(task)
+    units = list(expand(task, inputs.hashes))
+    validate_units(task, units, inputs)
+    for u in units:
+        click.echo(f"{u.fingerprint}  {u.label}")
+    click.echo(f"{task_file}: valid, {len(units)} unit(s)")
+
+
+@main.command()
+@click.argument("data_file", type=click.Path(path_type=Path))
+@click.option("--schema", type=click.Path(path_type=Path), help="Schema JSON to check the file against.")
+@click.option("--write", "write_to", type=click.Path(path_type=Path), help="Write the (inferred) schema here.")
+@_handle_errors
+def schema(data_file: Path, schema: Path | None, write_to: Path | None) -> None:
+    """Read DATA_FILE and print its schema (given, beside the file, typed or inferred)."""
+    from pipeline.data.dataset import read_dataset
+
+    ds = read_dataset(data_file, schema=schema)
+    text = json.dumps(ds.schema.to_dict(), indent=1)
+    if write_to:
+        ds.schema.to_json(write_to)
+        click.echo(f"schema of {data_file} written to {write_to}")
+    else:
+        click.echo(text)
+
+
+@main.command()
+def measures() -> None:
+    """List the measure types a task can use."""
+    from pipeline.measures import REGISTRY
+
+    for name, e in sorted(REGISTRY.items()):
+        click.echo(f"{name:22s} {e.family:16s} {e.description}")
+
+
+@main.command("demo-data")
+def demo_data() -> None:
+    """List the bundled demo data sets."""
+    from pipeline.datasets import ORIGINALS, SYNTHETIC
+
+    for name, (file, _, codes) in sorted(ORIGINALS.items()):
+        click.echo(f"original   {name:20s} {file}  missing codes: {codes or '-'}")
+    for name, (pattern, m, orig) in sorted(SYNTHETIC.items()):
+        click.echo(f"synthetic  {name:20s} {m} sets ({pattern}) of {orig}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""Dask clients from cluster configuration files (``cluster_configs/*.yaml``).
+
+One function, :func:`connect`, turns a config into a running :class:`distributed.Client`
+(as a context manager that also closes any cluster it started).  Config kinds:
+
+``local``       an embedded ``LocalCluster`` sized to the machine (the default)
+``slurm``       ``dask_jobqueue.SLURMCluster``: workers are Slurm jobs, optional adaptive scaling
+``kubernetes``  ``dask_kubernetes.operator.KubeCluster`` from a generated DaskCluster spec
+``scheduler``   connect to an existing scheduler (``tcp://`` or ``tls://`` with certificates)
+``ssh``         ``distributed.SSHCluster`` over a list of hosts
+
+Unknown keys or invalid values raise :class:`TaskError` naming the file and the setting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from pipeline.errors import TaskError
+
+log = logging.getLogger(__name__)
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Adaptive(_Config):
+    minimum: int = Field(1, ge=0)
+    maximum: int = Field(4, ge=1)
+
+
+class LocalConfig(_Config):
+    """An embedded LocalCluster. ``n_workers``/``memory_limit`` "auto" size it to the machine."""
+
+    type: Literal["local"]
+    n_workers: int | Literal["auto"] = "auto"
+    threads_per_worker: int = Field(1, ge=1)
+    memory_limit: str | Literal["auto"] = "auto"
+    processes: bool = True
+    dashboard_address: str | None = None
+
+
+class SlurmConfig(_Config):
+    """dask-jobqueue SLURMCluster: each Slurm job runs ``processes`` Dask workers."""
+
+    type: Literal["slurm"]
+    queue: str | None = None
+    account: str | None = None
+    cores: int = Field(2, ge=1)
+    processes: int = Field(1, ge=1)
+    memory: str = "4GiB"
+    walltime: str = "01:00:00"
+    interface: str | None = None
+    local_directory: str | None = None
+    log_directory: str | None = None
+    python: str | None = None
+    job_extra_directives: list[str] = []
+    job_script_prologue: list[str] = []
+    worker_extra_args: list[str] = []
+    scheduler_options: dict[str, Any] = {}
+    jobs: int = Field(1, ge=0, description="jobs to start when adaptive is not set")
+    adaptive: Adaptive | None = None
+    wait_for_workers: int = Field(1, ge=0)
+    timeout_s: float = Field(300, gt=0)
+
+
+class KubernetesConfig(_Config):
+    """dask-kubernetes operator cluster."""
+
+    type: Literal["kubernetes"]
+    name: str = "sdc-pipeline"
+    namespace: str | None = None
+    image: str = "ghcr.io/dask/dask:latest"
+    n_workers: int = Field(2, ge=0)
+    resources: dict[str, dict[str, str]] = {}
+    env: dict[str, str] = {}
+    worker_command: str = "dask-worker"
+    adaptive: Adaptive | None = None
+
+
+class TLSConfig(_Config):
+    ca_file: str
+    cert: str
+    key: str
+
+
+class SchedulerConfig(_Config):
+    """An existing scheduler at ``address`` (``tcp://host:8786`` or ``tls://host:8786``)."""
+
+    type: Literal["scheduler"]
+    address: str
+    tls: TLSConfig | None = None
+    timeout_s: float = Field(30, gt=0)
+
+
+class SSHConfig(_Config):
+    """distributed.SSHCluster: the first host runs the scheduler, the others workers."""
+
+    type: Literal["ssh"]
+    hosts: list[str] = Field(min_length=2)
+    connect_options: dict[str, Any] = {}
+    worker_options: dict[str, Any] = {}
+    scheduler_options: dict[str, Any] = {}
+    remote_python: str | None = None
+
+
+ClusterConfig = Annotated[
+    LocalConfig | SlurmConfig | KubernetesConfig | SchedulerConfig | SSHConfig, Field(discriminator="type")
+]
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(ClusterConfig)
+DEFAULT_CONFIG: dict[str, Any] = {"type": "local"}
+
+
+def _format_validation(e: ValidationError, source: str) -> str:
+    parts = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"] if not str(x).endswith("Config"))
+        parts.append(f"{loc or 'config'}: {err['msg']}")
+    return f"{source}: invalid cluster config: " + "; ".join(parts)
+
+
+def load_cluster_config(config: str | Path | dict[str, Any] | None) -> Any:
+    """Validate a cluster config (a YAML path, a dict, or None for the local default)."""
+    source = "cluster config"
+    if config is None:
+        data: Any = dict(DEFAULT_CONFIG)
+    elif isinstance(config, dict):
+        data = config
+    else:
+        source = str(config)
+        p = Path(config)
+        if not p.exists():
+            raise TaskError(f"cluster config not found: {p}")
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except yaml.YAMLError as e:
+            raise TaskError(f"{p}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    if not isinstance(data, dict) or "type" not in data:
+        raise TaskError(f"{source}: expected a mapping with a 'type' (local, slurm, kubernetes, scheduler, ssh)")
+    if data["type"] not in ("local", "slurm", "kubernetes", "scheduler", "ssh"):
+        raise TaskError(
+            f"{source}: unknown cluster type {data['type']!r}; expected local, slurm, kubernetes, scheduler or ssh"
+        )
+    try:
+        return _ADAPTER.validate_python(data)
+    except ValidationError as e:
+        raise TaskError(_format_validation(e, source)) from None
+
+
+def local_size(cfg: LocalConfig) -> tuple[int, str]:
+    """Workers and per-worker memory for a LocalCluster sized to this machine."""
+    import psutil
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    n = cpus // cfg.threads_per_worker if cfg.n_workers == "auto" else cfg.n_workers
+    n = max(1, n)
+    if cfg.memory_limit == "auto":
+        # leave a quarter of the memory to the client process and the OS
+        per = int(psutil.virtual_memory().total * 0.75 / n)
+        return n, f"{per // 2**20}MiB"
+    return n, cfg.memory_limit
+
+
+def slurm_cluster_kwargs(cfg: SlurmConfig) -> dict[str, Any]:
+    """Keyword arguments for ``dask_jobqueue.SLURMCluster``."""
+    kw: dict[str, Any] = {
+        "cores": cfg.cores,
+        "processes": cfg.processes,
+        "memory": cfg.memory,
+        "walltime": cfg.walltime,
+        "job_extra_directives": cfg.job_extra_directives,
+        "job_script_prologue": cfg.job_script_prologue,
+        "worker_extra_args": cfg.worker_extra_args,
+        "scheduler_options": cfg.scheduler_options,
+    }
+    for name in ("queue", "account", "interface", "local_directory", "log_directory", "python"):
+        if getattr(cfg, name) is not None:
+            kw[name] = getattr(cfg, name)
+    return kw
+
+
+def kubernetes_spec(cfg: KubernetesConfig) -> dict[str, Any]:
+    """The DaskCluster custom resource for this config (no cluster needed to build it)."""
+    from dask_kubernetes.operator import make_cluster_spec
+
+    return make_cluster_spec(
+        name=cfg.name,
+        image=cfg.image,
+        n_workers=cfg.n_workers,
+        resources=cfg.resources or None,
+        env=cfg.env or None,
+        worker_command=cfg.worker_command,
+    )
+
+
+def describe(cfg: Any) -> dict[str, Any]:
+    """A JSON-able description of the config for run manifests (no secrets)."""
+    d = cfg.model_dump()
+    if d.get("tls"):
+        d["tls"] = {k: Path(v).name for k, v in d["tls"].items()}
+    return d
+
+
+@contextlib.contextmanager
+def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
+    """Start (or connect to) the configured cluster and yield a ``distributed.Client``.
+
+    The client is the default for ``dask.compute`` inside the ``with`` block.
+    """
+    from distributed import Client
+
+    cfg = load_cluster_config(config)
+    # distributed sets its loggers up when imported; quiet them after that (INFO floods the console)
+    for name in ("distributed", "distributed.shuffle._scheduler_plugin", "distributed.http.proxy"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    with contextlib.ExitStack() as stack:
+        if cfg.type == "local":
+            from distributed import LocalCluster
+
+            n, mem = local_size(cfg)
+            cluster = stack.enter_context(
+                LocalCluster(
+                    n_workers=n,
+                    threads_per_worker=cfg.threads_per_worker,
+                    memory_limit=mem,
+                    processes=cfg.processes,
+                    dashboard_address=cfg.dashboard_address,
+                    silence_logs=logging.ERROR,
+                )
+            )
+            client = stack.enter_context(Client(cluster))
+        elif cfg.type == "slurm":
+            try:
+                from dask_jobqueue import SLURMCluster
+            except ImportError:
+                raise TaskError("slurm clusters need dask-jobqueue: pip install 'sdc-pipeline[cluster]'") from None
+            cluster = stack.enter_context(SLURMCluster(**slurm_cluster_kwargs(cfg)))
+            if cfg.adaptive is not None:
+                cluster.adapt(minimum=cfg.adaptive.minimum, maximum=cfg.adaptive.maximum)
+            else:
+                cluster.scale(jobs=cfg.jobs)
+            client = stack.enter_context(Client(cluster))
+            if cfg.wait_for_workers:
+                client.wait_for_workers(cfg.wait_for_workers, timeout=cfg.timeout_s)
+        elif cfg.type == "kubernetes":
+            try:
+                from dask_kubernetes.operator import KubeCluster
+            except ImportError:
+                raise TaskError("kubernetes clusters need dask-kubernetes: pip install 'sdc-pipeline[cluster]'") from None
+            kw = {"namespace": cfg.namespace} if cfg.namespace else {}
+            cluster = stack.enter_context(KubeCluster(custom_cluster_spec=kubernetes_spec(cfg), **kw))
+            if cfg.adaptive is not None:
+                cluster.adapt(minimum=cfg.adaptive.minimum, maximum=cfg.adaptive.maximum)
+            client = stack.enter_context(Client(cluster))
+        elif cfg.type == "ssh":
+            from distributed import SSHCluster
+
+            kw = {"remote_python": cfg.remote_python} if cfg.remote_python else {}
+            cluster = stack.enter_context(
+                SSHCluster(
+                    cfg.hosts,
+                    connect_options=cfg.connect_options,
+                    worker_options=cfg.worker_options,
+                    scheduler_options=cfg.scheduler_options,
+                    **kw,
+                )
+            )
+            client = stack.enter_context(Client(cluster))
+        else:
+            security = None
+            if cfg.tls is not None:
+                from distributed.security import Security
+
+                for k, v in cfg.tls.model_dump().items():
+                    if not Path(v).exists():
+                        raise TaskError(f"scheduler config: tls.{k} file not found: {v}")
+                security = Security(
+                    tls_ca_file=cfg.tls.ca_file, tls_client_cert=cfg.tls.cert, tls_client_key=cfg.tls.key,
+                    require_encryption=True,
+                )
+            try:
+                client = stack.enter_context(Client(cfg.address, security=security, timeout=cfg.timeout_s))
+            except OSError as e:
+                raise TaskError(f"cannot reach the Dask scheduler at {cfg.address}: {e}") from None
+        log.info("dask cluster: %s, dashboard %s", cfg.type, client.dashboard_link)
+        yield client

@@ -1,0 +1,1 @@
+"""The self-contained HTML report of a run (tables and embedded plots)."""

@@ -1,0 +1,87 @@
+"""The tidy results table shared by the CLI, sweeps, the nightly history and the report.
+
+One row per dataset × synthetic source × repetition × setting × synthetic set × measure.
+Measures return the four inner columns (:data:`MEASURE_COLUMNS`); the runner adds the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+MEASURE_COLUMNS = ["synthetic", "setting", "measure", "value"]
+RESULT_COLUMNS = [
+    "task", "run_id", "dataset", "source", "repetition", "family", "measure_name", "setting",
+    "synthetic", "measure", "value",
+]
+
+
+def tidy_frame(rows: list[tuple[str, str, str, float]]) -> pd.DataFrame:
+    """A measure-level tidy frame from ``(synthetic, setting, measure, value)`` rows."""
+    frame = pd.DataFrame(rows, columns=MEASURE_COLUMNS)
+    frame["value"] = frame["value"].astype("float64")
+    return frame
+
+
+def check_tidy(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+    """Make sure a measure returned the tidy columns with the right types."""
+    if list(frame.columns) != MEASURE_COLUMNS:
+        raise TypeError(f"{where}: tidy() must return columns {MEASURE_COLUMNS}, got {list(frame.columns)}")
+    out = frame.copy()
+    for c in ("synthetic", "setting", "measure"):
+        out[c] = out[c].astype(str)
+    out["value"] = pd.to_numeric(out["value"], errors="coerce").astype("float64")
+    return out
+
+
+@dataclass(frozen=True)
+class TableResult:
+    """A result that is already a tidy table, plus a JSON-able summary."""
+
+    table: pd.DataFrame
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def tidy(self) -> pd.DataFrame:
+        return self.table
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.summary
+
+
+def atomic_write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    """Write Parquet to a temporary file and rename it, so a crash leaves no half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    frame.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def atomic_write_text(text: str, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def jsonable(obj: Any) -> Any:
+    """Convert numpy/pandas values inside a summary to JSON types (NaN -> None)."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, pd.DataFrame):
+        return jsonable(obj.to_dict(orient="records"))
+    if isinstance(obj, pd.Series):
+        return jsonable(obj.to_dict())
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj

@@ -1,0 +1,287 @@
+"""Run a task: read inputs once, expand units, evaluate them on the Dask client, write results.
+
+Outputs in the run folder (each file written atomically, the manifest last):
+
+``results.parquet`` / ``results.csv``  the tidy table (:data:`pipeline.results.RESULT_COLUMNS`)
+``summary.json``                      every unit's JSON summary, keyed by unit label
+``manifest.json``                     task, cluster config, versions, seeds, timings, fingerprints
+``report.html``                       the self-contained report (plots embedded)
+
+Every unit's result is also cached under ``<out>/.units/<fingerprint>.*``; a re-run (e.g.
+after an interruption) reuses them, so it skips finished work and produces the same table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import platform
+import sys
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pipeline import __version__
+from pipeline.data.compare import align_synthetic
+from pipeline.data.dataset import Dataset, read_dataset
+from pipeline.errors import PipelineError, TaskError
+from pipeline.measures import REGISTRY, check_variables
+from pipeline.results import RESULT_COLUMNS, atomic_write_parquet, atomic_write_text, check_tidy, jsonable
+from pipeline.tasks import LoadedTask, Unit, content_hash, expand
+
+log = logging.getLogger("pipeline")
+
+
+@dataclass
+class Inputs:
+    """The data of a task, read once: originals, and synthetic sets per (dataset, source, repetition)."""
+
+    originals: dict[str, Dataset] = field(default_factory=dict)
+    #: (dataset, source, repetition) -> (original aligned to the source, synthetic sets)
+    synthetic: dict[tuple[str, str, int], tuple[Dataset, list[Dataset]]] = field(default_factory=dict)
+    hashes: dict[tuple[str, str | None, int], str] = field(default_factory=dict)
+    synthesis: dict[tuple[str, str, int], Any] = field(default_factory=dict)
+
+
+def _read_original(task: LoadedTask, spec: Any) -> tuple[Dataset, str]:
+    from pipeline.datasets import ORIGINALS, demo_path, load_demo
+
+    o = spec.original
+    if o.demo is not None:
+        ds = load_demo(o.demo)
+        file, schema, _ = ORIGINALS[o.demo]
+        paths = [demo_path(file), demo_path(schema)]
+    else:
+        path = task.resolve(o.path)
+        schema = task.resolve(o.schema_file) if o.schema_file else None
+        ds = read_dataset(path, schema=schema, name=spec.name, missing_codes=o.missing_codes or None)
+        paths = [path] + ([schema] if schema else [])
+    if o.columns:
+        ds = ds.select(o.columns)
+    if o.missing_codes and o.demo is not None:
+        ds = Dataset(ds.name, ds.frame, ds.schema.with_missing_codes(o.missing_codes), ds.source)
+    return ds, content_hash(paths) + json.dumps(o.model_dump(by_alias=True), sort_keys=True)
+
+
+def _read_source(task: LoadedTask, original: Dataset, src: Any) -> tuple[Dataset, list[Dataset], str]:
+    from pipeline.datasets import SYNTHETIC, demo_path, load_demo_synthetic
+
+    if src.demo is not None:
+        sets = load_demo_synthetic(src.demo)
+        pattern, m, _ = SYNTHETIC[src.demo]
+        paths = [demo_path(pattern.format(i=i)) for i in range(1, m + 1)]
+    else:
+        paths = task.source_paths(src)
+        schema = task.resolve(src.schema_file) if src.schema_file else original.schema
+        codes = original.schema.cont_na
+        sets = [
+            read_dataset(p, schema=schema, name=f"{src.name}_{i + 1}", missing_codes=codes if src.schema_file else None)
+            for i, p in enumerate(paths)
+        ]
+    original, sets, changes = align_synthetic(original, sets, src.compatibility)
+    for c in changes:
+        log.warning("aligned: %s", c)
+    return original, sets, content_hash(paths)
+
+
+def read_inputs(task: LoadedTask) -> Inputs:
+    """Read every original and synthetic source of a task (synthesising where asked)."""
+    inputs = Inputs()
+    for d in task.spec.datasets:
+        original, h = _read_original(task, d)
+        inputs.originals[d.name] = original
+        inputs.hashes[(d.name, None, 0)] = h
+        for src in d.synthetic:
+            if src.synthesise is not None:
+                from pipeline.synth.task import run_synthesis_source
+
+                for rep in range(task.spec.repetitions):
+                    seed = task.spec.seed + rep
+                    result, sets = run_synthesis_source(original, src.synthesise, seed=seed, name=src.name)
+                    inputs.synthesis[(d.name, src.name, rep)] = result
+                    inputs.synthetic[(d.name, src.name, rep)] = (original, sets)
+                    inputs.hashes[(d.name, src.name, rep)] = h + json.dumps(
+                        {"synthesise": src.synthesise, "seed": seed}, sort_keys=True, default=str
+                    )
+            else:
+                aligned, sets, sh = _read_source(task, original, src)
+                inputs.synthetic[(d.name, src.name, 0)] = (aligned, sets)
+                inputs.hashes[(d.name, src.name, 0)] = h + sh
+    return inputs
+
+
+def _unit_data(unit: Unit, inputs: Inputs) -> tuple[Dataset, list[Dataset]]:
+    if unit.source is None:
+        return inputs.originals[unit.dataset], []
+    return inputs.synthetic[(unit.dataset, unit.source, unit.repetition)]
+
+
+def validate_units(task: LoadedTask, units: list[Unit], inputs: Inputs) -> None:
+    """Check every unit's variables against its data before any work starts."""
+    for u in units:
+        original, sets = _unit_data(u, inputs)
+        if REGISTRY[u.measure.type].needs_synthetic and not sets:
+            raise TaskError(f"{task.path}: measure {u.measure.label!r} needs synthetic data but {u.dataset!r} has none")
+        check_variables(u.params, [original, *sets], f"{task.path}: measure {u.measure.label!r}")
+
+
+def _evaluate_unit(unit: Unit, inputs: Inputs, cache: Path) -> tuple[pd.DataFrame, dict[str, Any], float, bool]:
+    table_path = cache / f"{unit.fingerprint}.parquet"
+    summary_path = cache / f"{unit.fingerprint}.json"
+    if table_path.exists() and summary_path.exists():
+        cached = json.loads(summary_path.read_text(encoding="utf-8"))
+        return pd.read_parquet(table_path), cached["summary"], cached["seconds"], True
+    entry = REGISTRY[unit.measure.type]
+    params = entry.validate(unit.params, f"measure {unit.measure.label!r}")
+    original, sets = _unit_data(unit, inputs)
+    t0 = time.perf_counter()
+    result = entry.evaluate(original, sets, params)
+    seconds = time.perf_counter() - t0
+    table = check_tidy(result.tidy(), unit.label)
+    summary = jsonable(result.to_dict())
+    atomic_write_parquet(table, table_path)
+    atomic_write_text(json.dumps({"summary": summary, "seconds": seconds}), summary_path)
+    return table, summary, seconds, False
+
+
+def _versions() -> dict[str, str]:
+    import dask
+    import distributed
+    import numpy
+    import pyarrow
+    import scipy
+    import sklearn
+
+    return {
+        "sdc-pipeline": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
+        "dask": dask.__version__, "distributed": distributed.__version__, "pandas": pd.__version__,
+        "numpy": numpy.__version__, "pyarrow": pyarrow.__version__, "scipy": scipy.__version__,
+        "scikit-learn": sklearn.__version__,
+    }
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced."""
+
+    run_id: str
+    out_dir: Path
+    results: pd.DataFrame
+    summaries: dict[str, Any]
+    manifest: dict[str, Any]
+    inputs: Inputs
+
+
+def default_out_dir(task: LoadedTask) -> Path:
+    return Path(task.spec.output) if task.spec.output else Path("results") / task.spec.name
+
+
+def run_task(
+    task: LoadedTask,
+    cluster: str | Path | dict[str, Any] | None = None,
+    out_dir: str | Path | None = None,
+    progress: bool = True,
+    report: bool = True,
+) -> RunOutcome:
+    """Run every unit of ``task`` on the configured cluster and write the run folder.
+
+    Raises
+    ------
+    PipelineError
+        For invalid inputs (before any result is written) or a failed unit (finished units
+        stay cached for the next run; no results file is written for a failed run).
+    """
+    from pipeline.cluster import connect, describe, load_cluster_config
+
+    cluster_ref = cluster if cluster is not None else (task.resolve(task.spec.cluster) if task.spec.cluster else None)
+    cluster_cfg = load_cluster_config(cluster_ref)
+    out = Path(out_dir) if out_dir is not None else default_out_dir(task)
+    started = dt.datetime.now(dt.UTC)
+    run_id = started.strftime("%Y%m%dT%H%M%S%fZ")
+    t_start = time.perf_counter()
+    with connect(cluster_cfg.model_dump()):
+        inputs = read_inputs(task)
+        units = list(expand(task, inputs.hashes))
+        if not units:
+            raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
+        validate_units(task, units, inputs)
+        cache = out / ".units"
+        cache.mkdir(parents=True, exist_ok=True)
+        tables: dict[int, pd.DataFrame] = {}
+        summaries: dict[str, Any] = {}
+        timings: dict[str, dict[str, Any]] = {}
+        with ThreadPoolExecutor(max_workers=task.spec.concurrency) as pool:
+            futures = {pool.submit(_evaluate_unit, u, inputs, cache): u for u in units}
+            done_count = 0
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for f in done:
+                    u = futures[f]
+                    try:
+                        table, summary, seconds, cached = f.result()
+                    except PipelineError:
+                        for p in pending:
+                            p.cancel()
+                        raise
+                    except Exception as e:
+                        for p in pending:
+                            p.cancel()
+                        raise PipelineError(f"measure {u.label} failed: {type(e).__name__}: {e}") from e
+                    done_count += 1
+                    tables[u.index] = _with_unit_columns(table, task, run_id, u)
+                    summaries[u.label] = summary
+                    timings[u.label] = {"seconds": round(seconds, 4), "cached": cached, "fingerprint": u.fingerprint}
+                    if progress:
+                        state = "cached" if cached else f"{seconds:.2f} s"
+                        print(f"[{done_count}/{len(units)}] {u.label}: {state}", file=sys.stderr, flush=True)
+    results = pd.concat([tables[i] for i in sorted(tables)], ignore_index=True)[RESULT_COLUMNS]
+    manifest = {
+        "run_id": run_id,
+        "task": task.spec.name,
+        "task_file": str(task.path),
+        "task_spec": task.spec.model_dump(mode="json", by_alias=True),
+        "started_utc": started.isoformat(),
+        "seconds": round(time.perf_counter() - t_start, 3),
+        "cluster": describe(cluster_cfg),
+        "versions": _versions(),
+        "seed": task.spec.seed,
+        "units": timings,
+        "rows": len(results),
+    }
+    outcome = RunOutcome(run_id, out, results, summaries, manifest, inputs)
+    write_run(outcome, report=report)
+    return outcome
+
+
+def _with_unit_columns(table: pd.DataFrame, task: LoadedTask, run_id: str, u: Unit) -> pd.DataFrame:
+    out = table.copy()
+    setting = out["setting"].where(out["setting"] != "", None)
+    if u.setting:
+        out["setting"] = [f"{u.setting};{s}" if s else u.setting for s in setting]
+    out.insert(0, "task", task.spec.name)
+    out.insert(1, "run_id", run_id)
+    out.insert(2, "dataset", u.dataset)
+    out.insert(3, "source", u.source or "")
+    out.insert(4, "repetition", u.repetition)
+    out.insert(5, "family", REGISTRY[u.measure.type].family)
+    out.insert(6, "measure_name", u.measure.label)
+    return out
+
+
+def write_run(outcome: RunOutcome, report: bool = True) -> None:
+    """Write results, summary, report and (last) the manifest of a finished run."""
+    out = outcome.out_dir
+    atomic_write_parquet(outcome.results, out / "results.parquet")
+    atomic_write_text(outcome.results.to_csv(index=False), out / "results.csv")
+    atomic_write_text(json.dumps(jsonable(outcome.summaries), indent=1), out / "summary.json")
+    if report:
+        from pipeline.report.html import write_report
+
+        write_report(outcome, out / "report.html")
+    atomic_write_text(json.dumps(jsonable(outcome.manifest), indent=1), out / "manifest.json")

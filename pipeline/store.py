@@ -1,0 +1,110 @@
+"""The results history: a Hive-partitioned Parquet dataset, appended to by every run.
+
+Layout::
+
+    <store>/_sdc_results_store.json                    marker (format version)
+    <store>/run_date=YYYY-MM-DD/task=<name>/<run_id>.parquet
+    <store>/run_date=YYYY-MM-DD/task=<name>/<run_id>.manifest.json
+
+Each run writes new files (temporary name, then rename), so nothing in the history is ever
+overwritten and a crash leaves no half-written file.  Query it with pandas or pyarrow::
+
+    pd.read_parquet("history", filters=[("task", "=", "nightly")])
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.errors import DataError
+from pipeline.results import RESULT_COLUMNS, atomic_write_parquet, atomic_write_text, jsonable
+
+MARKER = "_sdc_results_store.json"
+FORMAT_VERSION = 1
+
+
+class ResultsStore:
+    """A results history folder.
+
+    Parameters
+    ----------
+    root : path
+        The folder. Created (with its marker) on first append if it does not exist; an
+        existing non-empty folder without the marker is refused.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def _check(self, create: bool) -> None:
+        marker = self.root / MARKER
+        if marker.exists():
+            try:
+                info = json.loads(marker.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                raise DataError(f"{marker}: corrupted results-store marker") from None
+            if info.get("format") != FORMAT_VERSION:
+                raise DataError(f"{self.root}: results store format {info.get('format')} is not {FORMAT_VERSION}")
+            return
+        if self.root.exists() and any(self.root.iterdir()):
+            raise DataError(f"{self.root} is not a results store (no {MARKER}); refusing to write into it")
+        if not create:
+            raise DataError(f"{self.root}: no results store here")
+        atomic_write_text(json.dumps({"format": FORMAT_VERSION, "columns": RESULT_COLUMNS}), marker)
+
+    def run_dir(self, run_date: str, task: str) -> Path:
+        return self.root / f"run_date={run_date}" / f"task={task}"
+
+    def append(self, results: pd.DataFrame, manifest: dict[str, Any], run_date: str | None = None) -> Path:
+        """Add one run's tidy results (never overwriting an existing file)."""
+        self._check(create=True)
+        date = run_date or manifest["started_utc"][:10]
+        folder = self.run_dir(date, manifest["task"])
+        path = folder / f"{manifest['run_id']}.parquet"
+        if path.exists():
+            raise DataError(f"{path} already exists in the history; a run is never overwritten")
+        table = results.drop(columns=[c for c in ("task",) if c in results.columns])
+        atomic_write_parquet(table, path)
+        atomic_write_text(json.dumps(jsonable(manifest), indent=1), folder / f"{manifest['run_id']}.manifest.json")
+        return path
+
+    def runs(self, task: str | None = None) -> pd.DataFrame:
+        """One row per stored run: run_date, task, run_id, path (oldest first)."""
+        self._check(create=False)
+        rows = []
+        for f in sorted(self.root.glob("run_date=*/task=*/*.parquet")):
+            date = f.parent.parent.name.split("=", 1)[1]
+            t = f.parent.name.split("=", 1)[1]
+            if task is None or t == task:
+                rows.append({"run_date": date, "task": t, "run_id": f.stem, "path": str(f)})
+        return pd.DataFrame(rows, columns=["run_date", "task", "run_id", "path"]).sort_values(
+            ["run_date", "run_id"], ignore_index=True
+        )
+
+    def read_run(self, path: str | Path) -> pd.DataFrame:
+        """The tidy results of one stored run (a corrupted file is a clear error)."""
+        p = Path(path)
+        try:
+            table = pq.read_table(p).to_pandas()
+        except (pa.ArrowInvalid, OSError) as e:
+            raise DataError(f"{p}: corrupted result file in the history ({type(e).__name__})") from None
+        missing = [c for c in RESULT_COLUMNS if c not in table.columns and c != "task"]
+        if missing:
+            raise DataError(f"{p}: not a results file (missing columns {missing})")
+        if "task" not in table.columns:
+            table.insert(0, "task", p.parent.name.split("=", 1)[1])
+        return table[RESULT_COLUMNS]
+
+    def query(self, task: str | None = None) -> pd.DataFrame:
+        """All stored results (optionally of one task), with their run_date."""
+        runs = self.runs(task)
+        frames = [self.read_run(r.path).assign(run_date=r.run_date) for r in runs.itertuples()]
+        if not frames:
+            return pd.DataFrame(columns=[*RESULT_COLUMNS, "run_date"])
+        return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,303 @@
+"""Task files: the validated YAML that says what to evaluate, and its expansion into units.
+
+A task names data sets (an original and one or more synthetic *sources*: given files, a
+bundled demo, or the coarsened-margins synthesiser), measures with parameters and parameter
+grids, repetitions, the output folder and the cluster.  :func:`load_task` validates the
+file; :func:`expand` turns it into independent :class:`Unit` objects, each with a stable
+fingerprint (input content hashes + settings + code version) so that a sweep can resume.
+
+See ``tasks/*.yaml`` for examples and ``docs/tasks.md`` for the full format.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import itertools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from pipeline import __version__
+from pipeline.errors import TaskError
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OriginalSpec(_Spec):
+    """The original (confidential) data: a bundled demo name or a file (+ schema)."""
+
+    demo: str | None = None
+    path: str | None = None
+    schema_file: str | None = Field(None, alias="schema")
+    missing_codes: dict[str, float | list[float]] = {}
+    columns: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> OriginalSpec:
+        if (self.demo is None) == (self.path is None):
+            raise ValueError("give exactly one of 'demo' or 'path'")
+        return self
+
+
+class SourceSpec(_Spec):
+    """One synthetic source: files (``paths``, globs allowed), a bundled demo, or a synthesiser."""
+
+    name: str
+    demo: str | None = None
+    paths: list[str] | None = None
+    schema_file: str | None = Field(None, alias="schema")
+    synthesise: dict[str, Any] | None = None
+    compatibility: Literal["strict", "align"] = "strict"
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SourceSpec:
+        given = [x for x in (self.demo, self.paths, self.synthesise) if x is not None]
+        if len(given) != 1:
+            raise ValueError(f"source {self.name!r}: give exactly one of 'demo', 'paths' or 'synthesise'")
+        return self
+
+
+class DatasetSpec(_Spec):
+    name: str
+    original: OriginalSpec
+    synthetic: list[SourceSpec] = []
+
+
+class MeasureSpec(_Spec):
+    """A measure with fixed ``params`` and a ``grid`` (cartesian product) of varying ones."""
+
+    type: str
+    name: str | None = None
+    params: dict[str, Any] = {}
+    grid: dict[str, list[Any]] = {}
+    datasets: list[str] | None = None
+    sources: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _grid(self) -> MeasureSpec:
+        for k, v in self.grid.items():
+            if not v:
+                raise ValueError(f"measure {self.type!r}: grid {k!r} is empty")
+            if k in self.params:
+                raise ValueError(f"measure {self.type!r}: {k!r} is both in params and in grid")
+        return self
+
+    @property
+    def label(self) -> str:
+        return self.name or self.type
+
+
+class GateSpec(_Spec):
+    """A nightly regression gate on one measure (see :mod:`pipeline.nightly`)."""
+
+    measure: str
+    family: str | None = None
+    above: float | None = None
+    rise_above: float | None = None
+    statistic: Literal["max", "mean"] = "max"
+
+    @model_validator(mode="after")
+    def _some_threshold(self) -> GateSpec:
+        if self.above is None and self.rise_above is None:
+            raise ValueError(f"gate on {self.measure!r}: give 'above' and/or 'rise_above'")
+        return self
+
+
+class TaskSpec(_Spec):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    datasets: list[DatasetSpec] = Field(min_length=1)
+    measures: list[MeasureSpec] = Field(min_length=1)
+    repetitions: int = Field(1, ge=1)
+    seed: int = 0
+    output: str | None = None
+    cluster: str | None = None
+    history: str | None = None
+    gates: list[GateSpec] = []
+    concurrency: int = Field(2, ge=1, description="units evaluated at the same time")
+
+    @model_validator(mode="after")
+    def _names(self) -> TaskSpec:
+        names = [d.name for d in self.datasets]
+        if len(set(names)) != len(names):
+            raise ValueError("dataset names must be unique")
+        for d in self.datasets:
+            srcs = [s.name for s in d.synthetic]
+            if len(set(srcs)) != len(srcs):
+                raise ValueError(f"dataset {d.name!r}: synthetic source names must be unique")
+        for m in self.measures:
+            unknown = [n for n in m.datasets or [] if n not in names]
+            if unknown:
+                raise ValueError(f"measure {m.label!r}: unknown dataset(s) {unknown}; the task has {names}")
+        return self
+
+
+@dataclass(frozen=True)
+class LoadedTask:
+    spec: TaskSpec
+    path: Path
+
+    @property
+    def base(self) -> Path:
+        return self.path.parent
+
+    def resolve(self, p: str) -> Path:
+        """A path from the task file, relative to the task file's folder."""
+        q = Path(p).expanduser()
+        return q if q.is_absolute() else (self.base / q)
+
+    def source_paths(self, src: SourceSpec) -> list[Path]:
+        out: list[Path] = []
+        for pattern in src.paths or []:
+            full = str(self.resolve(pattern))
+            matched = sorted(glob.glob(full)) if any(c in pattern for c in "*?[") else [full]
+            if not matched:
+                raise TaskError(f"{self.path}: source {src.name!r}: no file matches {pattern!r}")
+            out.extend(Path(m) for m in matched)
+        return out
+
+
+def _format_validation(e: ValidationError, source: str) -> str:
+    parts = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return f"{source}: invalid task: " + "; ".join(parts)
+
+
+def load_task(path: str | Path) -> LoadedTask:
+    """Read and validate a task file (errors name the file and the offending setting)."""
+    p = Path(path)
+    if not p.exists():
+        raise TaskError(f"task file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise TaskError(f"{p}: not valid YAML{where}") from None
+    if not isinstance(data, dict):
+        raise TaskError(f"{p}: a task file must be a YAML mapping with 'name', 'datasets' and 'measures'")
+    try:
+        spec = TaskSpec.model_validate(data)
+    except ValidationError as e:
+        raise TaskError(_format_validation(e, str(p))) from None
+    task = LoadedTask(spec, p.resolve())
+    from pipeline.measures import REGISTRY
+
+    for m in spec.measures:
+        if m.type not in REGISTRY:
+            raise TaskError(f"{p}: unknown measure type {m.type!r}; available: {', '.join(sorted(REGISTRY))}")
+        for params in grid_points(m):
+            REGISTRY[m.type].validate(params, f"{p}: measure {m.label!r}")
+    return task
+
+
+def grid_points(m: MeasureSpec) -> list[dict[str, Any]]:
+    """Every parameter combination of a measure (params merged with one grid point each)."""
+    if not m.grid:
+        return [dict(m.params)]
+    keys = list(m.grid)
+    return [{**m.params, **dict(zip(keys, combo, strict=True))} for combo in itertools.product(*m.grid.values())]
+
+
+def setting_label(grid_keys: list[str], params: dict[str, Any]) -> str:
+    """``name=value;...`` for the grid parameters of one unit (lists joined with commas)."""
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, (list, tuple)):
+            return ",".join(fmt(x) for x in v)
+        if isinstance(v, dict):
+            return ",".join(f"{k}:{fmt(x)}" for k, x in sorted(v.items()))
+        return str(v)
+
+    return ";".join(f"{k}={fmt(params[k])}" for k in grid_keys)
+
+
+@lru_cache(maxsize=256)
+def _file_hash(path: str, mtime_ns: int, size: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def content_hash(paths: list[Path]) -> str:
+    """sha256 over the contents of files (a Parquet directory counts by its files)."""
+    h = hashlib.sha256()
+    for p in paths:
+        files = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
+        for f in files:
+            st = f.stat()
+            h.update(_file_hash(str(f), st.st_mtime_ns, st.st_size).encode())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One independent piece of work: a measure at one setting on one (dataset, source, repetition)."""
+
+    index: int
+    dataset: str
+    source: str | None
+    repetition: int
+    measure: MeasureSpec
+    params: dict[str, Any]
+    setting: str
+    fingerprint: str
+
+    @property
+    def label(self) -> str:
+        src = f"/{self.source}" if self.source else ""
+        rep = f"#{self.repetition}" if self.repetition else ""
+        st = f" [{self.setting}]" if self.setting else ""
+        return f"{self.measure.label} {self.dataset}{src}{rep}{st}"
+
+
+def expand(task: LoadedTask, input_hashes: dict[tuple[str, str | None, int], str]) -> Iterator[Unit]:
+    """All units of a task in a stable order.
+
+    ``input_hashes`` maps (dataset, source or None, repetition) to the content hash of the
+    inputs; measures that need synthetic data get one unit per source and repetition, the
+    ``profile`` of the original alone gets ``source=None``.
+    """
+    from pipeline.measures import REGISTRY
+
+    i = 0
+    for m in task.spec.measures:
+        entry = REGISTRY[m.type]
+        for d in task.spec.datasets:
+            if m.datasets is not None and d.name not in m.datasets:
+                continue
+            targets: list[tuple[str | None, int]]
+            if not entry.needs_synthetic:
+                targets = [(None, 0)]
+            else:
+                targets = [
+                    (s.name, r)
+                    for s in d.synthetic
+                    if m.sources is None or s.name in m.sources
+                    for r in range(task.spec.repetitions if s.synthesise is not None else 1)
+                ]
+            for src, rep in targets:
+                for params in grid_points(m):
+                    fp_data = {
+                        "inputs": input_hashes[(d.name, src, rep)],
+                        "measure": m.type,
+                        "params": params,
+                        "version": __version__,
+                    }
+                    fp = hashlib.sha256(json.dumps(fp_data, sort_keys=True, default=str).encode()).hexdigest()[:20]
+                    yield Unit(i, d.name, src, rep, m, params, setting_label(list(m.grid), params), fp)
+                    i += 1
