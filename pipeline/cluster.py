@@ -255,7 +255,9 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
             try:
                 from dask_kubernetes.operator import KubeCluster
             except ImportError:
-                raise TaskError("kubernetes clusters need dask-kubernetes: pip install 'sdc-pipeline[cluster]'") from None
+                raise TaskError(
+                    "kubernetes clusters need dask-kubernetes: pip install 'sdc-pipeline[cluster]'"
+                ) from None
             kw = {"namespace": cfg.namespace} if cfg.namespace else {}
             cluster = stack.enter_context(KubeCluster(custom_cluster_spec=kubernetes_spec(cfg), **kw))
             if cfg.adaptive is not None:
@@ -284,7 +286,9 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
                     if not Path(v).exists():
                         raise TaskError(f"scheduler config: tls.{k} file not found: {v}")
                 security = Security(
-                    tls_ca_file=cfg.tls.ca_file, tls_client_cert=cfg.tls.cert, tls_client_key=cfg.tls.key,
+                    tls_ca_file=cfg.tls.ca_file,
+                    tls_client_cert=cfg.tls.cert,
+                    tls_client_key=cfg.tls.key,
                     require_encryption=True,
                 )
             try:

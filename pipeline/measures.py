@@ -20,7 +20,14 @@ from pipeline.errors import TaskError
 
 #: parameter names whose values are variable names (checked against the schema before running)
 VARIABLE_PARAMS = (
-    "keys", "target", "targets", "vars", "variables", "known", "synthesised", "exclude_keys",
+    "keys",
+    "target",
+    "targets",
+    "vars",
+    "variables",
+    "known",
+    "synthesised",
+    "exclude_keys",
 )
 
 
@@ -94,9 +101,20 @@ def check_variables(params: dict[str, Any], datasets: list[Dataset], where: str)
 
 
 _ENTRIES = [
-    MeasureEntry("profile", "profile", "pipeline.profile:ProfileParams", "pipeline.profile:evaluate_profile",
-                 needs_synthetic=False, description="per-variable counts, missing values and special codes"),
-    MeasureEntry("key_blocks", "profile", "pipeline.profile:KeyBlockParams", "pipeline.profile:evaluate_key_blocks",
-                 description="distribution of key-combination sizes, computed on Dask key blocks"),
+    MeasureEntry(
+        "profile",
+        "profile",
+        "pipeline.profile:ProfileParams",
+        "pipeline.profile:evaluate_profile",
+        needs_synthetic=False,
+        description="per-variable counts, missing values and special codes",
+    ),
+    MeasureEntry(
+        "key_blocks",
+        "profile",
+        "pipeline.profile:KeyBlockParams",
+        "pipeline.profile:evaluate_key_blocks",
+        description="distribution of key-combination sizes, computed on Dask key blocks",
+    ),
 ]
 REGISTRY: dict[str, MeasureEntry] = {e.type: e for e in _ENTRIES}

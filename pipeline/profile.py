@@ -53,8 +53,12 @@ def evaluate_profile(original: Dataset, synthetic: list[Dataset], params: Profil
 def _combination_sizes(part: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per partition (whole key blocks): the size of every key combination."""
     sizes = part.groupby(keys, observed=True, dropna=False).size()
-    return pd.DataFrame({"size": sizes.to_numpy(dtype=np.int64), "block": np.int64(part[BLOCK_COLUMN].iloc[0])
-                         if len(part) else np.int64(-1)})
+    return pd.DataFrame(
+        {
+            "size": sizes.to_numpy(dtype=np.int64),
+            "block": np.int64(part[BLOCK_COLUMN].iloc[0]) if len(part) else np.int64(-1),
+        }
+    )
 
 
 def _size_rows(sizes: np.ndarray, label: str) -> list[tuple[str, str, str, float]]:
@@ -83,7 +87,7 @@ def evaluate_key_blocks(original: Dataset, synthetic: list[Dataset], params: Key
     sized = [f.map_partitions(_combination_sizes, cols, meta=meta) for f in frames]
     part_records = [f.map_partitions(len) for f in frames]
     computed = dask.compute(*sized, *part_records)
-    sizes, records = computed[: len(frames)], computed[len(frames):]
+    sizes, records = computed[: len(frames)], computed[len(frames) :]
     rows: list[tuple[str, str, str, float]] = []
     labels = ["original"] + [str(i + 1) for i in range(len(synthetic))]
     for label, sz, rec in zip(labels, sizes, records, strict=True):

@@ -16,8 +16,17 @@ import pandas as pd
 
 MEASURE_COLUMNS = ["synthetic", "setting", "measure", "value"]
 RESULT_COLUMNS = [
-    "task", "run_id", "dataset", "source", "repetition", "family", "measure_name", "setting",
-    "synthetic", "measure", "value",
+    "task",
+    "run_id",
+    "dataset",
+    "source",
+    "repetition",
+    "family",
+    "measure_name",
+    "setting",
+    "synthetic",
+    "measure",
+    "value",
 ]
 
 

@@ -158,9 +158,15 @@ def _versions() -> dict[str, str]:
     import sklearn
 
     return {
-        "sdc-pipeline": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
-        "dask": dask.__version__, "distributed": distributed.__version__, "pandas": pd.__version__,
-        "numpy": numpy.__version__, "pyarrow": pyarrow.__version__, "scipy": scipy.__version__,
+        "sdc-pipeline": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "dask": dask.__version__,
+        "distributed": distributed.__version__,
+        "pandas": pd.__version__,
+        "numpy": numpy.__version__,
+        "pyarrow": pyarrow.__version__,
+        "scipy": scipy.__version__,
         "scikit-learn": sklearn.__version__,
     }
 
@@ -261,9 +267,8 @@ def run_task(
 
 def _with_unit_columns(table: pd.DataFrame, task: LoadedTask, run_id: str, u: Unit) -> pd.DataFrame:
     out = table.copy()
-    setting = out["setting"].where(out["setting"] != "", None)
     if u.setting:
-        out["setting"] = [f"{u.setting};{s}" if s else u.setting for s in setting]
+        out["setting"] = [f"{u.setting};{s}" if s else u.setting for s in out["setting"].tolist()]
     out.insert(0, "task", task.spec.name)
     out.insert(1, "run_id", run_id)
     out.insert(2, "dataset", u.dataset)

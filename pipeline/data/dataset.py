@@ -7,7 +7,7 @@ Supported formats, chosen by file extension:
 ``.parquet`` / directory    ``dask.dataframe.read_parquet``
 ``.dta``                    Stata, ``pandas.read_stata`` (value labels -> factor levels)
 ``.sav`` / ``.zsav``        SPSS, ``pyreadstat`` (value labels -> factor levels)
-``.sas7bdat``               SAS, ``pandas.read_sas``
+``.sas7bdat`` / ``.xpt``    SAS, ``pyreadstat`` (data set or transport file)
 ``.rds`` / ``.rdata``       R, ``pyreadr`` (factor levels kept in order)
 =========================  ==========================================================
 
@@ -30,7 +30,7 @@ from pipeline.errors import DataError, PipelineError, SchemaError
 
 NA_VALUES = ["", "NA"]
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".txt")
-_TYPED_READERS = (".dta", ".sav", ".zsav", ".sas7bdat", ".rds", ".rdata", ".rda")
+_TYPED_READERS = (".dta", ".sav", ".zsav", ".sas7bdat", ".xpt", ".rds", ".rdata", ".rda")
 
 
 @dataclass(frozen=True)
@@ -94,12 +94,15 @@ def read_raw(path: str | Path) -> tuple[dd.DataFrame, Schema | None]:
     suffix = _suffix(p)
     try:
         if suffix in CSV_SUFFIXES:
+            _check_csv_header(p)
             # every column as text first: the schema decides kinds, so "15" stays the level "15"
             frame = dd.read_csv(str(p), dtype=str, keep_default_na=False, na_values=NA_VALUES, blocksize="64MB")
             return frame, None
         if suffix == ".parquet" or p.is_dir():
             frame = dd.read_parquet(str(p))
-            return frame, _typed_schema(frame._meta_nonempty.head(0)) if _has_categoricals(frame) else None
+            if not _has_categoricals(frame):
+                return frame, None
+            return frame, _parquet_schema(p, frame)
         if suffix in _TYPED_READERS:
             pdf = _read_typed(p, suffix)
             return dd.from_pandas(pdf, npartitions=1, sort=False), _typed_schema(pdf)
@@ -112,8 +115,36 @@ def read_raw(path: str | Path) -> tuple[dd.DataFrame, Schema | None]:
     )
 
 
+def _check_csv_header(p: Path) -> None:
+    """pandas renames duplicated CSV columns (a, a.1); catch them in the header instead."""
+    import csv
+    import gzip
+
+    opener = gzip.open if p.name.lower().endswith(".gz") else open
+    with opener(p, "rt", encoding="utf-8", newline="") as f:
+        header = next(csv.reader(f), [])
+    dupes = sorted({c for c in header if header.count(c) > 1})
+    if dupes:
+        raise DataError(f"{p}: duplicated column(s) {', '.join(dupes)}")
+
+
 def _has_categoricals(frame: dd.DataFrame) -> bool:
     return any(isinstance(t, pd.CategoricalDtype) for t in frame.dtypes)
+
+
+def _parquet_schema(p: Path, frame: dd.DataFrame) -> Schema:
+    """Schema of a Parquet data set; categories (in their stored order) from a row group's dictionary."""
+    import pyarrow.parquet as pq
+
+    first = next(iter(sorted(p.rglob("*.parquet")))) if p.is_dir() else p
+    cats = [c for c, t in frame.dtypes.items() if isinstance(t, pd.CategoricalDtype)]
+    table = pq.ParquetFile(first).read_row_group(0, columns=cats)
+    meta = frame._meta.copy()
+    for c in cats:
+        col = table.column(c)
+        levels = col.chunk(0).dictionary.to_pylist() if col.num_chunks else []
+        meta[c] = pd.Categorical([], categories=levels, ordered=bool(frame._meta[c].cat.ordered))
+    return Schema.infer(meta)
 
 
 def _typed_schema(pdf: pd.DataFrame) -> Schema:
@@ -126,10 +157,17 @@ def _read_typed(p: Path, suffix: str) -> pd.DataFrame:
     if suffix in (".sav", ".zsav"):
         import pyreadstat
 
-        pdf, _ = pyreadstat.read_sav(str(p), apply_value_formats=True, formats_as_category=True)
+        pdf, meta = pyreadstat.read_sav(str(p))
+        # value labels -> factor levels in the order of their codes (as SPSS and R's haven do)
+        for col, labels in meta.variable_value_labels.items():
+            codes = sorted(labels)
+            pdf[col] = pd.Categorical(pdf[col].map(labels), categories=[labels[c] for c in codes])
         return pdf
-    if suffix == ".sas7bdat":
-        pdf = pd.read_sas(p, format="sas7bdat", encoding="utf-8")
+    if suffix in (".sas7bdat", ".xpt"):
+        import pyreadstat
+
+        reader = pyreadstat.read_sas7bdat if suffix == ".sas7bdat" else pyreadstat.read_xport
+        pdf, _ = reader(str(p))
         return pdf
     import pyreadr
 

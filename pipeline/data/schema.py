@@ -304,8 +304,11 @@ def cast_series(s: pd.Series, v: Variable, source: str = "data") -> pd.Series:
             return s.cat.set_categories(list(v.levels or ()), ordered=v.ordered) if s.cat.ordered != v.ordered else s
         labels = _as_label(s.astype(object) if isinstance(s.dtype, pd.CategoricalDtype) else s)
         labels = labels.where(labels.notna() & (labels != ""), None)
-        out = pd.Series(pd.Categorical(labels, categories=list(v.levels or ()), ordered=v.ordered), index=s.index)
-        bad = int((out.isna() & labels.notna()).sum())
+        known = labels.isin(list(v.levels or ()))
+        bad = int((~known & labels.notna()).sum())
+        out = pd.Series(
+            pd.Categorical(labels.where(known, None), categories=list(v.levels or ()), ordered=v.ordered), index=s.index
+        )
         if bad:
             raise DataError(
                 f"{source}: variable {v.name!r} has {bad} record(s) whose value is not one of its "

@@ -48,7 +48,8 @@ def load_demo_synthetic(name: str) -> list[Dataset]:
     pattern, m, original = SYNTHETIC[name]
     _, schema, codes = ORIGINALS[original]
     return [
-        read_dataset(demo_path(pattern.format(i=i)), schema=demo_path(schema), name=f"{name}_{i}",
-                     missing_codes=codes or None)
+        read_dataset(
+            demo_path(pattern.format(i=i)), schema=demo_path(schema), name=f"{name}_{i}", missing_codes=codes or None
+        )
         for i in range(1, m + 1)
     ]

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Bootstrap and run: needs only Python >= 3.11.
+
+    python3 dev.py demo    create .venv, install sdc-pipeline, run tasks/demo.yaml on a LocalCluster
+    python3 dev.py test    create .venv, install sdc-pipeline with test extras, run the test suite
+    python3 dev.py slow    the slow scale/cluster tests (pytest -m slow)
+
+Extra arguments after the command go to the underlying tool (sdc-pipeline run / pytest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if sys.platform == "win32" else "bin")
+
+
+def ensure_env(extras: str) -> None:
+    """Create .venv and (re)install the project when pyproject.toml or the extras changed."""
+    if sys.version_info < (3, 11):  # noqa: UP036 - dev.py runs before any environment exists
+        sys.exit(f"sdc-pipeline needs Python >= 3.11, this is {sys.version.split()[0]}")
+    if not (BIN / "python").exists():
+        print("creating .venv ...", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    stamp = VENV / f".installed-{extras or 'base'}"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == want:
+        return
+    print(f"installing sdc-pipeline{f'[{extras}]' if extras else ''} into .venv ...", flush=True)
+    target = f".[{extras}]" if extras else "."
+    subprocess.run([BIN / "python", "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
+    subprocess.run([BIN / "python", "-m", "pip", "install", "-q", "-e", target], cwd=ROOT, check=True)
+    stamp.write_text(want)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("demo", "test", "slow"):
+        print(__doc__)
+        return 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "demo":
+        ensure_env("")
+        return subprocess.run([BIN / "sdc-pipeline", "run", "tasks/demo.yaml", *rest], cwd=ROOT).returncode
+    ensure_env("test,cluster,bench")
+    marker = ["-m", "slow"] if cmd == "slow" else []
+    return subprocess.run([BIN / "python", "-m", "pytest", *marker, *rest], cwd=ROOT).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

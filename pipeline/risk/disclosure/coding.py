@@ -1,0 +1,277 @@
+"""Category coders: one shared dictionary of category labels per variable.
+
+Every variable used as a key or a target becomes integer codes into one list of labels that
+is the same for the original and every synthetic set, so tables of the different data sets
+align by label (synthpop aligns by sorted position, which can misalign rows).  A coder is
+built once from aggregate value counts (:class:`~pipeline.risk.disclosure.inputs.ColumnStats`)
+and then encodes any partition with vectorised numpy.
+
+What becomes a category (spec §3.3–3.4):
+
+* a factor (or text) value is its label; missing is the category ``"Missing"`` (a genuine
+  level called "Missing" merges with it, as in synthpop);
+* a numeric value, without grouping, is the R label of the value (15 significant digits),
+  with grouping the classInt interval that contains it; special missing codes (``cont.na``)
+  keep a category of their own.
+
+A coder also remembers the level order R would give each data set's factor (``r_levels``):
+it decides ties in the one-way check, and for a single key which key values synthpop
+counts as "present in the synthetic data".
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from pipeline.errors import CompatibilityError, DataError, ParameterError
+from pipeline.risk.disclosure.inputs import ColumnStats, source_name
+from pipeline.risk.disclosure.labels import (
+    BinStyle,
+    bin_index,
+    class_breaks,
+    interval_labels,
+    r_number_label,
+    r_number_labels,
+)
+
+MISSING = "Missing"
+
+
+@dataclass(frozen=True)
+class Coder:
+    """Codes of one variable, shared by the original and every synthetic set.
+
+    Attributes
+    ----------
+    name : str
+    mode : {"factor", "values", "bins"}
+        Factor/text labels, distinct numeric values, or numeric intervals.
+    labels : tuple of str
+        Code -> category label.
+    missing : int
+        Code of the ``"Missing"`` category.
+    values, value_codes : numpy arrays
+        ("values") sorted distinct numbers and the code of each.
+    breaks : numpy array
+        ("bins") interval break points.
+    special, special_codes : tuple
+        ("bins") special missing codes and their category codes.
+    r_levels : tuple of tuple of int
+        Per data set (0 = original), the codes of the levels of R's factor, in R's order.
+    """
+
+    name: str
+    mode: Literal["factor", "values", "bins"]
+    labels: tuple[str, ...]
+    missing: int
+    r_levels: tuple[tuple[int, ...], ...]
+    values: np.ndarray | None = None
+    value_codes: np.ndarray | None = None
+    breaks: np.ndarray | None = None
+    special: tuple[float, ...] = ()
+    special_codes: tuple[int, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.labels)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.int16 if self.size < np.iinfo(np.int16).max else np.int32)
+
+    def code_of(self, label: str) -> int | None:
+        try:
+            return self.labels.index(label)
+        except ValueError:
+            return None
+
+    def encode(self, s: pd.Series) -> np.ndarray:
+        """Codes of the values of one column (any partition of any data set)."""
+        if self.mode == "factor":
+            return self._encode_labels(s)
+        x = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        out = np.full(len(x), self.missing, dtype=self.dtype)
+        present = ~np.isnan(x)
+        if self.mode == "values":
+            assert self.values is not None and self.value_codes is not None
+            pos = np.searchsorted(self.values, x[present]).clip(0, len(self.values) - 1)
+            if not np.array_equal(self.values[pos], x[present]):
+                raise DataError(f"variable {self.name!r}: the data changed while being coded")
+            out[present] = self.value_codes[pos]
+            return out
+        assert self.breaks is not None
+        special = present & np.isin(x, self.special)
+        regular = present & ~special
+        out[regular] = bin_index(x[regular], self.breaks)
+        if special.any():
+            lookup = dict(zip(self.special, self.special_codes, strict=True))
+            out[special] = pd.Series(x[special]).map(lookup).to_numpy()
+        return out
+
+    def _encode_labels(self, s: pd.Series) -> np.ndarray:
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            index = {lab: i for i, lab in enumerate(self.labels)}
+            lookup = np.array([index.get(str(c), -1) for c in s.cat.categories], dtype=np.int64)
+            codes = s.cat.codes.to_numpy()
+            mapped = np.where(codes < 0, self.missing, lookup[codes] if len(lookup) else -1)
+        else:
+            text = s.astype(object).where(s.notna(), None).map(lambda v: None if v is None else str(v))
+            codes = pd.Categorical(text, categories=list(self.labels)).codes
+            mapped = np.where(text.isna().to_numpy(), self.missing, codes)
+        if (mapped < 0).any():
+            raise DataError(f"variable {self.name!r}: a value has no category (the data changed while being coded)")
+        return mapped.astype(self.dtype)
+
+
+def _r_order(observed: Sequence[str], declared: Sequence[str] | None, has_missing: bool) -> list[str]:
+    """Levels of R's factor for one data set, after synthpop's Missing recoding.
+
+    A variable with missing values is re-made with ``factor(as.character(x))``: its levels
+    become the sorted observed labels (code-point order, R under ``LC_COLLATE=C``).
+    """
+    if has_missing:
+        return sorted({*observed, MISSING})
+    return list(declared) if declared is not None else list(observed)
+
+
+def factor_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
+    """Coder of a factor or text variable: labels of the original first, then new ones."""
+    labels: list[str] = []
+    for st in stats:
+        own = st.declared if st.declared is not None else sorted(st.counts.index)
+        labels += [lab for lab in own if lab not in labels]
+        labels += [lab for lab in st.counts.index if lab not in labels]
+    if MISSING not in labels:
+        labels.append(MISSING)
+    index = {lab: i for i, lab in enumerate(labels)}
+    r_levels = tuple(
+        tuple(index[lab] for lab in _r_order(
+            list(st.counts.index) if st.declared is None else [lab for lab in st.declared if lab in st.counts.index],
+            st.declared if st.declared is not None else sorted(st.counts.index),
+            st.n_missing > 0,
+        ))
+        for st in stats
+    )
+    return Coder(name, "factor", tuple(labels), index[MISSING], r_levels)
+
+
+def value_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
+    """Coder of a numeric variable without grouping: one category per R label of a value."""
+    values = np.unique(np.concatenate([st.counts.index.to_numpy(dtype=np.float64) for st in stats]))
+    value_labels = r_number_labels(values)
+    labels = list(dict.fromkeys(value_labels))  # numeric order; equal 15-digit labels share a category
+    index = {lab: i for i, lab in enumerate(labels)}
+    labels.append(MISSING)
+    codes = np.array([index[lab] for lab in value_labels], dtype=np.int64)
+    index[MISSING] = len(labels) - 1
+    r_levels = []
+    for st in stats:
+        observed = list(dict.fromkeys(r_number_labels(st.counts.index.to_numpy(dtype=np.float64))))
+        r_levels.append(tuple(index[lab] for lab in _r_order(observed, observed, st.n_missing > 0)))
+    coder = Coder(name, "values", tuple(labels), index[MISSING], tuple(r_levels), values=values, value_codes=codes)
+    return coder
+
+
+def bin_coder(name: str, stats: Sequence[ColumnStats], ngroups: int, special: Sequence[float],
+              style: BinStyle) -> Coder:
+    """Coder of a grouped numeric variable (synthpop ``group_num``, spec §3.3).
+
+    Break points come from the original values pooled with the values of *all* synthetic
+    sets (special codes left out); special codes get categories after the intervals.  If
+    the original would have fewer than 3 categories, the grouping is redone with equal
+    widths, as synthpop does.
+    """
+    pooled = pd.concat([st.counts for st in stats]).groupby(level=0).sum()
+    pooled = pooled[~pooled.index.isin(special)]
+    if len(pooled) < 2:
+        raise ParameterError(
+            f"ngroups for {name!r}: cannot group a variable with fewer than two distinct non-missing values"
+        )
+    values, counts = pooled.index.to_numpy(dtype=np.float64), pooled.to_numpy(dtype=np.int64)
+    breaks = class_breaks(values, counts, ngroups, style)
+    if len(breaks) - 1 + len(special) < 3:
+        breaks = class_breaks(values, counts, ngroups, "equal")
+        if len(breaks) - 1 + len(special) < 3:
+            warnings.warn(f"only {len(breaks) - 1 + len(special)} groups produced for {name!r}", stacklevel=3)
+    intervals = interval_labels(breaks)
+    special_labels = [r_number_label(c) for c in special]
+    labels = [*intervals, *special_labels, MISSING]
+    index = {lab: i for i, lab in enumerate(labels)}
+    declared = [*intervals, *special_labels]
+    r_levels = []
+    for st in stats:
+        x = st.counts.index.to_numpy(dtype=np.float64)
+        is_special = np.isin(x, special)
+        seen = {special_labels[list(special).index(v)] for v in x[is_special]}
+        seen |= {intervals[i] for i in np.unique(bin_index(x[~is_special], breaks))}
+        observed = [lab for lab in declared if lab in seen]
+        r_levels.append(tuple(index[lab] for lab in _r_order(observed, declared, st.n_missing > 0)))
+    return Coder(
+        name, "bins", tuple(labels), index[MISSING], tuple(r_levels), breaks=breaks, special=tuple(special),
+        special_codes=tuple(index[lab] for lab in special_labels),
+    )
+
+
+def build_coders(
+    stats: Sequence[Mapping[str, ColumnStats]],
+    variables: Sequence[str],
+    ngroups: Mapping[str, int | None],
+    cont_na: Mapping[str, tuple[float, ...]],
+    style: BinStyle = "quantile",
+) -> dict[str, Coder]:
+    """One coder per variable from the value counts of every data set.
+
+    Raises
+    ------
+    CompatibilityError
+        A variable is numeric in one data set and categorical in another.
+    ParameterError
+        A variable has only missing values, or a special missing code of a key or the
+        target does not occur in the original (synthpop's check, applied to every code).
+    """
+    coders = {}
+    for name in variables:
+        per_set = [s[name] for s in stats]
+        kinds = {st.categorical for st in per_set}
+        if len(kinds) > 1:
+            where = [source_name(i) for i, st in enumerate(per_set) if st.categorical != per_set[0].categorical]
+            raise CompatibilityError(
+                f"variable {name!r} is {'categorical' if per_set[0].categorical else 'numeric'} in the original "
+                f"but not in {', '.join(where)}; its levels cannot be aligned"
+            )
+        for i, st in enumerate(per_set):
+            if st.n_missing == st.n:
+                raise ParameterError(f"variable {name!r} has only missing values in {source_name(i)}")
+        codes = cont_na.get(name, ())
+        if codes and per_set[0].categorical:
+            raise ParameterError(f"cont_na: {name!r} is categorical; special missing codes are for numeric variables")
+        absent = [c for c in codes if c not in per_set[0].counts.index]
+        if absent:
+            raise ParameterError(
+                f"cont_na: code(s) {[r_number_label(c) for c in absent]} of {name!r} do not occur in the original data"
+            )
+        n = ngroups.get(name)
+        if per_set[0].categorical:
+            if n:
+                warnings.warn(f"ngroups for {name!r} ignored: it is not numeric", stacklevel=2)
+            coders[name] = factor_coder(name, per_set)
+        elif n:
+            coders[name] = bin_coder(name, per_set, n, codes, style)
+        else:
+            coders[name] = value_coder(name, per_set)
+    return coders
+
+
+def encode_frame(frame: pd.DataFrame, coders: Mapping[str, Coder]) -> pd.DataFrame:
+    """The codes of every coded column of one partition."""
+    return pd.DataFrame({name: c.encode(frame[name]) for name, c in coders.items()}, index=frame.index)
+
+
+def encoded_meta(coders: Mapping[str, Coder]) -> pd.DataFrame:
+    return pd.DataFrame({name: pd.Series(dtype=c.dtype) for name, c in coders.items()})

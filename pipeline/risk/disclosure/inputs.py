@@ -1,0 +1,213 @@
+"""Input handling shared by every disclosure function.
+
+Accepts pandas frames, Dask frames or :class:`~pipeline.data.dataset.Dataset` objects, checks
+that the variables exist, casts them to the schema's in-memory form, and gathers the
+per-variable value counts (aggregates only) that the category coders are built from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from pipeline.data.schema import Schema, cast_series
+from pipeline.errors import CompatibilityError, DataError, ParameterError
+
+Frame = pd.DataFrame | dd.DataFrame
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The original and the synthetic sets restricted to the variables a measure uses.
+
+    Attributes
+    ----------
+    original, synthetic
+        pandas frames (``lazy`` False) or Dask frames (``lazy`` True) with the used columns.
+    columns : tuple of str
+        All column names of the original, in data order (synthpop orders keys by it).
+    schema : Schema or None
+        The schema the data were cast to (None: kinds taken from the dtypes).
+    lazy : bool
+        Whether the Dask (key-block) path is used.
+    """
+
+    original: Frame
+    synthetic: tuple[Frame, ...]
+    columns: tuple[str, ...]
+    schema: Schema | None
+    lazy: bool
+
+    @property
+    def frames(self) -> tuple[Frame, ...]:
+        return (self.original, *self.synthetic)
+
+
+def _unwrap(obj: Any, what: str) -> tuple[Frame, Schema | None]:
+    """A frame and the schema it carries (a Dataset carries one, a frame does not)."""
+    frame = getattr(obj, "frame", obj)
+    schema = getattr(obj, "schema", None)
+    if not isinstance(frame, (pd.DataFrame, dd.DataFrame)):
+        raise ParameterError(f"{what} must be a pandas or Dask DataFrame or a Dataset, got {type(obj).__name__}")
+    return frame, schema if isinstance(schema, Schema) else None
+
+
+def source_name(index: int) -> str:
+    """How messages name data set ``index`` (0 = original, 1.. = synthetic sets)."""
+    return "the original data" if index == 0 else f"synthetic set {index}"
+
+
+def prepare_inputs(
+    original: Any, synthetic: Any, variables: Sequence[str], schema: Schema | None = None
+) -> Inputs:
+    """Check and restrict the inputs to ``variables``.
+
+    Dask frames of a single partition are brought into memory (a partition fits by
+    definition, and the Dask overhead would dominate); otherwise any Dask input selects the
+    key-block path.
+
+    Raises
+    ------
+    ParameterError
+        A variable is not in the original, or the inputs are not frames.
+    CompatibilityError
+        A variable is missing from a synthetic set or does not fit the schema there.
+    """
+    orig, carried = _unwrap(original, "original")
+    syn_list = [synthetic] if isinstance(synthetic, (pd.DataFrame, dd.DataFrame)) or hasattr(synthetic, "frame") \
+        else list(synthetic)
+    if not syn_list:
+        raise ParameterError("synthetic must hold at least one synthetic data set")
+    syns = [_unwrap(s, f"synthetic set {i + 1}")[0] for i, s in enumerate(syn_list)]
+    schema = schema or carried
+    columns = tuple(str(c) for c in orig.columns)
+    missing = [v for v in variables if v not in columns]
+    if missing:
+        raise ParameterError(f"variable(s) {missing} not found in the original data; it has: {list(columns)}")
+    for i, s in enumerate(syns, start=1):
+        absent = [v for v in variables if v not in s.columns]
+        if absent:
+            raise CompatibilityError(f"variable(s) {absent} are in the original but not in synthetic set {i}")
+    if schema is not None:
+        unknown = [v for v in variables if v not in schema]
+        if unknown:
+            raise ParameterError(f"variable(s) {unknown} are not described by the schema")
+
+    frames = [orig, *syns]
+    lazy = any(isinstance(f, dd.DataFrame) and f.npartitions > 1 for f in frames)
+    cols = list(variables)
+    if lazy:
+        frames = [f if isinstance(f, dd.DataFrame) else dd.from_pandas(f, npartitions=1, sort=False) for f in frames]
+        frames = [_cast_lazy(f[cols], schema, i) for i, f in enumerate(frames)]
+    else:
+        frames = [f.compute() if isinstance(f, dd.DataFrame) else f for f in frames]
+        frames = [_cast(f[cols].reset_index(drop=True), schema, i) for i, f in enumerate(frames)]
+    return Inputs(frames[0], tuple(frames[1:]), columns, schema, lazy)
+
+
+def _cast(frame: pd.DataFrame, schema: Schema | None, index: int) -> pd.DataFrame:
+    """Cast the columns whose dtype differs from the schema's in-memory form."""
+    if schema is None:
+        return frame
+    out = {}
+    for name in frame.columns:
+        var = schema[name]
+        s = frame[name]
+        if _fits(s.dtype, var):
+            out[name] = s
+            continue
+        try:
+            out[name] = cast_series(s, var, source_name(index))
+        except DataError as e:
+            raise (DataError if index == 0 else CompatibilityError)(str(e)) from None
+    return pd.DataFrame(out, index=frame.index)
+
+
+def _fits(dtype: Any, var: Any) -> bool:
+    if var.is_factor:
+        return isinstance(dtype, pd.CategoricalDtype)
+    if var.is_numeric:
+        return pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype)
+    return True
+
+
+def _cast_lazy(frame: dd.DataFrame, schema: Schema | None, index: int) -> dd.DataFrame:
+    if schema is None or all(_fits(frame._meta[c].dtype, schema[c]) for c in frame.columns):
+        return frame
+    meta = pd.DataFrame({c: pd.Series(dtype=schema[c].dtype if not _fits(frame._meta[c].dtype, schema[c])
+                                      else frame._meta[c].dtype) for c in frame.columns})
+    return frame.map_partitions(_cast, schema, index, meta=meta)
+
+
+# ---- value counts ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ColumnStats:
+    """What one variable looks like in one data set: aggregate counts only.
+
+    Attributes
+    ----------
+    categorical : bool
+        Factor-like (categorical, text, boolean) rather than numeric.
+    declared : tuple of str or None
+        The levels a categorical column declares (its categories), in order; None for text.
+    counts : pandas.Series
+        Observed value -> number of records (labels for categorical, floats for numeric),
+        missing values excluded.
+    n_missing : int
+    n : int
+        Number of records.
+    """
+
+    categorical: bool
+    declared: tuple[str, ...] | None
+    counts: pd.Series
+    n_missing: int
+    n: int
+
+
+def _is_categorical(dtype: Any) -> bool:
+    return not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype) \
+        or isinstance(dtype, pd.CategoricalDtype)
+
+
+def _stats(counts: pd.Series, dtype: Any, n: int) -> ColumnStats:
+    categorical = _is_categorical(dtype)
+    na = counts.index.isna()
+    n_missing = int(counts[na].sum())
+    observed = counts[~na]
+    observed = observed[observed > 0]
+    declared = tuple(str(c) for c in dtype.categories) if isinstance(dtype, pd.CategoricalDtype) else None
+    if categorical:
+        labels = [str(x) for x in observed.index]
+        if len(set(labels)) != len(labels):
+            raise CompatibilityError("two different values share one label; the levels cannot be aligned by label")
+        observed = pd.Series(observed.to_numpy(dtype=np.int64), index=pd.Index(labels, dtype=object))
+    else:
+        observed = pd.Series(observed.to_numpy(dtype=np.int64), index=observed.index.astype("float64")).sort_index()
+    return ColumnStats(categorical, declared, observed, n_missing, n)
+
+
+def gather_stats(inputs: Inputs, variables: Sequence[str]) -> list[dict[str, ColumnStats]]:
+    """Value counts of ``variables`` in every data set (one Dask computation for all)."""
+    frames = inputs.frames
+    pending = [f[v].value_counts(dropna=False) for f in frames for v in variables]
+    lengths = [f.shape[0] for f in frames]
+    if inputs.lazy:
+        computed = dask.compute(*pending, *lengths)
+        pending, lengths = list(computed[: len(pending)]), list(computed[len(pending):])
+    out: list[dict[str, ColumnStats]] = []
+    for i, f in enumerate(frames):
+        row = {}
+        for j, v in enumerate(variables):
+            try:
+                row[v] = _stats(pending[i * len(variables) + j], f[v].dtype, int(lengths[i]))
+            except CompatibilityError as e:
+                raise CompatibilityError(f"{source_name(i)}: variable {v!r}: {e}") from None
+        out.append(row)
+    return out

@@ -1,0 +1,257 @@
+"""Storage of the table being fitted by IPF, and streaming passes over it.
+
+Two engines share one interface (:meth:`run` a pass, :attr:`n_cells`, :meth:`slab_sums`,
+:meth:`cells`):
+
+* :class:`DenseEngine` - every cell of the full cross-classification in one float64 array
+  (plus the previous cycle's copy for mipfp's stopping rule): 16 bytes per cell.
+* :class:`SparseEngine` - only the cells that can be non-zero (the *support*), each with its
+  level codes: ``16 + p`` bytes per support cell (``p`` variables, up to 255 levels each).
+
+Passes are slab-parallel numba kernels (:mod:`pipeline.synth._kernels`); the slab size is a
+function of the accumulator size only, so every result is identical for any thread count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.synth import _kernels
+
+SLAB_CELLS = 1 << 20
+"""Cells per slab of a pass; also the fixed cell-index range of the two-stage sampler."""
+
+PART_CELLS = 1 << 16
+"""Accumulator size up to which a slab has SLAB_CELLS cells (larger ones get longer slabs)."""
+
+MIN_TAIL = 256
+"""Shortest inner run of the dense kernel (product of the trailing axis sizes)."""
+
+
+def slab_size(acc_cells: int) -> int:
+    """Slab length for an accumulator of ``acc_cells`` cells (bounds ``parts`` to 0.5 B/cell)."""
+    ratio = max(1, math.ceil(acc_cells / PART_CELLS))
+    return SLAB_CELLS * (1 << (ratio - 1).bit_length())
+
+
+def c_strides(shape: Sequence[int]) -> list[int]:
+    """C-order strides (in elements) of an array of ``shape``."""
+    out = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        out[i] = out[i + 1] * int(shape[i + 1])
+    return out
+
+
+@dataclass(frozen=True)
+class Factor:
+    """A multiplicative update that depends on the variables ``axes`` only."""
+
+    axes: tuple[int, ...]
+    values: np.ndarray
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """What one pass returns: the accumulated margin (if asked) and the stopping-rule maxima."""
+
+    margin: np.ndarray | None
+    max_change: float
+    max_value: float
+
+
+class DenseEngine:
+    """The full table as one C-ordered float64 array, initialised to ones.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        Number of levels of each variable.
+    """
+
+    kind = "dense"
+    bytes_per_cell = 16
+
+    def __init__(self, shape: Sequence[int]) -> None:
+        self.shape = tuple(int(k) for k in shape)
+        self.n_cells = math.prod(self.shape)
+        split, tail = len(self.shape), 1
+        while split > 0 and tail < MIN_TAIL:
+            split -= 1
+            tail *= self.shape[split]
+        self._split = split
+        self._tail = tail
+        self._lead = np.asarray(self.shape[:split], dtype=np.int64)
+        self.x = np.ones(self.n_cells)
+        self.prev = np.empty(0)
+        self._index_cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, int]] = {}
+
+    def _index(self, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int]:
+        """Head strides (lead axes), tail offsets and size of the sub-array over ``axes``."""
+        if axes not in self._index_cache:
+            sub = [self.shape[a] for a in axes]
+            stride = dict(zip(axes, c_strides(sub), strict=True))
+            head = np.array([stride.get(a, 0) for a in range(self._split)], dtype=np.int64)
+            tail_axes = range(self._split, len(self.shape))
+            tail_shape = [self.shape[a] for a in tail_axes]
+            tail = np.zeros(self._tail, dtype=np.int64)
+            if tail_shape:
+                digits = np.indices(tail_shape).reshape(len(tail_shape), -1)
+                for row, a in zip(digits, tail_axes, strict=True):
+                    tail += row * stride.get(a, 0)
+            self._index_cache[axes] = (head, tail, math.prod(sub))
+        return self._index_cache[axes]
+
+    def run(
+        self, apply: Factor | None = None, acc: tuple[int, ...] | None = None, crit: bool = False, save: bool = False
+    ) -> PassResult:
+        """One pass: ``x *= apply``; accumulate the margin over ``acc``; stopping-rule maxima."""
+        if save and self.prev.size == 0:
+            self.prev = np.empty_like(self.x)
+        g_head, g_tail, _ = self._index(apply.axes if apply else ())
+        g = np.ascontiguousarray(apply.values, dtype=np.float64).ravel() if apply else np.ones(1)
+        m_head, m_tail, m_size = self._index(acc if acc is not None else ())
+        slab = slab_size(m_size if acc is not None else 1)
+        n_slabs = -(-self.n_cells // slab)
+        parts = np.zeros((n_slabs, m_size if acc is not None else 1))
+        maxima = _kernels.dense_pass(
+            self.x, self.prev if (crit or save) else self.x, 0, slab, self._tail, self._lead,
+            g, g_head, g_tail, parts, m_head, m_tail, apply is not None, acc is not None, crit, save,
+        )  # fmt: skip
+        margin = parts.sum(axis=0).reshape([self.shape[a] for a in acc]) if acc is not None else None
+        return PassResult(margin, float(maxima[:, 0].max(initial=0.0)), float(maxima[:, 1].max(initial=0.0)))
+
+    def slab_sums(self) -> np.ndarray:
+        """Sum of the table over each fixed range of SLAB_CELLS cells (pairwise, per range)."""
+        n_ranges = -(-self.n_cells // SLAB_CELLS)
+        return np.array([self.x[r * SLAB_CELLS : (r + 1) * SLAB_CELLS].sum() for r in range(n_ranges)])
+
+    def slab_values(self, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """Values of range ``r`` and the flat cell index of each."""
+        lo = r * SLAB_CELLS
+        vals = self.x[lo : lo + SLAB_CELLS]
+        return vals, np.arange(lo, lo + vals.size, dtype=np.int64)
+
+    def codes(self, flat: np.ndarray) -> np.ndarray:
+        """Level codes (records x variables) of flat cell indices."""
+        return np.stack(np.unravel_index(flat, self.shape), axis=1) if flat.size else np.zeros((0, len(self.shape)))
+
+    def dense(self) -> np.ndarray:
+        """The fitted table in its full shape."""
+        return self.x.reshape(self.shape)
+
+
+class SparseEngine:
+    """The support cells only, as rows of level codes (sorted by flat cell index), each with a value.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        Number of levels of each variable.
+    codes : ndarray (n_support, p)
+        Level codes of the support cells, in increasing flat-index order.
+    """
+
+    kind = "sparse"
+
+    def __init__(self, shape: Sequence[int], codes: np.ndarray) -> None:
+        self.shape = tuple(int(k) for k in shape)
+        self.full_cells = math.prod(self.shape)
+        self.codes_ = np.ascontiguousarray(codes)
+        self.n_cells = int(codes.shape[0])
+        self.bytes_per_cell = 16 + self.codes_.dtype.itemsize * len(self.shape)
+        self.x = np.ones(self.n_cells)
+        self.prev = np.empty(0)
+
+    def _index(self, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int]:
+        sub = [self.shape[a] for a in axes]
+        return np.asarray(axes, dtype=np.int64), np.asarray(c_strides(sub), dtype=np.int64), math.prod(sub)
+
+    def run(
+        self, apply: Factor | None = None, acc: tuple[int, ...] | None = None, crit: bool = False, save: bool = False
+    ) -> PassResult:
+        """Same contract as :meth:`DenseEngine.run`."""
+        if save and self.prev.size == 0:
+            self.prev = np.empty_like(self.x)
+        g_axes, g_strides, _ = self._index(apply.axes if apply else ())
+        g = np.ascontiguousarray(apply.values, dtype=np.float64).ravel() if apply else np.ones(1)
+        m_axes, m_strides, m_size = self._index(acc if acc is not None else ())
+        slab = slab_size(m_size if acc is not None else 1)
+        n_slabs = max(1, -(-self.n_cells // slab))
+        parts = np.zeros((n_slabs, m_size if acc is not None else 1))
+        maxima = _kernels.sparse_pass(
+            self.codes_, self.x, self.prev if (crit or save) else self.x, slab, g, g_axes, g_strides,
+            parts, m_axes, m_strides, apply is not None, acc is not None, crit, save,
+        )  # fmt: skip
+        margin = parts.sum(axis=0).reshape([self.shape[a] for a in acc]) if acc is not None else None
+        return PassResult(margin, float(maxima[:, 0].max(initial=0.0)), float(maxima[:, 1].max(initial=0.0)))
+
+    def slab_sums(self) -> np.ndarray:
+        n_ranges = max(1, -(-self.n_cells // SLAB_CELLS))
+        return np.array([self.x[r * SLAB_CELLS : (r + 1) * SLAB_CELLS].sum() for r in range(n_ranges)])
+
+    def slab_values(self, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """Values of range ``r`` and the support position of each."""
+        lo = r * SLAB_CELLS
+        vals = self.x[lo : lo + SLAB_CELLS]
+        return vals, np.arange(lo, lo + vals.size, dtype=np.int64)
+
+    def codes(self, positions: np.ndarray) -> np.ndarray:
+        return self.codes_[positions]
+
+    def dense(self) -> np.ndarray:
+        out = np.zeros(self.shape)
+        if self.n_cells:
+            out[tuple(self.codes_.T.astype(np.int64))] = self.x
+        return out
+
+
+def enumerate_support(
+    shape: Sequence[int],
+    margin_axes: Sequence[tuple[int, ...]],
+    positive: Sequence[np.ndarray],
+    excluded: Sequence[tuple[tuple[int, ...], np.ndarray]],
+    max_cells: int,
+) -> np.ndarray | None:
+    """Cells all of whose margin projections are positive and that are not excluded.
+
+    Built by successive joins: add one variable at a time and keep the partial cells that
+    every margin (and exclusion) lying within the variables so far allows.
+
+    Parameters
+    ----------
+    shape : sequence of int
+    margin_axes : sequence of tuple of int
+        Sorted axes of each margin.
+    positive : sequence of bool ndarray
+        Per margin, which of its cells are positive (shape = the margin's).
+    excluded : sequence of (axes, bool ndarray)
+        Structural-zero sets: a cell is excluded when its projection on ``axes`` is True.
+    max_cells : int
+        Give up (return ``None``) as soon as a partial support exceeds this many cells.
+
+    Returns
+    -------
+    ndarray (n_support, p) of uint8/uint16, or None
+        Codes in increasing flat-index order.
+    """
+    p = len(shape)
+    dtype = np.uint8 if max(shape) <= 256 else np.uint16
+    cur = np.zeros((1, 0), dtype=dtype)
+    for v in range(p):
+        k = shape[v]
+        n = cur.shape[0]
+        if n * k > max_cells:
+            return None
+        nxt = np.empty((n * k, v + 1), dtype=dtype)
+        nxt[:, :v] = np.repeat(cur, k, axis=0)
+        nxt[:, v] = np.tile(np.arange(k, dtype=dtype), n)
+        keep = np.ones(n * k, dtype=bool)
+        for axes, allowed in list(zip(margin_axes, positive, strict=True)) + [(a, ~e) for a, e in excluded]:
+            if axes and axes[-1] == v:
+                keep &= allowed[tuple(nxt[:, a].astype(np.int64) for a in axes)]
+        cur = nxt[keep]
+    return cur

@@ -1,0 +1,45 @@
+"""Shared test fixtures: the reference folder (skipped cleanly when absent) and a Dask client."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    if not (SHARED / "reference").is_dir():
+        pytest.skip(f"reference folder {SHARED} is not available")
+    return SHARED
+
+
+def read_reference_data(shared: Path, rel: str, schema_rel: str, cont_na: dict | None = None) -> pd.DataFrame:
+    """A CSV of ../shared read back with its schema, as the R references were computed."""
+    from pipeline.data.schema import Schema
+
+    schema = Schema.from_json(shared / schema_rel.removeprefix("shared/"))
+    if cont_na:
+        schema = schema.with_missing_codes(cont_na)
+    raw = pd.read_csv(shared / rel.removeprefix("shared/"), dtype=str, keep_default_na=False, na_values=[""])
+    return schema.apply(raw, rel)
+
+
+def load_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A small in-process LocalCluster with two workers."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
