@@ -66,12 +66,63 @@ def run(task_file: Path, cluster: Path | None, out: Path | None, history: Path |
 
     task = load_task(task_file)
     outcome = run_task(task, cluster=cluster, out_dir=out, report=not no_report)
-    hist = history or (task.resolve(task.spec.history) if task.spec.history else None)
+    hist = history or task.spec.history
     if hist is not None:
         from pipeline.store import ResultsStore
 
         ResultsStore(hist).append(outcome.results, outcome.manifest)
     click.echo(f"{len(outcome.results)} result rows in {outcome.out_dir} (run {outcome.run_id})")
+
+
+@main.command()
+@click.argument("task_file", type=click.Path(path_type=Path))
+@click.option("--history", type=click.Path(path_type=Path), help="Results store (default: the task's 'history').")
+@click.option("--date", "run_date", help="Run date YYYY-MM-DD (default: today, UTC).")
+@click.option("--force", is_flag=True, help="Run even if the history already has results for the date.")
+@click.option("--cluster", type=click.Path(path_type=Path), help="Cluster config YAML (default: local).")
+@click.option("--out", "out", type=click.Path(path_type=Path), help="Run folder (default: <output>/<date>).")
+@_handle_errors
+def nightly(
+    task_file: Path, history: Path | None, run_date: str | None, force: bool, cluster: Path | None, out: Path | None
+) -> None:
+    """Run TASK_FILE for a date, compare with the previous run and apply its gates (exit 3 on failure)."""
+    from pipeline.nightly import run_nightly
+    from pipeline.tasks import load_task
+
+    task = load_task(task_file)
+    outcome = run_nightly(task, history=history, run_date=run_date, force=force, cluster=cluster, out_dir=out)
+    if outcome.skipped:
+        click.echo(f"{outcome.message}; nothing to do (use --force to run again)")
+        return
+    failed = outcome.failed
+    click.echo(
+        f"{task.spec.name} {outcome.run_date}: {len(outcome.checks)} gate check(s), {len(failed)} failed; "
+        f"report: {outcome.out_dir / 'report.html'}"
+    )
+    for c in failed:
+        click.echo(f"GATE FAILED {c.measure} [{c.dataset}/{c.source} {c.setting}]: {c.reason}", err=True)
+    if failed:
+        sys.exit(EXIT_GATE_FAILED)
+
+
+@main.command()
+@click.argument("history_dir", type=click.Path(path_type=Path))
+@click.option("--task", "task_name", help="Only this task.")
+@click.option("--measure", help="Only this measure (e.g. repU).")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
+@_handle_errors
+def history(history_dir: Path, task_name: str | None, measure: str | None, as_csv: bool) -> None:
+    """Query a results store: one row per run date x dataset x source x setting x synthetic set."""
+    from pipeline.store import ResultsStore
+
+    res = ResultsStore(history_dir).query(task_name)
+    if measure:
+        res = res[res["measure"] == measure]
+    cols = ["run_date", "task", "dataset", "source", "setting", "synthetic", "measure", "value"]
+    if as_csv:
+        click.echo(res[cols].to_csv(index=False), nl=False)
+    else:
+        click.echo(res[cols].to_string(index=False) if len(res) else "no results")
 
 
 @main.command()

@@ -54,25 +54,34 @@ def _stable_group_sort(order, groups, n_groups):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _block_search(sorted_values, starts, groups, keys, visit, right):  # pragma: no cover - compiled
-    """For each query ``i`` (visited in ``visit`` order, for cache locality): the position of
-    ``keys[i]`` inside its block slice ``sorted_values[starts[g]:starts[g+1]]`` — the first
-    element ``> key`` (``right``) or ``>= key`` — as a global position."""
+def _block_search(sorted_values, starts, groups, keys, right):  # pragma: no cover - compiled
+    """Position of each ``keys[t]`` inside its block slice ``sorted_values[starts[g]:starts[g+1]]``:
+    the first element ``> key`` (``right``) or ``>= key``, as a global position.
+
+    Callers pass the queries sorted by (block, centre) so that consecutive searches touch the
+    same memory.
+    """
     out = np.empty(keys.shape[0], dtype=np.int64)
-    for t in range(visit.shape[0]):
-        i = visit[t]
-        g = groups[i]
+    for t in range(keys.shape[0]):
+        g = groups[t]
         lo = starts[g]
         hi = starts[g + 1]
-        key = keys[i]
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            v = sorted_values[mid]
-            if v < key or (right and v == key):
-                lo = mid + 1
-            else:
-                hi = mid
-        out[i] = lo
+        key = keys[t]
+        if right:
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if sorted_values[mid] <= key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+        else:
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if sorted_values[mid] < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+        out[t] = lo
     return out
 
 
@@ -173,28 +182,27 @@ class BoxIndex:
     def bounds(
         self, groups: np.ndarray, lo: np.ndarray, hi: np.ndarray, closed: bool, visit: list[np.ndarray]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Position ranges ``[a, b)`` of float boxes ``lo``/``hi`` (each shape (q, d) or (q,) per dim).
+        """Position ranges ``[a, b)``, shape (q, d), of the float boxes ``lo``/``hi`` (shape (q, d)).
 
-        ``visit[k]`` is an order of the queries used for the searches of dimension k (any
-        permutation is correct; one sorted by (block, centre) is fastest).
+        ``visit[k]`` is an order of the queries for the searches of dimension k (any
+        permutation is correct; :func:`query_visit_order` is fastest).
         """
-        groups = np.ascontiguousarray(groups, dtype=np.int64)
         a = np.empty(lo.shape, dtype=np.int64)
         b = np.empty(hi.shape, dtype=np.int64)
         for k in range(self.d):
-            sv, st, vk = self.sorted_values[k], self.starts[k], visit[k]
-            a[:, k] = _block_search(sv, st, groups, np.ascontiguousarray(lo[:, k]), vk, not closed)
-            b[:, k] = _block_search(sv, st, groups, np.ascontiguousarray(hi[:, k]), vk, closed)
+            a[:, k], b[:, k] = self.bound_dim(k, groups, lo[:, k], hi[:, k], closed, visit[k])
         return a, b
 
     def bound_dim(
         self, k: int, groups: np.ndarray, lo: np.ndarray, hi: np.ndarray, closed: bool, visit: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`bounds` of a single dimension ``k`` (1-D ``lo``/``hi``)."""
+        """Position range ``[a, b)`` in dimension ``k`` of the intervals ``lo``/``hi`` (1-D)."""
         sv, st = self.sorted_values[k], self.starts[k]
-        groups = np.ascontiguousarray(groups, dtype=np.int64)
-        a = _block_search(sv, st, groups, np.ascontiguousarray(lo), visit, not closed)
-        b = _block_search(sv, st, groups, np.ascontiguousarray(hi), visit, closed)
+        g = np.ascontiguousarray(groups[visit], dtype=np.int64)
+        a = np.empty(len(visit), dtype=np.int64)
+        b = np.empty(len(visit), dtype=np.int64)
+        a[visit] = _block_search(sv, st, g, np.ascontiguousarray(lo[visit], dtype=np.float64), not closed)
+        b[visit] = _block_search(sv, st, g, np.ascontiguousarray(hi[visit], dtype=np.float64), closed)
         return a, b
 
     def count_exact(self, groups: np.ndarray) -> np.ndarray:

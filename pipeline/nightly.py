@@ -1,0 +1,172 @@
+"""Nightly evaluations: run a task once per date, compare with the previous run, apply gates.
+
+A gate (``gates:`` in the task file) names a measure (optionally its family) and fails when,
+for any dataset × source × setting, the statistic over the synthetic sets (``max`` or
+``mean``) is ``above`` a threshold, or has risen by more than ``rise_above`` since the
+previous run in the history.  Gate results are written to ``gates.json`` in the run folder
+and shown in the report; the CLI exits with status 3 when a gate fails.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pipeline.errors import TaskError
+from pipeline.results import atomic_write_text, jsonable
+from pipeline.store import ResultsStore
+from pipeline.tasks import GateSpec, LoadedTask
+
+GROUP = ["dataset", "source", "setting"]
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """One gate applied to one dataset × source × setting."""
+
+    measure: str
+    dataset: str
+    source: str
+    setting: str
+    value: float
+    previous: float | None
+    above: float | None
+    rise_above: float | None
+    failed: bool
+    reason: str
+
+
+def _statistic(rows: pd.DataFrame, statistic: str) -> float:
+    per_set = rows[~rows["synthetic"].isin(["original", "mean"])]
+    if statistic == "mean" and (rows["synthetic"] == "mean").any():
+        return float(rows.loc[rows["synthetic"] == "mean", "value"].iloc[0])
+    vals = (per_set if len(per_set) else rows)["value"].to_numpy(dtype=float)
+    vals = vals[~np.isnan(vals)]
+    if not len(vals):
+        return float("nan")
+    return float(vals.max() if statistic == "max" else vals.mean())
+
+
+def _select(results: pd.DataFrame, gate: GateSpec) -> pd.DataFrame:
+    sel = results[results["measure"] == gate.measure]
+    if gate.family is not None:
+        sel = sel[sel["family"] == gate.family]
+    return sel
+
+
+def check_gates(current: pd.DataFrame, previous: pd.DataFrame | None, gates: list[GateSpec]) -> list[GateCheck]:
+    """Apply every gate to the current results (and the previous run's, for ``rise_above``)."""
+    checks: list[GateCheck] = []
+    for gate in gates:
+        sel = _select(current, gate)
+        if sel.empty:
+            known = ", ".join(sorted(current["measure"].unique()))
+            raise TaskError(f"gate names measure {gate.measure!r}, which this run did not produce; measures: {known}")
+        prev_sel = _select(previous, gate) if previous is not None else None
+        for key, rows in sel.groupby(GROUP, sort=True):
+            value = _statistic(rows, gate.statistic)
+            prev = None
+            if prev_sel is not None:
+                match = prev_sel
+                for col, v in zip(GROUP, key, strict=True):
+                    match = match[match[col] == v]
+                prev = _statistic(match, gate.statistic) if len(match) else None
+            reasons = []
+            if gate.above is not None and value > gate.above:
+                reasons.append(f"{gate.statistic} {gate.measure} = {value:.6g} > {gate.above:g}")
+            if gate.rise_above is not None and prev is not None and value - prev > gate.rise_above:
+                reasons.append(f"{gate.measure} rose by {value - prev:.6g} (from {prev:.6g}) > {gate.rise_above:g}")
+            checks.append(
+                GateCheck(
+                    gate.measure, *key, value, prev, gate.above, gate.rise_above, bool(reasons), "; ".join(reasons)
+                )
+            )
+    return checks
+
+
+def gates_html(checks: list[GateCheck], previous_run: str | None) -> str:
+    """The report section comparing tonight's run with the previous one."""
+    rows = []
+    for c in checks:
+        status = '<span class="fail">FAILED</span>' if c.failed else '<span class="ok">ok</span>'
+        prev = "—" if c.previous is None else f"{c.previous:.6g}"
+        change = "—" if c.previous is None else f"{c.value - c.previous:+.6g}"
+        rows.append(
+            f"<tr><td class='l'>{html.escape(c.measure)}</td><td class='l'>{html.escape(c.dataset)}</td>"
+            f"<td class='l'>{html.escape(c.source)}</td><td class='l'>{html.escape(c.setting)}</td>"
+            f"<td>{c.value:.6g}</td><td>{prev}</td><td>{change}</td>"
+            f"<td>{'' if c.above is None else c.above}</td><td>{'' if c.rise_above is None else c.rise_above}</td>"
+            f"<td>{status}</td><td class='l'>{html.escape(c.reason)}</td></tr>"
+        )
+    head = (
+        "<tr><th>measure</th><th>dataset</th><th>source</th><th>setting</th><th>tonight</th><th>previous</th>"
+        "<th>change</th><th>above</th><th>rise above</th><th>status</th><th>reason</th></tr>"
+    )
+    prev = html.escape(previous_run) if previous_run else "none (first run)"
+    return (
+        f'<section id="nightly"><h2>Nightly comparison</h2><p>Previous run: {prev}</p>'
+        f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
+@dataclass
+class NightlyOutcome:
+    skipped: bool
+    run_date: str
+    checks: list[GateCheck]
+    out_dir: Path | None = None
+    message: str = ""
+
+    @property
+    def failed(self) -> list[GateCheck]:
+        return [c for c in self.checks if c.failed]
+
+
+def run_nightly(
+    task: LoadedTask,
+    history: str | Path | None = None,
+    run_date: str | None = None,
+    force: bool = False,
+    cluster: str | Path | None = None,
+    out_dir: str | Path | None = None,
+) -> NightlyOutcome:
+    """Run ``task`` for ``run_date`` (default today, UTC) unless the history already has it."""
+    from pipeline.report.html import write_report
+    from pipeline.runner import default_out_dir, run_task
+
+    hist_path = history or task.spec.history
+    if hist_path is None:
+        raise TaskError(f"{task.path}: a nightly run needs a history folder ('history:' in the task or --history)")
+    if not task.spec.gates:
+        raise TaskError(f"{task.path}: a nightly task needs 'gates:' to check")
+    date = run_date or dt.datetime.now(dt.UTC).date().isoformat()
+    try:
+        dt.date.fromisoformat(date)
+    except ValueError:
+        raise TaskError(f"run date {date!r} is not a date (YYYY-MM-DD)") from None
+    store = ResultsStore(hist_path)
+    runs = store.runs(task.spec.name) if (Path(hist_path) / "_sdc_results_store.json").exists() else None
+    if runs is not None and (runs["run_date"] == date).any() and not force:
+        return NightlyOutcome(True, date, [], message=f"{task.spec.name}: results for {date} already in {hist_path}")
+    previous, previous_id = None, None
+    if runs is not None:
+        earlier = runs[runs["run_date"] <= date]
+        if len(earlier):
+            last = earlier.iloc[-1]
+            previous = store.read_run(last.path)  # a corrupted previous result fails here, before any work
+            previous_id = f"{last.run_date} ({last.run_id})"
+    elif Path(hist_path).exists() and any(Path(hist_path).iterdir()):
+        store.runs()  # raises: not a results store
+    out = Path(out_dir) if out_dir else default_out_dir(task) / date
+    outcome = run_task(task, cluster=cluster, out_dir=out, report=False)
+    checks = check_gates(outcome.results, previous, task.spec.gates)
+    store.append(outcome.results, outcome.manifest, run_date=date)
+    atomic_write_text(json.dumps(jsonable([asdict(c) for c in checks]), indent=1), out / "gates.json")
+    write_report(outcome, out / "report.html", extra_sections=[gates_html(checks, previous_id)])
+    return NightlyOutcome(False, date, checks, out)

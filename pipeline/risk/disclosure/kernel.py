@@ -1,0 +1,302 @@
+"""The per-block kernel: counts of (q, target) cells -> exact integer statistics.
+
+A block holds whole key groups ``q`` (all records, in the original and in every synthetic
+set, whose key codes are equal), so everything synthpop derives from the two-way tables
+``d[t, q]`` and ``s[t, q]`` (disclosive cells, exclusions, uniques, CAP terms, the flags'
+counts) can be computed inside the block.  The kernel turns a block into a small long
+table of integer statistics; the statistics of all blocks are summed (or, for the largest
+DiSCO cell, maximised), so the result does not depend on how the records were partitioned.
+
+Ratios (the CAP measures) are kept exact as histograms of integer (numerator, denominator)
+pairs; the final floating-point sums are taken once, in a fixed order, from the combined
+histograms (:mod:`pipeline.risk.disclosure.measures`).
+
+Everything is vectorised numpy on the block: one ``np.unique`` over the cell codes of all
+records, then ``reduceat``/``bincount`` over the cells.  There is no loop over records or
+key groups; the only Python loops are over the m synthetic sets and the keys.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+import pandas as pd
+
+SUMMARY_COLUMNS = ("set", "stat", "a", "b", "c", "value")
+
+
+class Stat(IntEnum):
+    """Statistics a block contributes (``set`` 0 = original only, j = synthetic set j)."""
+
+    N_ROWS = 0  # records
+    NEXCL = 1  # a = table (0..7), b = exclusion step (0..4) or 5 = table total before exclusions
+    UIO = 2  # key groups unique in the original after exclusions
+    UIS = 3  # ... unique in synthetic set j
+    UIOIS = 4  # ... unique in the original and present in set j before exclusions
+    REPU = 5  # ... unique in both
+    MAX_DISCO = 6  # largest excluded DiSCO cell (combined with max)
+    NNZ_DISCO = 7  # number of non-zero excluded DiSCO cells
+    TCAP_DEN = 8  # original records whose q is in the excluded synthetic table
+    CAPD = 9  # histogram: a = sum_t d'^2, b = d'_.q
+    CAPS = 10  # histogram: a = sum_t s'^2, b = s'_.q
+    DCAP = 11  # histogram: a = sum_t s' d', b = s'_.q
+    GT_T = 12  # a = target code: original target margin (before exclusions)
+    GT_T_EXCL = 13  # a = target code: original target margin after exclusions
+    DISCO_T = 14  # a = target code: excluded DiSCO records per target level
+    PAIRS = 15  # a = key index, b = key code, c = target code: DiSCO records in cells over thresh_2way[0]
+    GT_KT = 16  # a = key index, b = key code, c = target code: original records
+
+
+#: indices of synthpop's eight tables (rows of ``Nexclusions``)
+T_ORIGINAL, T_SYNTHETIC, T_DORIG, T_DSYN, T_IS, T_DIS, T_DISCO, T_DISDIO = range(8)
+TOTAL_STEP = 5
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """What the kernel needs to know, in codes (pickled to the workers).
+
+    Attributes
+    ----------
+    keys : tuple of str
+        Key code columns, in data order.
+    target : str
+        Target code column.
+    key_sizes, target_size
+        Number of codes of each key and of the target.
+    not_target : tuple of int
+        Target codes excluded everywhere (``not.targetlev``).
+    missing_target : int or None
+        Target code of "Missing" to exclude (``usetargetNA = FALSE`` and the original has it).
+    keys_missing : tuple of (key index, code)
+        "Missing" codes of the keys with ``usekeysNA = FALSE``.
+    exclude : tuple of (key index, key code, target code)
+        The ``exclude.*`` triples.
+    denom_lim : int or None
+        Zero cells over this count (``exclude_ov_denom_lim``); None = off.
+    thresh_2way : float
+        Count threshold of the two-way check.
+    single_key_levels : tuple of (numpy bool array or None)
+        With one key only: per synthetic set, the key codes R's synthetic factor declares;
+        synthpop counts such a level as present in the synthetic data even with no record.
+    """
+
+    keys: tuple[str, ...]
+    target: str
+    key_sizes: tuple[int, ...]
+    target_size: int
+    not_target: tuple[int, ...] = ()
+    missing_target: int | None = None
+    keys_missing: tuple[tuple[int, int], ...] = ()
+    exclude: tuple[tuple[int, int, int], ...] = ()
+    denom_lim: int | None = None
+    thresh_2way: float = 4.0
+    single_key_levels: tuple[np.ndarray | None, ...] = ()
+
+
+def summary_meta() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in SUMMARY_COLUMNS})
+
+
+class _Rows:
+    """Collects (set, stat, a, b, c, value) rows as arrays."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, set_: int, stat: Stat, value: int | np.ndarray, a=0, b=0, c=0) -> None:
+        v = np.atleast_1d(np.asarray(value, dtype=np.int64))
+        n = len(v)
+        self.parts.append((set_, int(stat), *(np.broadcast_to(np.asarray(x, dtype=np.int64), n) for x in (a, b, c)), v))
+
+    def frame(self) -> pd.DataFrame:
+        if not self.parts:
+            return summary_meta()
+        sizes = [len(p[-1]) for p in self.parts]
+        return pd.DataFrame({
+            "set": np.repeat([p[0] for p in self.parts], sizes).astype(np.int64),
+            "stat": np.repeat([p[1] for p in self.parts], sizes).astype(np.int64),
+            "a": np.concatenate([p[2] for p in self.parts]),
+            "b": np.concatenate([p[3] for p in self.parts]),
+            "c": np.concatenate([p[4] for p in self.parts]),
+            "value": np.concatenate([p[5] for p in self.parts]),
+        })
+
+
+def _pair_histogram(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (a, b) pairs and how often each occurs."""
+    if not len(a):
+        return a, b, a
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    new = np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])]
+    starts = np.flatnonzero(new)
+    return a[starts], b[starts], np.diff(np.r_[starts, len(a)])
+
+
+def _nonzero_bincount(index: np.ndarray, weights: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.bincount(index, weights=weights, minlength=size).astype(np.int64)
+    nz = np.flatnonzero(counts)
+    return nz, counts[nz]
+
+
+class _Cells:
+    """The (q, t) cells of one block with the count of every data set."""
+
+    def __init__(self, frames: tuple[pd.DataFrame, ...], plan: KernelPlan) -> None:
+        lengths = [len(f) for f in frames]
+        src = np.repeat(np.arange(len(frames)), lengths)
+        keys = [np.concatenate([f[k].to_numpy() for f in frames]).astype(np.int64) for k in plan.keys]
+        t = np.concatenate([f[plan.target].to_numpy() for f in frames]).astype(np.int64)
+        if math.prod(plan.key_sizes) * plan.target_size < 2**62:
+            q = np.zeros(len(t), dtype=np.int64)
+            for k, size in zip(keys, plan.key_sizes, strict=True):
+                q = q * size + k
+        else:  # too many combinations for one int64: number the key groups of this block instead
+            q = pd.DataFrame({i: k for i, k in enumerate(keys)}).groupby(list(range(len(keys)))).ngroup().to_numpy()
+        cells, inverse = np.unique(q * plan.target_size + t, return_inverse=True)
+        n_cells = len(cells)
+        self.counts = np.bincount(src * n_cells + inverse, minlength=len(frames) * n_cells).reshape(len(frames), -1)
+        rep = np.empty(n_cells, dtype=np.int64)
+        rep[inverse] = np.arange(len(t))
+        self.t = t[rep]
+        self.keys = [k[rep] for k in keys]
+        q_cell = cells // plan.target_size
+        first = np.r_[True, q_cell[1:] != q_cell[:-1]] if n_cells else np.zeros(0, dtype=bool)
+        self.q_start = np.flatnonzero(first)
+        self.q_of_cell = np.cumsum(first) - 1
+
+    def per_q(self, x: np.ndarray) -> np.ndarray:
+        """Sum of a cell quantity over each key group."""
+        return np.add.reduceat(x, self.q_start) if len(x) else np.zeros(0, dtype=x.dtype)
+
+
+class _Exclusions:
+    """synthpop's exclusion steps 1-5 (spec §8), applied cell-wise to any of the eight tables."""
+
+    def __init__(self, cells: _Cells, plan: KernelPlan) -> None:
+        t = cells.t
+        masks = [np.isin(t, plan.not_target)]
+        masks.append(t == plan.missing_target if plan.missing_target is not None else np.zeros(len(t), bool))
+        m3 = np.zeros(len(t), dtype=bool)
+        for i, code in plan.keys_missing:
+            m3 |= cells.keys[i] == code
+        masks.append(m3)
+        m4 = np.zeros(len(t), dtype=bool)
+        for i, key_code, target_code in plan.exclude:
+            m4 |= (t == target_code) & (cells.keys[i] == key_code)
+        masks.append(m4)
+        done = np.zeros(len(t), dtype=bool)
+        self.steps = []
+        for mask in masks:  # each step counts only what earlier steps left
+            self.steps.append(mask & ~done)
+            done |= mask
+        self.keep = ~done
+        self.denom_lim = plan.denom_lim
+
+    def apply(self, x: np.ndarray, rows: _Rows, set_: int, table: int) -> np.ndarray:
+        rows.add(set_, Stat.NEXCL, int(x.sum()), a=table, b=TOTAL_STEP)
+        for step, mask in enumerate(self.steps):
+            rows.add(set_, Stat.NEXCL, int(x[mask].sum()), a=table, b=step)
+        out = np.where(self.keep, x, 0)
+        over = out > self.denom_lim if self.denom_lim is not None else np.zeros(len(out), dtype=bool)
+        rows.add(set_, Stat.NEXCL, int(out[over].sum()), a=table, b=4)
+        return np.where(over, 0, out)
+
+
+def block_summary(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: KernelPlan) -> pd.DataFrame:
+    """Integer statistics of one block (see :class:`Stat`) for the original and m synthetic sets.
+
+    Parameters
+    ----------
+    original, *synthetic
+        Code columns (``plan.keys`` and ``plan.target``) of the records of the same key blocks.
+    plan : KernelPlan
+    """
+    frames = (original, *synthetic)
+    rows = _Rows()
+    for j, f in enumerate(frames):
+        rows.add(j, Stat.N_ROWS, len(f))
+    cells = _Cells(frames, plan)
+    if not len(cells.t):
+        return rows.frame()
+    ex = _Exclusions(cells, plan)
+    t, size_t = cells.t, plan.target_size
+
+    d = cells.counts[0]
+    dq = cells.per_q(d)
+    d_unique_cell = (d == dq[cells.q_of_cell]) & (d > 0)
+    d_ex = ex.apply(d, rows, 0, T_ORIGINAL)
+    ex.apply(d * d_unique_cell, rows, 0, T_DORIG)
+    dq_ex = cells.per_q(d_ex)
+    d_unique_q = dq_ex == 1
+    rows.add(0, Stat.UIO, int(d_unique_q.sum()))
+    occupied = dq_ex > 0
+    a, b, n = _pair_histogram(cells.per_q(d_ex * d_ex)[occupied], dq_ex[occupied])
+    rows.add(0, Stat.CAPD, n, a=a, b=b)
+    for stat, weights in ((Stat.GT_T, d), (Stat.GT_T_EXCL, d_ex)):
+        codes, counts = _nonzero_bincount(t, weights, size_t)
+        rows.add(0, stat, counts, a=codes)
+    for i, (k, size_k) in enumerate(zip(cells.keys, plan.key_sizes, strict=True)):
+        codes, counts = _nonzero_bincount(k * size_t + t, d, size_k * size_t)
+        rows.add(0, Stat.GT_KT, counts, a=i, b=codes // size_t, c=codes % size_t)
+
+    for j in range(1, len(frames)):
+        s = cells.counts[j]
+        sq = cells.per_q(s)
+        s_one_value = (s == sq[cells.q_of_cell]) & (s > 0)  # ps_tq == 1
+        any_disclosive = cells.per_q(s_one_value.astype(np.int64)) > 0
+        in_syn = sq > 0
+        s_ex = ex.apply(s, rows, j, T_SYNTHETIC)
+        ex.apply(s * s_one_value, rows, j, T_DSYN)
+        ex.apply(d * in_syn[cells.q_of_cell], rows, j, T_IS)
+        ex.apply(d * any_disclosive[cells.q_of_cell], rows, j, T_DIS)
+        disco = ex.apply(d * s_one_value, rows, j, T_DISCO)
+        ex.apply(d * (s_one_value & d_unique_cell), rows, j, T_DISDIO)
+
+        sq_ex = cells.per_q(s_ex)
+        declared = plan.single_key_levels[j - 1] if plan.single_key_levels else None
+        present = in_syn | declared[cells.keys[0][cells.q_start]] if declared is not None else in_syn
+        rows.add(j, Stat.UIS, int((sq_ex == 1).sum()))
+        rows.add(j, Stat.UIOIS, int((d_unique_q & present).sum()))
+        rows.add(j, Stat.REPU, int((d_unique_q & (sq_ex == 1)).sum()))
+        rows.add(j, Stat.MAX_DISCO, int(disco.max()))
+        rows.add(j, Stat.NNZ_DISCO, int((disco > 0).sum()))
+        rows.add(j, Stat.TCAP_DEN, int(dq_ex[sq_ex > 0].sum()))
+        occupied = sq_ex > 0
+        a, b, n = _pair_histogram(cells.per_q(s_ex * s_ex)[occupied], sq_ex[occupied])
+        rows.add(j, Stat.CAPS, n, a=a, b=b)
+        cross = cells.per_q(s_ex * d_ex)
+        a, b, n = _pair_histogram(cross[occupied & (cross > 0)], sq_ex[occupied & (cross > 0)])
+        rows.add(j, Stat.DCAP, n, a=a, b=b)
+        codes, counts = _nonzero_bincount(t, disco, size_t)
+        rows.add(j, Stat.DISCO_T, counts, a=codes)
+        big = disco > plan.thresh_2way
+        if big.any():
+            for i, (k, size_k) in enumerate(zip(cells.keys, plan.key_sizes, strict=True)):
+                codes, counts = _nonzero_bincount(k[big] * size_t + t[big], disco[big], size_k * size_t)
+                rows.add(j, Stat.PAIRS, counts, a=i, b=codes // size_t, c=codes % size_t)
+    return rows.frame()
+
+
+def combine(parts: list[pd.DataFrame]) -> dict[tuple[int, int], pd.DataFrame]:
+    """Sum the statistics of all blocks (max for :attr:`Stat.MAX_DISCO`).
+
+    Returns
+    -------
+    dict
+        ``(set, stat) -> DataFrame[a, b, c, value]`` sorted by (a, b, c).
+    """
+    allrows = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) \
+        else summary_meta()
+    is_max = allrows["stat"] == int(Stat.MAX_DISCO)
+    by = ["set", "stat", "a", "b", "c"]
+    summed = pd.concat([
+        allrows[~is_max].groupby(by, sort=True)["value"].sum(),
+        allrows[is_max].groupby(by, sort=True)["value"].max(),
+    ]).reset_index()
+    return {(int(s), int(st)): g[["a", "b", "c", "value"]].reset_index(drop=True)
+            for (s, st), g in summed.groupby(["set", "stat"], sort=True)}

@@ -1,0 +1,179 @@
+"""Results of ``disclosure()`` and ``multi_disclosure()`` (the R objects' components)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from pipeline.results import jsonable, tidy_frame
+from pipeline.risk.disclosure.options import DisclosureOptions
+
+IDENT_COLUMNS = ("UiO", "UiS", "UiOiS", "repU")
+ATTRIB_COLUMNS = ("Dorig", "Dsyn", "iS", "DiS", "DiSCO", "DiSDiO", "max_denom", "mean_denom")
+CAP_COLUMNS = ("baseCAPd", "CAPd", "CAPs", "DCAP", "TCAP")
+#: measures that depend on the original only (identical for every synthetic set)
+ORIGINAL_ONLY = ("UiO", "Dorig", "baseCAPd", "CAPd")
+CHECK_1WAY_COLUMNS = ("Level", "All", "PctLevelAll", "totalDisclosive", "nLevelDis", "PctLevelDis")
+CHECK_2WAY_COLUMNS = ("target_key_levs", "npairs", "key", "key_target_total", "key_total", "PctTargetKeyLevel")
+
+
+@dataclass(frozen=True)
+class DisclosureResult:
+    """Identity and attribute disclosure measures for one target (synthpop ``disclosure``).
+
+    All measures are percentages of the original records (``UiS`` and ``Dsyn``: of the
+    synthetic records).  Tables have one row per synthetic set, indexed 1..m.
+
+    Attributes
+    ----------
+    keys : tuple of str
+        Keys in the original's column order (the order of the labels in ``q``).
+    target : str
+    Norig : int
+        Records in the original.
+    ident : DataFrame
+        ``UiO, UiS, UiOiS, repU``.
+    attrib : DataFrame
+        ``Dorig, Dsyn, iS, DiS, DiSCO, DiSDiO, max_denom, mean_denom``.
+    allCAPs : DataFrame
+        ``baseCAPd, CAPd, CAPs, DCAP, TCAP``.
+    check_1way, check_2way : tuple
+        Per synthetic set, the flag table (see spec §9) or None when nothing is flagged.
+        ``check_2way`` tables are indexed by synthpop's row numbers.
+    check1, check2 : str
+        The message of the last synthetic set that raised the flag ("" if none).
+    Nexclusions : tuple of DataFrame
+        Per synthetic set, the 8 x 6 table of records excluded at each step.
+    options : DisclosureOptions
+        The validated options.
+    """
+
+    keys: tuple[str, ...]
+    target: str
+    Norig: int
+    ident: pd.DataFrame
+    attrib: pd.DataFrame
+    allCAPs: pd.DataFrame
+    check_1way: tuple[pd.DataFrame | None, ...]
+    check1: str
+    check_2way: tuple[pd.DataFrame | None, ...]
+    check2: str
+    Nexclusions: tuple[pd.DataFrame, ...]
+    options: DisclosureOptions = field(repr=False)
+
+    @property
+    def m(self) -> int:
+        return len(self.ident)
+
+    def measures(self) -> pd.DataFrame:
+        """``ident``, ``attrib`` and ``allCAPs`` side by side (one row per synthetic set)."""
+        return pd.concat([self.ident, self.attrib, self.allCAPs], axis=1)
+
+    def short(self) -> pd.DataFrame:
+        """synthpop's default print: ``UiO``/``Dorig`` of the original, ``repU``/``DiSCO`` per set."""
+        rows = [("Original", self.ident["UiO"].iloc[0], self.attrib["Dorig"].iloc[0])]
+        rows += [(f"Synthesis {i}", r, d) for i, r, d in zip(self.ident.index, self.ident["repU"],
+                                                               self.attrib["DiSCO"], strict=True)]
+        out = pd.DataFrame(rows, columns=["", "Identity (UiO/repU)", "Attrib (Dorig/DiSCO)"])
+        return out.set_index("")
+
+    def tidy(self, setting: str = "") -> pd.DataFrame:
+        """Tidy rows: per-set measures for sets "1".."m", original-only measures once as "original"."""
+        rows: list[tuple[str, str, str, float]] = []
+        table = self.measures()
+        for name in ORIGINAL_ONLY:
+            rows.append(("original", setting, name, float(table[name].iloc[0])))
+        for i, row in table.iterrows():
+            rows += [(str(i), setting, name, float(v)) for name, v in row.items() if name not in ORIGINAL_ONLY]
+            rows.append((str(i), setting, "check_1way", float(self.check_1way[int(i) - 1] is not None)))
+            c2 = self.check_2way[int(i) - 1]
+            rows.append((str(i), setting, "check_2way", float(0 if c2 is None else len(c2))))
+        return tidy_frame(rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable({
+            "keys": list(self.keys),
+            "target": self.target,
+            "Norig": self.Norig,
+            "m": self.m,
+            "ident": self.ident.to_dict(orient="list"),
+            "attrib": self.attrib.to_dict(orient="list"),
+            "allCAPs": self.allCAPs.to_dict(orient="list"),
+            "check_1way": [None if c is None else c.to_dict(orient="records") for c in self.check_1way],
+            "check1": self.check1,
+            "check_2way": [None if c is None else c.to_dict(orient="records") for c in self.check_2way],
+            "check2": self.check2,
+            "Nexclusions": [n.to_dict(orient="index") for n in self.Nexclusions],
+            "options": self.options.to_dict(),
+        })
+
+
+@dataclass(frozen=True)
+class MultiDisclosureResult:
+    """``disclosure()`` over several targets with one key set (synthpop ``multi.disclosure``).
+
+    Attributes
+    ----------
+    keys : tuple of str
+        Keys in data order.
+    Norig, m : int
+    ident_meas, attrib_meas : str
+        The summarised measures (``repU`` and ``DiSCO`` by default).
+    ident_table : DataFrame
+        Per target: ``ident_orig`` (mean ``UiO``) and ``ident_syn`` (mean of ``ident_meas``
+        over **all** m synthetic sets; synthpop takes synthesis 1 only).
+    attrib_table : DataFrame
+        synthpop's ``attrib.table``: ``target, attrib_orig, attrib_syn, check1, Npairs,
+        check2``, sorted by ``attrib_syn``, row names "<rank> <target>[ <n>way checks]".
+    results : dict
+        target -> :class:`DisclosureResult` (synthpop's ``output.list``).
+    """
+
+    keys: tuple[str, ...]
+    Norig: int
+    m: int
+    ident_meas: str
+    attrib_meas: str
+    ident_table: pd.DataFrame
+    attrib_table: pd.DataFrame
+    results: dict[str, DisclosureResult]
+
+    @property
+    def targets(self) -> list[str]:
+        return list(self.results)
+
+    @property
+    def ident_orig(self) -> pd.Series:
+        return self.ident_table["ident_orig"]
+
+    @property
+    def ident_syn(self) -> pd.Series:
+        return self.ident_table["ident_syn"]
+
+    def tidy(self, setting: str = "") -> pd.DataFrame:
+        """Every target's tidy rows (setting ``target=<name>``) plus the means over the m sets."""
+        parts = []
+        prefix = f"{setting};" if setting else ""
+        by_target = self.attrib_table.set_index("target")
+        for target, res in self.results.items():
+            st = f"{prefix}target={target}"
+            parts.append(res.tidy(st))
+            parts.append(tidy_frame([
+                ("mean", st, self.ident_meas, float(self.ident_table.loc[target, "ident_syn"])),
+                ("mean", st, self.attrib_meas, float(by_target.loc[target, "attrib_syn"])),
+            ]))
+        return pd.concat(parts, ignore_index=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable({
+            "keys": list(self.keys),
+            "Norig": self.Norig,
+            "m": self.m,
+            "ident_meas": self.ident_meas,
+            "attrib_meas": self.attrib_meas,
+            "ident_table": self.ident_table.reset_index().to_dict(orient="records"),
+            "attrib_table": self.attrib_table.reset_index(names="row").to_dict(orient="records"),
+            "results": {t: r.to_dict() for t, r in self.results.items()},
+        })
