@@ -19,8 +19,8 @@ import logging
 import platform
 import sys
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,22 @@ def read_inputs(task: LoadedTask) -> Inputs:
                 inputs.synthetic[(d.name, src.name, 0)] = (aligned, sets)
                 inputs.hashes[(d.name, src.name, 0)] = h + sh
     return inputs
+
+
+def persist_inputs(inputs: Inputs) -> None:
+    """Read every input once into cluster memory, so that units share it instead of re-reading files."""
+    import dask
+
+    datasets = list(inputs.originals.values())
+    for original, sets in inputs.synthetic.values():
+        datasets += [original, *sets]
+    unique = list({id(d.frame): d for d in datasets}.values())
+    persisted = dask.persist(*[d.frame for d in unique])
+    by_id = {id(d.frame): replace(d, frame=f) for d, f in zip(unique, persisted, strict=True)}
+    inputs.originals = {k: by_id[id(v.frame)] for k, v in inputs.originals.items()}
+    inputs.synthetic = {
+        k: (by_id[id(o.frame)], [by_id[id(s.frame)] for s in sets]) for k, (o, sets) in inputs.synthetic.items()
+    }
 
 
 def _unit_data(unit: Unit, inputs: Inputs) -> tuple[Dataset, list[Dataset]]:
@@ -216,6 +232,7 @@ def run_task(
         if not units:
             raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
         validate_units(task, units, inputs)
+        persist_inputs(inputs)
         cache = out / ".units"
         cache.mkdir(parents=True, exist_ok=True)
         tables: dict[int, pd.DataFrame] = {}
@@ -223,29 +240,25 @@ def run_task(
         timings: dict[str, dict[str, Any]] = {}
         with ThreadPoolExecutor(max_workers=task.spec.concurrency) as pool:
             futures = {pool.submit(_evaluate_unit, u, inputs, cache): u for u in units}
-            done_count = 0
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                for f in done:
+            try:
+                for done_count, f in enumerate(as_completed(futures), start=1):
                     u = futures[f]
                     try:
                         table, summary, seconds, cached = f.result()
                     except PipelineError:
-                        for p in pending:
-                            p.cancel()
                         raise
                     except Exception as e:
-                        for p in pending:
-                            p.cancel()
                         raise PipelineError(f"measure {u.label} failed: {type(e).__name__}: {e}") from e
-                    done_count += 1
                     tables[u.index] = _with_unit_columns(table, task, run_id, u)
                     summaries[u.label] = summary
                     timings[u.label] = {"seconds": round(seconds, 4), "cached": cached, "fingerprint": u.fingerprint}
                     if progress:
                         state = "cached" if cached else f"{seconds:.2f} s"
                         print(f"[{done_count}/{len(units)}] {u.label}: {state}", file=sys.stderr, flush=True)
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
     results = pd.concat([tables[i] for i in sorted(tables)], ignore_index=True)[RESULT_COLUMNS]
     manifest = {
         "run_id": run_id,

@@ -12,6 +12,10 @@ margins only). Each slab accumulates into its own row of ``parts`` and reports i
 the caller sums the rows in slab order. The result is therefore bit-for-bit the same whatever
 the number of threads, and the same for a table held in one array or in slab-aligned blocks.
 
+Each kernel is compiled twice: threaded (``prange`` over slabs) for tables of several slabs,
+and serial for one slab, where starting threads would cost more than the pass (and a lot more
+when the cores are busy).
+
 Index arithmetic: the table is C-ordered with shape ``(lead..., tail...)``. For an axis set S,
 the position of a cell in the S-array is ``sum(digit_a * stride_a)``; it is split into a
 *head* part (lead axes, recomputed once per outer row) and a *tail* part (tail axes, looked
@@ -37,8 +41,7 @@ def _head(o, lead, g_head, m_head):
     return gh, mh
 
 
-@njit(parallel=True, cache=True)
-def dense_pass(x, prev, cell0, slab, tail_size, lead, g, g_head, g_tail, parts, m_head, m_tail, apply, acc, crit, save):
+def _dense_pass(x, prev, cell0, slab, tail_size, lead, g, g_head, g_tail, parts, m_head, m_tail, apply, acc, crit, save):
     """One pass over ``x`` = global cells ``[cell0, cell0 + x.size)``; ``cell0 % slab == 0``.
 
     Returns an array ``(n_slabs, 2)``: per slab ``max |x - prev|`` and ``max |x|`` (zeros
@@ -87,8 +90,7 @@ def dense_pass(x, prev, cell0, slab, tail_size, lead, g, g_head, g_tail, parts, 
     return out
 
 
-@njit(parallel=True, cache=True)
-def sparse_pass(codes, x, prev, slab, g, g_axes, g_strides, parts, m_axes, m_strides, apply, acc, crit, save):
+def _sparse_pass(codes, x, prev, slab, g, g_axes, g_strides, parts, m_axes, m_strides, apply, acc, crit, save):
     """The same pass over a list of cells given by their level ``codes`` (one row per cell).
 
     ``g_axes``/``g_strides`` (and ``m_*``) give, for the factor (accumulator), which columns of
@@ -127,3 +129,9 @@ def sparse_pass(codes, x, prev, slab, g, g_axes, g_strides, parts, m_axes, m_str
         out[s, 0] = cmax
         out[s, 1] = xmax
     return out
+
+
+dense_pass_parallel = njit(parallel=True, cache=True)(_dense_pass)
+dense_pass_serial = njit(cache=True)(_dense_pass)
+sparse_pass_parallel = njit(parallel=True, cache=True)(_sparse_pass)
+sparse_pass_serial = njit(cache=True)(_sparse_pass)

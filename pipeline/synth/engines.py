@@ -117,7 +117,8 @@ class DenseEngine:
         slab = slab_size(m_size if acc is not None else 1)
         n_slabs = -(-self.n_cells // slab)
         parts = np.zeros((n_slabs, m_size if acc is not None else 1))
-        maxima = _kernels.dense_pass(
+        kernel = _kernels.dense_pass_parallel if n_slabs > 1 else _kernels.dense_pass_serial
+        maxima = kernel(
             self.x, self.prev if (crit or save) else self.x, 0, slab, self._tail, self._lead,
             g, g_head, g_tail, parts, m_head, m_tail, apply is not None, acc is not None, crit, save,
         )  # fmt: skip
@@ -182,7 +183,8 @@ class SparseEngine:
         slab = slab_size(m_size if acc is not None else 1)
         n_slabs = max(1, -(-self.n_cells // slab))
         parts = np.zeros((n_slabs, m_size if acc is not None else 1))
-        maxima = _kernels.sparse_pass(
+        kernel = _kernels.sparse_pass_parallel if n_slabs > 1 else _kernels.sparse_pass_serial
+        maxima = kernel(
             self.codes_, self.x, self.prev if (crit or save) else self.x, slab, g, g_axes, g_strides,
             parts, m_axes, m_strides, apply is not None, acc is not None, crit, save,
         )  # fmt: skip

@@ -200,8 +200,11 @@ def plan_groups(margin_axes: Sequence[tuple[int, ...]], shape: Sequence[int], gr
 
 
 def _local_fit(m: np.ndarray, group: _Group, margin_axes: Sequence[tuple[int, ...]], targets: Sequence[np.ndarray]):
-    """Fit the group's margins in turn on its union margin ``m`` (in place); return the factor."""
-    g = np.ones_like(m)
+    """Fit the group's margins in turn on its union margin ``m`` (in place); return the factor.
+
+    The factor is ``m_after / m_before`` (0 where ``m_before`` is 0: those table cells are all 0).
+    """
+    before = m.copy()
     for j in group.members:
         pos = [group.axes.index(a) for a in margin_axes[j]]
         other = tuple(i for i in range(m.ndim) if i not in pos)
@@ -210,7 +213,8 @@ def _local_fit(m: np.ndarray, group: _Group, margin_axes: Sequence[tuple[int, ..
         factor = np.zeros_like(current)
         np.divide(target, current, out=factor, where=(current > 0) & (target > 0))
         m *= factor
-        g *= factor
+    g = np.zeros_like(m)
+    np.divide(m, before, out=g, where=before > 0)
     return g
 
 

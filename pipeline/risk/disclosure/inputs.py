@@ -49,13 +49,38 @@ class Inputs:
         return (self.original, *self.synthetic)
 
 
+def _is_frame(obj: Any) -> bool:
+    return isinstance(obj, (pd.DataFrame, dd.DataFrame))
+
+
+def _is_dataset(obj: Any) -> bool:
+    """A :class:`~pipeline.data.dataset.Dataset` (or anything with a frame and a schema)."""
+    return not _is_frame(obj) and _is_frame(getattr(obj, "frame", None)) and isinstance(getattr(obj, "schema", None),
+                                                                                       Schema)
+
+
 def _unwrap(obj: Any, what: str) -> tuple[Frame, Schema | None]:
     """A frame and the schema it carries (a Dataset carries one, a frame does not)."""
-    frame = getattr(obj, "frame", obj)
-    schema = getattr(obj, "schema", None)
-    if not isinstance(frame, (pd.DataFrame, dd.DataFrame)):
+    if _is_dataset(obj):
+        return obj.frame, obj.schema
+    if not _is_frame(obj):
         raise ParameterError(f"{what} must be a pandas or Dask DataFrame or a Dataset, got {type(obj).__name__}")
-    return frame, schema if isinstance(schema, Schema) else None
+    return obj, None
+
+
+def first_frame(synthetic: Any) -> Frame:
+    """The frame of the first synthetic set."""
+    sets = synthetic_list(synthetic)
+    if not sets:
+        raise ParameterError("synthetic must hold at least one synthetic data set")
+    return _unwrap(sets[0], "synthetic set 1")[0]
+
+
+def synthetic_list(synthetic: Any) -> list[Any]:
+    """One synthetic set (frame or Dataset) or a sequence of them, as a list."""
+    if _is_frame(synthetic) or _is_dataset(synthetic):
+        return [synthetic]
+    return list(synthetic)
 
 
 def source_name(index: int) -> str:
@@ -80,8 +105,7 @@ def prepare_inputs(
         A variable is missing from a synthetic set or does not fit the schema there.
     """
     orig, carried = _unwrap(original, "original")
-    syn_list = [synthetic] if isinstance(synthetic, (pd.DataFrame, dd.DataFrame)) or hasattr(synthetic, "frame") \
-        else list(synthetic)
+    syn_list = synthetic_list(synthetic)
     if not syn_list:
         raise ParameterError("synthetic must hold at least one synthetic data set")
     syns = [_unwrap(s, f"synthetic set {i + 1}")[0] for i, s in enumerate(syn_list)]

@@ -18,9 +18,11 @@ key groups; the only Python loops are over the m synthetic sets and the keys.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -282,21 +284,38 @@ def block_summary(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: Kernel
     return rows.frame()
 
 
-def combine(parts: list[pd.DataFrame]) -> dict[tuple[int, int], pd.DataFrame]:
+class StatRows(NamedTuple):
+    """The combined rows of one (set, statistic), sorted by (a, b, c)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    value: np.ndarray
+
+
+def combine(parts: list[pd.DataFrame]) -> dict[tuple[int, int], StatRows]:
     """Sum the statistics of all blocks (max for :attr:`Stat.MAX_DISCO`).
 
     Returns
     -------
     dict
-        ``(set, stat) -> DataFrame[a, b, c, value]`` sorted by (a, b, c).
+        ``(set, stat) -> StatRows``.
     """
-    allrows = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) \
-        else summary_meta()
-    is_max = allrows["stat"] == int(Stat.MAX_DISCO)
-    by = ["set", "stat", "a", "b", "c"]
-    summed = pd.concat([
-        allrows[~is_max].groupby(by, sort=True)["value"].sum(),
-        allrows[is_max].groupby(by, sort=True)["value"].max(),
-    ]).reset_index()
-    return {(int(s), int(st)): g[["a", "b", "c", "value"]].reset_index(drop=True)
-            for (s, st), g in summed.groupby(["set", "stat"], sort=True)}
+    frames = [p for p in parts if len(p)]
+    if not frames:
+        return {}
+    cols = [np.concatenate([f[c].to_numpy(dtype=np.int64) for f in frames]) for c in SUMMARY_COLUMNS]
+    order = np.lexsort(cols[4::-1])  # by set, stat, a, b, c
+    set_, stat, a, b, c, value = (x[order] for x in cols)
+    keys = (set_, stat, a, b, c)
+    new_row = np.r_[True, np.any([k[1:] != k[:-1] for k in keys], axis=0)]
+    starts = np.flatnonzero(new_row)
+    summed = np.where(stat[starts] == int(Stat.MAX_DISCO), np.maximum.reduceat(value, starts),
+                      np.add.reduceat(value, starts))
+    set_, stat, a, b, c = (k[starts] for k in keys)
+    new_group = np.r_[True, (set_[1:] != set_[:-1]) | (stat[1:] != stat[:-1])]
+    bounds = np.r_[np.flatnonzero(new_group), len(set_)]
+    return {
+        (int(set_[lo]), int(stat[lo])): StatRows(a[lo:hi], b[lo:hi], c[lo:hi], summed[lo:hi])
+        for lo, hi in itertools.pairwise(bounds.tolist())
+    }

@@ -14,6 +14,7 @@ edges decide which records share a key group:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Literal
 
@@ -114,11 +115,11 @@ def interval_labels(breaks: Sequence[float], dig_lab: int = 8) -> list[str]:
     text: list[str] = []
     for digits in range(dig_lab, max(12, dig_lab) + 1):
         text = [f"{b + 0:.{digits}g}" for b in brks]
-        if all(a != b for a, b in zip(text[:-1], text[1:], strict=True)):
+        if all(a != b for a, b in itertools.pairwise(text)):
             break
     else:
         return [f"Range_{i + 1}" for i in range(len(brks) - 1)]
-    labels = [f"[{a},{b})" for a, b in zip(text[:-1], text[1:], strict=True)]
+    labels = [f"[{a},{b})" for a, b in itertools.pairwise(text)]
     labels[-1] = labels[-1][:-1] + "]"
     return labels
 

@@ -14,12 +14,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.risk.disclosure.coding import Coder
-from pipeline.risk.disclosure.kernel import (
-    T_DORIG,
-    T_ORIGINAL,
-    TOTAL_STEP,
-    Stat,
-)
+from pipeline.risk.disclosure.kernel import T_DORIG, T_ORIGINAL, TOTAL_STEP, Stat, StatRows
 from pipeline.risk.disclosure.options import NEXCLUSION_COLUMNS, TABLES, DisclosureOptions
 from pipeline.risk.disclosure.result import (
     ATTRIB_COLUMNS,
@@ -30,41 +25,41 @@ from pipeline.risk.disclosure.result import (
     DisclosureResult,
 )
 
-Summary = Mapping[tuple[int, int], pd.DataFrame]
-_EMPTY = pd.DataFrame({c: pd.Series(dtype=np.int64) for c in ("a", "b", "c", "value")})
+Summary = Mapping[tuple[int, int], StatRows]
+_NONE = np.zeros(0, dtype=np.int64)
+_EMPTY = StatRows(_NONE, _NONE, _NONE, _NONE)
 
 
-def _rows(summary: Summary, set_: int, stat: Stat) -> pd.DataFrame:
+def _rows(summary: Summary, set_: int, stat: Stat) -> StatRows:
     return summary.get((set_, int(stat)), _EMPTY)
 
 
 def _scalar(summary: Summary, set_: int, stat: Stat) -> int:
-    rows = _rows(summary, set_, stat)
-    return int(rows["value"].sum()) if len(rows) else 0
+    return int(_rows(summary, set_, stat).value.sum())
 
 
 def _by_code(summary: Summary, set_: int, stat: Stat) -> dict[int, int]:
     rows = _rows(summary, set_, stat)
-    return dict(zip(rows["a"].tolist(), rows["value"].tolist(), strict=True))
+    return dict(zip(rows.a.tolist(), rows.value.tolist(), strict=True))
 
 
 def _ratio_sum(summary: Summary, set_: int, stat: Stat) -> float:
     """Sum over key groups of numerator/denominator, from the (a, b) -> count histogram."""
     rows = _rows(summary, set_, stat)
-    a, b, n = (rows[c].to_numpy(dtype=np.float64) for c in ("a", "b", "value"))
-    return math.fsum((n * (a / b)).tolist())
+    return math.fsum((rows.value * (rows.a / rows.b)).tolist())
 
 
 def _nexclusions(summary: Summary, j: int) -> pd.DataFrame:
     out = np.zeros((len(TABLES), len(NEXCLUSION_COLUMNS)), dtype=np.int64)
-    for table in range(len(TABLES)):
-        set_ = 0 if table in (T_ORIGINAL, T_DORIG) else j
+    counts = {}
+    for set_ in (0, j):
         rows = _rows(summary, set_, Stat.NEXCL)
-        rows = rows[rows["a"] == table]
-        by_step = dict(zip(rows["b"].tolist(), rows["value"].tolist(), strict=True))
-        removed = [by_step.get(step, 0) for step in range(TOTAL_STEP)]
+        counts[set_] = dict(zip(zip(rows.a.tolist(), rows.b.tolist(), strict=True), rows.value.tolist(), strict=True))
+    for table in range(len(TABLES)):
+        by_step = counts[0 if table in (T_ORIGINAL, T_DORIG) else j]
+        removed = [by_step.get((table, step), 0) for step in range(TOTAL_STEP)]
         out[table, :TOTAL_STEP] = removed
-        out[table, TOTAL_STEP] = by_step.get(TOTAL_STEP, 0) - sum(removed)
+        out[table, TOTAL_STEP] = by_step.get((table, TOTAL_STEP), 0) - sum(removed)
     return pd.DataFrame(out, index=list(TABLES), columns=list(NEXCLUSION_COLUMNS))
 
 
@@ -97,29 +92,36 @@ def _check_1way(summary: Summary, j: int, target: Coder, thresh: tuple[float, fl
     )
 
 
+def _original_key_target_counts(summary: Summary) -> tuple[dict, dict]:
+    """Original records per (key, key level) and per (key, key level, target level)."""
+    rows = _rows(summary, 0, Stat.GT_KT)
+    per_level: dict[tuple[int, int], int] = {}
+    per_cell: dict[tuple[int, int, int], int] = {}
+    for a, b, c, v in zip(rows.a.tolist(), rows.b.tolist(), rows.c.tolist(), rows.value.tolist(), strict=True):
+        per_level[a, b] = per_level.get((a, b), 0) + v
+        per_cell[a, b, c] = v
+    return per_level, per_cell
+
+
 def _check_2way(
     summary: Summary, j: int, keys: Sequence[str], coders: Mapping[str, Coder], target: Coder,
-    thresh: tuple[float, float],
+    thresh: tuple[float, float], original_counts: tuple[dict, dict],
 ) -> pd.DataFrame | None:
     pairs = _rows(summary, j, Stat.PAIRS)
-    if not len(pairs):
+    if not len(pairs.value):
         return None
-    gt = _rows(summary, 0, Stat.GT_KT)
-    key_totals = gt.groupby(["a", "b"])["value"].sum()
-    key_target = gt.set_index(["a", "b", "c"])["value"]
+    per_level, per_cell = original_counts
     built = []
     for i, key in enumerate(keys):  # synthpop builds the pairs key by key, labels sorted
-        mine = pairs[pairs["a"] == i]
-        labels = [f"{target.labels[t]}|{coders[key].labels[v]}" for v, t in zip(mine["b"], mine["c"], strict=True)]
-        per_label = pd.DataFrame({"label": labels, "b": mine["b"].to_numpy(), "c": mine["c"].to_numpy(),
-                                  "npairs": mine["value"].to_numpy()})
-        per_label = per_label.groupby("label", sort=False).agg(b=("b", "first"), c=("c", "first"),
-                                                               npairs=("npairs", "sum"))
-        for label in sorted(per_label.index):
-            r = per_label.loc[label]
-            total = int(key_totals.get((i, r["b"]), 0))
-            with_target = int(key_target.get((i, r["b"], r["c"]), 0))
-            built.append((label, int(r["npairs"]), key, with_target, total, with_target * 100 / total))
+        labels = coders[key].labels
+        mine = pairs.a == i
+        per_label: dict[str, list[int]] = {}
+        for v, t, n in zip(pairs.b[mine].tolist(), pairs.c[mine].tolist(), pairs.value[mine].tolist(), strict=True):
+            per_label.setdefault(f"{target.labels[t]}|{labels[v]}", [v, t, 0])[2] += n
+        for label in sorted(per_label):
+            v, t, n = per_label[label]
+            total, with_target = per_level.get((i, v), 0), per_cell.get((i, v, t), 0)
+            built.append((label, n, key, with_target, total, with_target * 100 / total))
     table = pd.DataFrame(built, columns=list(CHECK_2WAY_COLUMNS), index=pd.RangeIndex(1, len(built) + 1))
     table = table.sort_values("npairs", ascending=False, kind="stable")
     flagged = table[table["PctTargetKeyLevel"] > thresh[1]]
@@ -142,6 +144,7 @@ def build_result(
     uio = _scalar(summary, 0, Stat.UIO) / n_orig * 100
     ident, attrib, caps, nexcl, check_1way, check_2way = [], [], [], [], [], []
     check1 = check2 = ""
+    original_counts = _original_key_target_counts(summary)
     for j in range(1, m + 1):
         n_syn = _scalar(summary, j, Stat.N_ROWS)
         ex = _nexclusions(summary, j)
@@ -164,7 +167,7 @@ def build_result(
         one = _check_1way(summary, j, target, options.thresh_1way)
         if one is not None:
             check1 = f"Check  {options.target}  level  {one['Level'].iloc[0]}"
-        two = _check_2way(summary, j, keys, coders, target, options.thresh_2way)
+        two = _check_2way(summary, j, keys, coders, target, options.thresh_2way, original_counts)
         if two is not None:
             check2 = f"{len(two)} pairs need checks"
         check_1way.append(one)

@@ -174,10 +174,15 @@ class BoxIndex:
             self.positions[order, k] = np.arange(self.n, dtype=np.int64)
         if self.d == 0:
             self.group_sizes = np.bincount(self.groups, minlength=self.n_groups)
-        elif self.d == 2:
-            first_order = np.empty(self.n, dtype=np.int64)
-            first_order[self.positions[:, 0]] = np.arange(self.n, dtype=np.int64)
-            self.ypos = np.ascontiguousarray(self.positions[first_order, 1])
+        self._ypos: dict[int, np.ndarray] = {}
+
+    def ypos(self, x_dim: int) -> np.ndarray:
+        """Position in the other dimension of each point, listed in ``x_dim`` order (2-D only)."""
+        if x_dim not in self._ypos:
+            x_order = np.empty(self.n, dtype=np.int64)
+            x_order[self.positions[:, x_dim]] = np.arange(self.n, dtype=np.int64)
+            self._ypos[x_dim] = np.ascontiguousarray(self.positions[x_order, 1 - x_dim])
+        return self._ypos[x_dim]
 
     def bounds(
         self, groups: np.ndarray, lo: np.ndarray, hi: np.ndarray, closed: bool, visit: list[np.ndarray]
@@ -219,12 +224,15 @@ class BoxIndex:
         zero = np.zeros(self.n, dtype=np.int64)
         return _count_cdq(zero, self.positions, np.zeros(len(a), dtype=np.int64), a, b, self.n + 1)
 
-    def count_2d_many(self, ax: np.ndarray, bx: np.ndarray, ay: np.ndarray, by: np.ndarray) -> np.ndarray:
-        """Two dimensions, one x-range and J y-ranges per query (``ay``/``by`` shape (q, J))."""
+    def count_2d_many(
+        self, ax: np.ndarray, bx: np.ndarray, ay: np.ndarray, by: np.ndarray, x_dim: int = 0
+    ) -> np.ndarray:
+        """Two dimensions, one range in ``x_dim`` and J ranges in the other dimension per query
+        (``ay``/``by`` of shape (q, J)): counts of shape (q, J)."""
         ax = np.minimum(ax, bx)
         ay = np.minimum(ay, by)
         return _sweep_2d(
-            self.ypos,
+            self.ypos(x_dim),
             np.ascontiguousarray(bx, dtype=np.int64),
             np.ascontiguousarray(ax, dtype=np.int64),
             np.ascontiguousarray(by, dtype=np.int64),

@@ -175,8 +175,9 @@ def radius_from_package_vector(plan: MatchPlan, vector: Sequence[float]) -> dict
 def resolve_radius(plan: MatchPlan, radius: RadiusArg, required: Sequence[str] | None = None) -> dict[str, float]:
     """Radius of every continuous compared variable as a mapping.
 
-    A scalar applies to every continuous compared variable (package rule); a mapping names
-    variables; a sequence is the package's positional vector.  ``required`` (default: all
+    A scalar (or a length-1 sequence, as in R) applies to every continuous compared variable
+    (package rule); a mapping names variables; a longer sequence is the package's positional
+    vector.  ``required`` (default: all
     continuous variables) are the variables that must end up with a radius.
     """
     required = plan.continuous if required is None else tuple(required)
@@ -196,6 +197,8 @@ def resolve_radius(plan: MatchPlan, radius: RadiusArg, required: Sequence[str] |
                 )
             out[v] = check_radius_value(v, r, plan.percentage)
     elif isinstance(radius, (Sequence, np.ndarray)) and not isinstance(radius, str):
+        if len(radius) == 1:  # R has no scalars: a length-1 vector is the package's scalar rule
+            return resolve_radius(plan, radius[0], required)
         out = radius_from_package_vector(plan, radius)
     else:
         out = {v: check_radius_value(v, radius, plan.percentage) for v in plan.continuous}

@@ -1,0 +1,20 @@
+"""synthpop's disclosure measures (identity: UiO, repU…; attribute: DiSCO, Dorig…) on key blocks.
+
+Public API
+----------
+disclosure, multi_disclosure
+    Measures for one target / several targets with one key set (synthpop ``disclosure``,
+    ``multi.disclosure``).
+replicated_uniques, remove_uniques
+    Uniques shared by the original and a synthetic set, and synthpop ``sdc``'s removal of
+    them from the synthetic data.
+DisclosureResult, MultiDisclosureResult, ReplicatedUniquesResult, RemovedUniques
+    The results (``.tidy()``, ``.to_dict()``).
+
+See ``docs/disclosure.md`` and the specification ``shared/spec/disclosure.md``.
+"""
+
+from pipeline.risk.disclosure.api import disclosure, multi_disclosure
+from pipeline.risk.disclosure.result import DisclosureResult, MultiDisclosureResult
+
+__all__ = ["DisclosureResult", "MultiDisclosureResult", "disclosure", "multi_disclosure"]

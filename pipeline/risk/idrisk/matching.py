@@ -1,0 +1,272 @@
+"""Per-partition kernel: c_i and T_i of every target record for every synthetic set and radius.
+
+A partition (pandas) holds whole key blocks of the original and of every synthetic set (see
+:mod:`pipeline.blocks`), or it is the whole data on the small-data path.  Everything here is
+vectorised over records and blocks; the only Python loops run over synthetic sets, continuous
+dimensions and radius values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from pipeline.blocks import ROW_COLUMN
+from pipeline.risk.idrisk.counting import BoxIndex, query_visit_order
+from pipeline.risk.idrisk.plan import MatchPlan
+
+
+def _column_codes(series: Sequence[pd.Series]) -> tuple[list[np.ndarray], int]:
+    """Codes of one variable in several frames over one shared vocabulary of values (-1 = missing)."""
+    if all(isinstance(s.dtype, pd.CategoricalDtype) for s in series):
+        cats = [s.cat.categories for s in series]
+        vocab = cats[0]
+        for c in cats[1:]:
+            if not c.equals(vocab):
+                vocab = vocab.append(c.difference(vocab, sort=False))
+        out = []
+        for s, c in zip(series, cats, strict=True):
+            codes = s.cat.codes.to_numpy().astype(np.int64)
+            if not c.equals(vocab):
+                mapping = vocab.get_indexer(c).astype(np.int64)
+                codes = np.where(codes >= 0, mapping[np.maximum(codes, 0)], -1)
+            out.append(codes)
+        return out, len(vocab)
+    values = [s.to_numpy() for s in series]
+    if all(np.issubdtype(v.dtype, np.number) for v in values):
+        joined = np.concatenate([v.astype(np.float64) + 0.0 for v in values])  # -0.0 == 0.0, as in R
+    else:
+        joined = np.concatenate([np.asarray(v, dtype=object) for v in values])
+    codes, uniques = pd.factorize(joined, use_na_sentinel=True)
+    codes = codes.astype(np.int64)
+    bounds = np.cumsum([0] + [len(v) for v in values])
+    return [codes[bounds[k] : bounds[k + 1]] for k in range(len(values))], len(uniques)
+
+
+def group_codes(columns: Sequence[str], frames: Sequence[pd.DataFrame]) -> tuple[list[np.ndarray], int]:
+    """Key-block id of every record of every frame (shared ids; -1 if a key value is missing).
+
+    Returns the ids per frame and the number of ids.
+    """
+    sizes = [len(f) for f in frames]
+    if not columns:
+        return [np.zeros(n, dtype=np.int64) for n in sizes], 1
+    combined: list[np.ndarray] | None = None
+    card = 1
+    for col in columns:
+        codes, n_values = _column_codes([f[col] for f in frames])
+        if combined is None:
+            combined, card = codes, n_values
+            continue
+        if card * max(n_values, 1) >= 2**62:  # keep the mixed-radix code inside int64
+            combined, card = _compact(combined)
+        width = max(n_values, 1)
+        combined = [np.where((a < 0) | (b < 0), -1, a * width + b) for a, b in zip(combined, codes, strict=True)]
+        card *= width
+    assert combined is not None
+    return _compact(combined)
+
+
+def _compact(keys: list[np.ndarray]) -> tuple[list[np.ndarray], int]:
+    """Renumber non-negative keys 0..G-1 consistently over all frames."""
+    lengths = np.cumsum([0] + [len(k) for k in keys])
+    allk = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
+    valid = allk >= 0
+    ids = np.full(len(allk), -1, dtype=np.int64)
+    codes, uniques = pd.factorize(allk[valid])
+    ids[valid] = codes
+    return [ids[lengths[k] : lengths[k + 1]] for k in range(len(keys))], max(len(uniques), 1)
+
+
+def box_bounds(plan: MatchPlan, x: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Interval ``(lo, hi)`` per record and continuous variable, exactly as the package does it.
+
+    The half-width is ``rho = r * x`` (percentage) or ``r``; it is computed once and the bounds
+    are ``x - rho`` and ``x + rho`` in float64 (never ``x * (1 - r)``, which rounds differently).
+    With ``euclidean`` every known continuous variable uses ``R_K = sqrt(sum_known rho^2)`` and
+    every synthesised one ``R_S = sqrt(R_K + sum_syn rho^2)`` — R_K enters unsquared, as in the
+    package's C++.
+    """
+    rho = radii[None, :] * x if plan.percentage else np.broadcast_to(radii[None, :], x.shape)
+    if plan.euclidean:
+        known = [k for k, is_known in enumerate(plan.continuous_known) if is_known]
+        syn = [k for k, is_known in enumerate(plan.continuous_known) if not is_known]
+        # accumulate in the order of the known/syn lists, as the package does
+        order_known = sorted(known, key=lambda k: plan.known.index(plan.continuous[k]))
+        order_syn = sorted(syn, key=lambda k: plan.synthesised.index(plan.continuous[k]))
+        r_known = np.zeros(len(x))
+        for k in order_known:
+            r_known = r_known + rho[:, k] * rho[:, k]
+        r_known = np.sqrt(r_known)
+        r_syn = r_known.copy()
+        for k in order_syn:
+            r_syn = r_syn + rho[:, k] * rho[:, k]
+        r_syn = np.sqrt(r_syn)
+        half = np.empty_like(x)
+        for k in known:
+            half[:, k] = r_known
+        for k in syn:
+            half[:, k] = r_syn
+    else:
+        half = rho
+    return x - half, x + half
+
+
+def _inside(plan: MatchPlan, y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    if plan.closed:
+        return np.all((y >= lo) & (y <= hi), axis=1)
+    return np.all((y > lo) & (y < hi), axis=1)
+
+
+def _continuous_values(frame: pd.DataFrame, plan: MatchPlan) -> np.ndarray:
+    if not plan.continuous:
+        return np.empty((len(frame), 0), dtype=np.float64)
+    return np.column_stack([frame[v].to_numpy(dtype=np.float64, na_value=np.nan) for v in plan.continuous])
+
+
+class SetMatcher:
+    """Everything about one synthetic set in one partition that does not depend on the radius.
+
+    Built once per (partition, synthetic set); :meth:`counts` then evaluates any number of
+    radius combinations, reusing the candidate index and the query orders.
+    """
+
+    def __init__(
+        self,
+        plan: MatchPlan,
+        query_groups: np.ndarray,
+        query_values: np.ndarray,
+        query_valid: np.ndarray,
+        visit: list[np.ndarray],
+        cand_groups: np.ndarray,
+        cand_values: np.ndarray,
+        n_groups: int,
+        own: np.ndarray,
+    ) -> None:
+        self.plan = plan
+        self.n = len(query_groups)
+        self.qi = np.flatnonzero(query_valid)  # queries that can match anything
+        self.qg = query_groups[self.qi]
+        self.qx = query_values[self.qi]
+        self.visit = visit
+        cand_valid = (cand_groups >= 0) & np.all(np.isfinite(cand_values), axis=1)
+        self.index = BoxIndex(cand_groups[cand_valid], cand_values[cand_valid], n_groups)
+        # the target's own synthetic row: same key block and present in this partition
+        own_row = np.where(own >= 0, own, 0)
+        self.own_ok = (own >= 0) & query_valid & (cand_groups[own_row] == query_groups) & cand_valid[own_row]
+        self.own_values = cand_values[own_row]
+        self.query_values = query_values
+
+    def counts(self, combos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """c (int64) and T (bool), both shape (n_combos, n), for radius rows ``combos`` (K, d)."""
+        plan, d = self.plan, self.index.d
+        k_combos = max(len(combos), 1)
+        c = np.zeros((k_combos, self.n), dtype=np.int64)
+        t = np.zeros((k_combos, self.n), dtype=bool)
+        if d == 0:
+            c[:, self.qi] = self.index.count_exact(self.qg)[None, :]
+            t[:] = self.own_ok[None, :]
+            return c, t
+        for k, radii in enumerate(combos):
+            lo, hi = box_bounds(plan, self.query_values, radii)
+            t[k] = self.own_ok & _inside(plan, self.own_values, lo, hi)
+        if d == 2 and not plan.euclidean:
+            c[:, self.qi] = self._counts_2d_grid(combos)
+            return c, t
+        cache: dict[tuple[int, float], tuple[np.ndarray, np.ndarray]] = {}
+        for k, radii in enumerate(combos):
+            if plan.euclidean:
+                lo, hi = box_bounds(plan, self.qx, radii)
+                a, b = self.index.bounds(self.qg, lo, hi, plan.closed, self.visit)
+            else:
+                a = np.empty((len(self.qi), d), dtype=np.int64)
+                b = np.empty((len(self.qi), d), dtype=np.int64)
+                for dim in range(d):
+                    a[:, dim], b[:, dim] = self._dim_bounds(dim, float(radii[dim]), cache)
+            c[k, self.qi] = self.index.count(a, b)
+        return c, t
+
+    def _dim_bounds(
+        self, dim: int, r: float, cache: dict[tuple[int, float], tuple[np.ndarray, np.ndarray]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Position range of every query in one dimension for radius r (cached per (dim, r))."""
+        key = (dim, r)
+        if key not in cache:
+            x = self.qx[:, dim]
+            rho = r * x if self.plan.percentage else np.full(len(x), r)
+            cache[key] = self.index.bound_dim(dim, self.qg, x - rho, x + rho, self.plan.closed, self.visit[dim])
+        return cache[key]
+
+    def _counts_2d_grid(self, combos: np.ndarray) -> np.ndarray:
+        """Two continuous dimensions, any set of radius pairs: one sweep per distinct x radius.
+
+        The dimension with fewer distinct radii is swept; all radii of the other dimension are
+        answered in the same sweep (several y-ranges per query), so a 6 x 6 grid costs six
+        sweeps, and the bounds are computed once per (dimension, radius).
+        """
+        distinct = [np.unique(combos[:, dim]) for dim in range(2)]
+        xd = 0 if len(distinct[0]) <= len(distinct[1]) else 1
+        yd = 1 - xd
+        cache: dict[tuple[int, float], tuple[np.ndarray, np.ndarray]] = {}
+        out = np.zeros((len(combos), len(self.qi)), dtype=np.int64)
+        for rx in distinct[xd]:
+            rows = np.flatnonzero(combos[:, xd] == rx)
+            ry = combos[rows, yd]
+            ax, bx = self._dim_bounds(xd, float(rx), cache)
+            ay = np.empty((len(self.qi), len(rows)), dtype=np.int64)
+            by = np.empty((len(self.qi), len(rows)), dtype=np.int64)
+            for j, r in enumerate(ry):
+                ay[:, j], by[:, j] = self._dim_bounds(yd, float(r), cache)
+            counts = self.index.count_2d_many(ax, bx, ay, by, x_dim=xd)
+            out[rows] = counts.T
+        return out
+
+
+def partition_counts(
+    original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], plan: MatchPlan, combos: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """c and T (each shape (n_combos, n_original_rows)) for every synthetic set of a partition.
+
+    Rows are matched to their own synthetic row by ``__row__`` when present (Dask blocks),
+    else by position (whole data).
+    """
+    groups, n_groups = group_codes(plan.categorical, [original, *synthetic])
+    q_groups = groups[0]
+    x = _continuous_values(original, plan)
+    q_valid = (q_groups >= 0) & np.all(np.isfinite(x), axis=1)
+    visit = [query_visit_order(q_groups[q_valid], x[q_valid, k], n_groups) for k in range(x.shape[1])]
+    out = []
+    for s, frame in enumerate(synthetic):
+        if ROW_COLUMN in original.columns and ROW_COLUMN in frame.columns:
+            own = pd.Index(frame[ROW_COLUMN].to_numpy()).get_indexer(original[ROW_COLUMN].to_numpy())
+        else:
+            own = np.arange(len(original)) if len(frame) == len(original) else np.full(len(original), -1)
+        own = own.astype(np.int64)
+        if len(frame) == 0:
+            own[:] = -1
+        y = _continuous_values(frame, plan)
+        cand_groups = groups[s + 1]
+        if len(frame) == 0:  # keep the own-row gather well defined
+            y = np.full((1, x.shape[1]), np.nan)
+            cand_groups = np.full(1, -1, dtype=np.int64)
+        matcher = SetMatcher(plan, q_groups, x, q_valid, visit, cand_groups, y, n_groups, own)
+        out.append(matcher.counts(combos))
+    return out
+
+
+def histogram(c: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (c, T) pairs and how many records have each: the sufficient statistics of every
+    file-level measure, summable across partitions."""
+    key = c.astype(np.int64) * 2 + t.astype(np.int64)
+    values, counts = np.unique(key, return_counts=True)
+    return values // 2, (values % 2).astype(bool), counts.astype(np.int64)
+
+
+def expected_risk(c_values: np.ndarray, t_values: np.ndarray, counts: np.ndarray) -> float:
+    """Σ_i T_i / c_i from a (c, T, count) histogram, correctly rounded (so independent of the
+    order in which partitions were combined)."""
+    keep = t_values & (c_values > 0)
+    return math.fsum((counts[keep] / c_values[keep]).tolist())

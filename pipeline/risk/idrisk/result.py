@@ -1,0 +1,345 @@
+"""Result objects of identification risk: per record, per synthetic set, per radius."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pipeline.risk.idrisk.matching import expected_risk, histogram
+from pipeline.risk.idrisk.plan import MatchPlan, RadiusGrid, format_radius
+
+TIDY_COLUMNS = ["synthetic", "setting", "measure", "value"]
+#: measures reported per synthetic set (package names, plus the paper's file-level risk)
+MEASURES = ("exp.risk", "file_risk", "true.rate", "false.rate", "s")
+SUMMARIES = ("mean", "median", "q1", "q3", "min", "max")
+
+Histogram = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def summarise(values: np.ndarray) -> dict[str, float]:
+    """Mean, median, quartiles and range over synthetic sets (ignoring undefined values, e.g. a
+    false match rate with no unique match)."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[~np.isnan(v)]
+    if len(v) == 0:
+        return dict.fromkeys(SUMMARIES, math.nan)
+    q1, med, q3 = np.quantile(v, [0.25, 0.5, 0.75])
+    return {
+        "mean": float(np.mean(v)),
+        "median": float(med),
+        "q1": float(q1),
+        "q3": float(q3),
+        "min": float(v.min()),
+        "max": float(v.max()),
+    }
+
+
+@dataclass(frozen=True)
+class SetStatistics:
+    """File-level quantities of m synthetic sets (each array has length m).
+
+    Attributes
+    ----------
+    n : int
+        Number of target records.
+    s : ndarray of int
+        Unique matches, #{i : c_i = 1}.
+    n_true_unique, n_false_unique : ndarray of int
+        #{c_i = 1 and T_i = 1} and #{c_i = 1 and T_i = 0}.
+    exp_risk : ndarray of float
+        Package's expected match risk, Σ_i T_i / c_i (a sum over records).
+    sum_c : ndarray of int
+        Σ_i c_i.
+    n_no_match : ndarray of int
+        #{c_i = 0}.
+    """
+
+    n: int
+    s: np.ndarray
+    n_true_unique: np.ndarray
+    n_false_unique: np.ndarray
+    exp_risk: np.ndarray
+    sum_c: np.ndarray
+    n_no_match: np.ndarray
+
+    @classmethod
+    def from_histograms(cls, n: int, histograms: Sequence[Histogram]) -> SetStatistics:
+        """From one (c, T, count) histogram per synthetic set (exact integer counts)."""
+        cols: dict[str, list[Any]] = {k: [] for k in ("s", "tu", "fu", "er", "sc", "nm")}
+        for c, t, cnt in histograms:
+            one = c == 1
+            cols["s"].append(int(cnt[one].sum()))
+            cols["tu"].append(int(cnt[one & t].sum()))
+            cols["fu"].append(int(cnt[one & ~t].sum()))
+            cols["er"].append(expected_risk(c, t, cnt))
+            cols["sc"].append(int((c * cnt).sum()))
+            cols["nm"].append(int(cnt[c == 0].sum()))
+        as_int = {k: np.array(v, dtype=np.int64) for k, v in cols.items() if k != "er"}
+        return cls(
+            n=int(n),
+            s=as_int["s"],
+            n_true_unique=as_int["tu"],
+            n_false_unique=as_int["fu"],
+            exp_risk=np.array(cols["er"], dtype=np.float64),
+            sum_c=as_int["sc"],
+            n_no_match=as_int["nm"],
+        )
+
+    @property
+    def m(self) -> int:
+        return len(self.s)
+
+    @property
+    def true_rate(self) -> np.ndarray:
+        """#{c_i = 1, T_i = 1} / n."""
+        return self.n_true_unique / self.n if self.n else np.full(self.m, math.nan)
+
+    @property
+    def false_rate(self) -> np.ndarray:
+        """#{c_i = 1, T_i = 0} / s; NaN when s = 0 (0/0, as in the package)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.s > 0, self.n_false_unique / np.maximum(self.s, 1), math.nan)
+
+    @property
+    def file_risk(self) -> np.ndarray:
+        """The paper's file-level identification risk, the mean of IR_i: exp.risk / n."""
+        return self.exp_risk / self.n if self.n else np.full(self.m, math.nan)
+
+    def measures(self) -> dict[str, np.ndarray]:
+        """Every reported measure by its name (see :data:`MEASURES`)."""
+        return {
+            "exp.risk": self.exp_risk,
+            "file_risk": self.file_risk,
+            "true.rate": self.true_rate,
+            "false.rate": self.false_rate,
+            "s": self.s.astype(np.float64),
+        }
+
+    def tidy_rows(self, setting: str) -> list[dict[str, Any]]:
+        rows = []
+        for name, values in self.measures().items():
+            for k, v in enumerate(values):
+                rows.append({"synthetic": str(k + 1), "setting": setting, "measure": name, "value": float(v)})
+            rows.append({"synthetic": "mean", "setting": setting, "measure": name, "value": summarise(values)["mean"]})
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, values in self.measures().items():
+            out[name] = [_json_float(v) for v in values]
+            out[f"{name}_summary"] = {k: _json_float(v) for k, v in summarise(values).items()}
+        out["sum_c"] = self.sum_c.tolist()
+        out["n_no_match"] = self.n_no_match.tolist()
+        return out
+
+
+def _json_float(v: float) -> float | None:
+    v = float(v)
+    return None if math.isnan(v) else v
+
+
+def _plan_dict(plan: MatchPlan) -> dict[str, Any]:
+    return {
+        "known": list(plan.known),
+        "synthesised": list(plan.synthesised),
+        "categorical": list(plan.categorical),
+        "continuous": list(plan.continuous),
+        "percentage": plan.percentage,
+        "euclidean": plan.euclidean,
+        "interval": plan.interval,
+        "na_action": plan.na_action,
+    }
+
+
+@dataclass(frozen=True)
+class IdentificationRiskResult:
+    """Record- and file-level identification risk for one radius setting.
+
+    Attributes
+    ----------
+    plan : MatchPlan
+        Variables and matching rules.
+    radius : dict or None
+        Radius of every continuous variable; None = exact matching of every variable.
+    c : ndarray of int64, shape (n, m)
+        Number of synthetic records matching target record i in synthetic set l.
+    T : ndarray of bool, shape (n, m)
+        Whether record i's own synthetic row is among its matches (False when c = 0; the
+        package's convention of reporting 1 there is :attr:`T_package`).
+    """
+
+    plan: MatchPlan
+    radius: dict[str, float] | None
+    c: np.ndarray
+    T: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.c.shape[0]
+
+    @property
+    def m(self) -> int:
+        return self.c.shape[1]
+
+    @property
+    def T_package(self) -> np.ndarray:
+        """T as the package reports it: 1 where c = 0."""
+        return np.where(self.c == 0, True, self.T)
+
+    @property
+    def K(self) -> np.ndarray:
+        """True unique match: c = 1 and T = 1."""
+        return (self.c == 1) & self.T
+
+    @property
+    def F(self) -> np.ndarray:
+        """False unique match: c = 1 and T = 0."""
+        return (self.c == 1) & ~self.T
+
+    @property
+    def risk(self) -> np.ndarray:
+        """IR_i = T_i / c_i (0 when c_i = 0); the package's ``Risk_vector``."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.c > 0, self.T / np.maximum(self.c, 1), 0.0)
+
+    @cached_property
+    def statistics(self) -> SetStatistics:
+        return SetStatistics.from_histograms(self.n, [histogram(self.c[:, k], self.T[:, k]) for k in range(self.m)])
+
+    @property
+    def exp_risk(self) -> np.ndarray:
+        return self.statistics.exp_risk
+
+    @property
+    def file_risk(self) -> np.ndarray:
+        return self.statistics.file_risk
+
+    @property
+    def true_rate(self) -> np.ndarray:
+        return self.statistics.true_rate
+
+    @property
+    def false_rate(self) -> np.ndarray:
+        return self.statistics.false_rate
+
+    @property
+    def s(self) -> np.ndarray:
+        return self.statistics.s
+
+    def summary(self) -> pd.DataFrame:
+        """Summaries over the m synthetic sets: one row per measure."""
+        return pd.DataFrame({k: summarise(v) for k, v in self.statistics.measures().items()}).T
+
+    def tidy(self) -> pd.DataFrame:
+        return pd.DataFrame(self.statistics.tidy_rows(""), columns=TIDY_COLUMNS)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "measure": "identification_risk",
+            **_plan_dict(self.plan),
+            "radius": None if self.radius is None else dict(self.radius),
+            "n": self.n,
+            "m": self.m,
+            **self.statistics.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class RadiusSweepResult:
+    """File-level identification risk over a grid of radii, and the maximising radius.
+
+    Attributes
+    ----------
+    plan : MatchPlan
+    grid : RadiusGrid
+    statistics : tuple of SetStatistics
+        One per radius combination, in grid order.
+    criterion : {"mean", "median"}
+        How the file-level risks of the m sets are combined to choose the maximising radius.
+    """
+
+    plan: MatchPlan
+    grid: RadiusGrid
+    statistics: tuple[SetStatistics, ...]
+    criterion: str = "mean"
+
+    @property
+    def labels(self) -> list[str]:
+        return self.grid.labels
+
+    @property
+    def n(self) -> int:
+        return self.statistics[0].n
+
+    @property
+    def m(self) -> int:
+        return self.statistics[0].m
+
+    def measure(self, name: str) -> np.ndarray:
+        """Values of one measure, shape (n_combinations, m)."""
+        return np.stack([s.measures()[name] for s in self.statistics])
+
+    @property
+    def file_risk(self) -> np.ndarray:
+        return self.measure("file_risk")
+
+    @property
+    def criterion_values(self) -> np.ndarray:
+        """Mean (or median) file-level risk over the sets, per radius combination."""
+        return np.array([summarise(row)[self.criterion] for row in self.file_risk])
+
+    @property
+    def best(self) -> int:
+        """Index of the maximising combination; ties go to the first (smallest radii)."""
+        return int(np.argmax(self.criterion_values))
+
+    @property
+    def r_star(self) -> dict[str, float]:
+        """The maximising radius (``{"r": value}`` for a shared grid, else per variable)."""
+        return self.grid.radius_of(self.best)
+
+    @property
+    def r_star_setting(self) -> str:
+        return self.grid.label(self.best)
+
+    @property
+    def r_star_at_boundary(self) -> bool:
+        """The maximum sits at an end of the grid: the true maximiser may lie outside it."""
+        return self.grid.at_boundary(self.best)
+
+    @property
+    def at_max(self) -> SetStatistics:
+        return self.statistics[self.best]
+
+    def tidy(self, prefix: str = "") -> pd.DataFrame:
+        rows = []
+        for label, stats in zip(self.labels, self.statistics, strict=True):
+            rows.extend(stats.tidy_rows(prefix + label))
+        return pd.DataFrame(rows, columns=TIDY_COLUMNS)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "measure": "identification_risk_sweep",
+            **_plan_dict(self.plan),
+            "n": self.n,
+            "m": self.m,
+            "grid": {
+                "variables": list(self.grid.variables),
+                "shared": self.grid.shared,
+                "values": [[float(v) for v in vals] for vals in self.grid.values],
+            },
+            "criterion": self.criterion,
+            "r_star": self.r_star,
+            "r_star_setting": self.r_star_setting,
+            "r_star_at_boundary": self.r_star_at_boundary,
+            "by_setting": {
+                label: {"radius": {v: format_radius(r) for v, r in combo.items()}, **stats.to_dict()}
+                for label, combo, stats in zip(self.labels, self.grid.combos, self.statistics, strict=True)
+            },
+        }

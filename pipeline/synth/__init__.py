@@ -1,0 +1,25 @@
+"""Safe synthetic data from coarsened margins (Raab) with IPF (mipfp/synthpop ``syn.ipf`` semantics).
+
+Public API
+----------
+* :func:`synthesise` / :class:`SynthesiseParams` / :class:`SynthesisResult` - the whole method.
+* :func:`apply_sdc` and the steps :class:`TopBottomCoding`, :class:`Categorise`, :class:`MergeLevels`.
+* :func:`margin_sets`, :func:`tabulate`, :class:`MarginTable`, :class:`Layout`, :func:`write_margins`.
+* :func:`control_margins` (variants V1/V2/V3), :func:`coarsen`, :func:`sdc_small`, :func:`adjust_total`.
+* :func:`fit_ipf` -> :class:`IpfFit` with :class:`FitReport`.
+* :func:`draw_synthetic` - multinomial sampling with chunk-independent seeds.
+"""
+
+from pipeline.synth.control import ControlledMargins, adjust_total, coarsen, control_margins, sdc_small
+from pipeline.synth.ipf import FitReport, IpfFit, fit_ipf
+from pipeline.synth.margins import Layout, MarginTable, margin_sets, read_margins, tabulate, write_margins
+from pipeline.synth.sample import draw_synthetic
+from pipeline.synth.sdc import Categorise, MergeLevels, SdcResult, TopBottomCoding, apply_sdc
+from pipeline.synth.task import SynthesiseParams, SynthesisResult, synthesise, synthesise_frame
+
+__all__ = [
+    "Categorise", "ControlledMargins", "FitReport", "IpfFit", "Layout", "MarginTable", "MergeLevels",
+    "SdcResult", "SynthesiseParams", "SynthesisResult", "TopBottomCoding", "adjust_total", "apply_sdc",
+    "coarsen", "control_margins", "draw_synthetic", "fit_ipf", "margin_sets", "read_margins", "sdc_small",
+    "synthesise", "synthesise_frame", "tabulate", "write_margins",
+]  # fmt: skip

@@ -1,0 +1,288 @@
+"""The ``synthesise`` task: safe synthetic data from coarsened margins (Raab), end to end.
+
+Ground truth -> SDC of the variables -> margins counted -> margins made safe (V1/V2/V3)
+-> IPF on the released margins only -> m multinomial draws -> synthetic data sets.
+
+Everything after :func:`~pipeline.synth.control.control_margins` sees only the released margins,
+their levels and n, which is the method's guarantee.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.data.dataset import Dataset, write_dataset
+from pipeline.data.schema import Schema
+from pipeline.errors import ParameterError
+from pipeline.synth.control import Adjust, ControlledMargins, Rounding, Ties, Variant, control_margins
+from pipeline.synth.ipf import EngineName, FitReport, TolType, fit_ipf
+from pipeline.synth.margins import Layout, MarginOrder, MarginTable, margin_sets, tabulate, write_margins
+from pipeline.synth.sample import draw_synthetic
+from pipeline.synth.sdc import SdcStep, apply_sdc
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+
+OutputFormat = Literal["parquet", "csv"]
+NumericOutput = Literal["uniform", "midpoint", "bin"]
+
+
+class SynthesiseParams(BaseModel):
+    """Parameters of the ``synthesise`` section of a task file.
+
+    Attributes
+    ----------
+    variables : list of str
+        Variables to synthesise (factors, or numerics categorised by an ``sdc`` step).
+    sdc : list of steps
+        ``{"step": "top_bottom_coding" | "categorise" | "merge_levels", "variable": ..., ...}``.
+    margins : {"oneway", "twoway", "threeway", "fourway"} or None
+        All margins of that order (synthpop ``gmargins``), in ``combn`` order.
+    extra_margins : list of list of str
+        Further margins appended in the given order (synthpop ``othmargins``).
+    variant : {"V1", "V2", "V3", "none"}
+        Margin disclosure control (see :mod:`pipeline.synth.control`); "none" is unsafe parity mode.
+    limit, small_value, rounding, ties, adjust
+        The disclosure limit L and the details of the variant.
+    priorn : float
+        syn.ipf prior mass added to every margin.
+    structural_zeros : list of {variable: [levels]}
+        Cells that must be empty.
+    tol, tol_type, max_iter, max_cells, engine
+        IPF stopping rule, size guard and storage (see :func:`~pipeline.synth.ipf.fit_ipf`).
+    m, k, seed
+        Number of synthetic sets, records per set (default n), seed.
+    numeric_output : {"uniform", "midpoint", "bin"}
+        How categorised numeric variables are released.
+    output_format : list of {"parquet", "csv"}
+        Formats written by :meth:`SynthesisResult.write`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    variables: list[str] = Field(min_length=1)
+    sdc: list[SdcStep] = Field(default_factory=list)
+    margins: MarginOrder | None = "twoway"
+    extra_margins: list[list[str]] = Field(default_factory=list)
+    variant: Variant = "V3"
+    limit: int = 10
+    small_value: float | None = None
+    rounding: Rounding = "nearest"
+    ties: Ties = "half_even"
+    adjust: Adjust = "shift"
+    priorn: float = 1.0
+    structural_zeros: list[dict[str, list[str | None]]] = Field(default_factory=list)
+    tol: float = 1e-8
+    tol_type: TolType = "relative"
+    max_iter: int = 5000
+    max_cells: int = 10**8
+    engine: EngineName = "auto"
+    m: int = 1
+    k: int | None = None
+    seed: int | None = None
+    numeric_output: NumericOutput = "uniform"
+    output_format: list[OutputFormat] = Field(default_factory=lambda: ["parquet"])
+
+
+@dataclass(frozen=True)
+class SyntheticMarginFit:
+    """How close one synthetic set's margin is to the released margin rescaled to k records."""
+
+    synthetic: int
+    margin: str
+    max_abs_dev: float
+    tvd: float
+
+
+@dataclass(frozen=True, eq=False)
+class SynthesisResult:
+    """Synthetic data sets plus everything needed to publish and audit them.
+
+    Attributes
+    ----------
+    synthetic : tuple of pandas DataFrame
+        The m synthetic sets, in the output ``schema``'s in-memory form.
+    schema : Schema
+    margins : ControlledMargins
+        The released margins and how their totals moved.
+    fit : FitReport
+        IPF diagnostics.
+    fitted_margins : tuple of MarginTable
+        n * p-hat summed to each margin.
+    synthetic_margins : tuple of SyntheticMarginFit
+        Per set and margin, distance to the released margin.
+    sdc : tuple of dict
+        The SDC step records.
+    layout : Layout
+    bins : dict
+        Breaks/labels/codes of each categorised numeric variable.
+    n, k, seed : int
+    params : SynthesiseParams
+    """
+
+    synthetic: tuple[pd.DataFrame, ...]
+    schema: Schema
+    margins: ControlledMargins
+    fit: FitReport
+    fitted_margins: tuple[MarginTable, ...]
+    synthetic_margins: tuple[SyntheticMarginFit, ...]
+    sdc: tuple[dict[str, Any], ...]
+    layout: Layout
+    bins: dict[str, dict[str, Any]]
+    n: int
+    k: int
+    seed: int
+    params: SynthesiseParams
+
+    def datasets(self, prefix: str = "syn") -> list[Dataset]:
+        """The synthetic sets as :class:`Dataset` objects named ``syn1``, ``syn2``, ..."""
+        return [Dataset.from_pandas(f, self.schema, name=f"{prefix}{i + 1}") for i, f in enumerate(self.synthetic)]
+
+    def tidy(self) -> pd.DataFrame:
+        """Columns synthetic/setting/measure/value. Margin-control and IPF rows describe the
+        released margins and the fit, shared by all sets: synthetic = "original"."""
+        rows = [("original", "", "n", float(self.n)), ("original", "", "k", float(self.k))]
+        per_set = [
+            (str(s.synthetic), f"margin={s.margin}", measure, value)
+            for s in self.synthetic_margins
+            for measure, value in (("syn_margin_max_abs_dev", s.max_abs_dev), ("syn_margin_tvd", s.tvd))
+        ]
+        return pd.concat(
+            [
+                pd.DataFrame(rows, columns=["synthetic", "setting", "measure", "value"]),
+                self.margins.tidy(),
+                self.fit.tidy(),
+                pd.DataFrame(per_set, columns=["synthetic", "setting", "measure", "value"]),
+            ],
+            ignore_index=True,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": "coarsened margins + IPF (Raab)",
+            "variables": list(self.layout.names),
+            "n": self.n, "k": self.k, "m": len(self.synthetic), "seed": self.seed,
+            "params": self.params.model_dump(mode="json"),
+            "layout": self.layout.to_dict(),
+            "sdc": list(self.sdc), "bins": self.bins,
+            "margin_control": self.margins.to_dict(),
+            "fit": self.fit.to_dict(),
+            "synthetic_margins": [s.__dict__.copy() for s in self.synthetic_margins],
+        }  # fmt: skip
+
+    def write(self, out_dir: str | Path, overwrite: bool = False) -> Path:
+        """Write the synthetic sets, the released margins and the report, atomically.
+
+        Layout of ``out_dir``: ``synthetic/syn<i>.{parquet,csv}`` (+ ``.schema.json``),
+        ``margins/margins.json`` + one long table per margin, ``fit_report.json``.
+        Everything is written to a temporary sibling directory that is renamed at the end.
+        """
+        out = Path(out_dir)
+        if out.exists() and not overwrite:
+            raise ParameterError(f"out_dir {out} already exists; pass overwrite=True to replace it")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
+        try:
+            (tmp / "synthetic").mkdir(parents=True)
+            for i, frame in enumerate(self.synthetic):
+                for fmt in self.params.output_format:
+                    write_dataset(frame, tmp / "synthetic" / f"syn{i + 1}.{fmt}", self.schema)
+            write_margins(
+                self.margins.tables, tmp / "margins", self.params.output_format,
+                {"rule": self.margins.rule(), "layout": self.layout.to_dict(), **self.margins.to_dict()},
+            )  # fmt: skip
+            (tmp / "fit_report.json").write_text(json.dumps(self.to_dict(), indent=1), encoding="utf-8")
+            old = None
+            if out.exists():
+                old = out.parent / f".{out.name}.old-{uuid.uuid4().hex}"
+                out.rename(old)
+            tmp.rename(out)
+            if old is not None:
+                shutil.rmtree(old)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+        return out
+
+
+def _synthetic_margin_fits(
+    codes: list[np.ndarray], layout: Layout, released: tuple[MarginTable, ...], k: int
+) -> tuple[SyntheticMarginFit, ...]:
+    out = []
+    for i, c in enumerate(codes):
+        for t in released:
+            axes = [layout.axis(v) for v in t.variables]
+            shape = t.counts.shape
+            flat = np.ravel_multi_index(tuple(c[:, a].astype(np.int64) for a in axes), shape)
+            syn = np.bincount(flat, minlength=math.prod(shape)).reshape(shape)
+            target = t.counts * (k / t.total) if t.total > 0 else t.counts
+            out.append(SyntheticMarginFit(i + 1, t.name, float(np.abs(syn - target).max()),
+                                          float(0.5 * np.abs(syn - target).sum())))  # fmt: skip
+    return tuple(out)
+
+
+def synthesise_frame(
+    frame: pd.DataFrame | dd.DataFrame, schema: Schema, params: SynthesiseParams
+) -> SynthesisResult:
+    """:func:`synthesise` on a pandas or Dask frame in ``schema``'s in-memory form."""
+    if params.m < 1:
+        raise ParameterError(f"m: the number of synthetic sets must be >= 1, got {params.m}")
+    if params.k is not None and params.k < 1:
+        raise ParameterError(f"k: the number of records per synthetic set must be >= 1, got {params.k}")
+    if not params.output_format:
+        raise ParameterError("output_format: give at least one of 'parquet', 'csv'")
+    names = list(params.variables)
+    margins = margin_sets(names, params.margins, params.extra_margins)
+    sdc = apply_sdc(frame, schema, names, params.sdc)
+    layout, gt_tables, n = tabulate(sdc.frame, names, [sdc.levels[v] for v in names], margins)
+    if n == 0:
+        raise ParameterError("the original data set has no records")
+    released = control_margins(
+        gt_tables, n, params.variant, params.limit, params.small_value, params.rounding, params.ties, params.adjust
+    )
+    del gt_tables  # the boundary: from here on only the released margins, their levels and n
+    fit = fit_ipf(
+        released.tables, n, layout=layout, priorn=params.priorn, structural_zeros=params.structural_zeros,
+        tol=params.tol, tol_type=params.tol_type, max_iter=params.max_iter, max_cells=params.max_cells,
+        engine=params.engine,
+    )  # fmt: skip
+    k = params.k or n
+    frames, codes, out_schema, seed = draw_synthetic(fit, sdc, k, params.m, params.seed, params.numeric_output)
+    return SynthesisResult(
+        synthetic=tuple(frames), schema=out_schema, margins=released, fit=fit.report,
+        fitted_margins=fit.fitted_margins, synthetic_margins=_synthetic_margin_fits(codes, layout, released.tables, k),
+        sdc=sdc.records, layout=layout, bins={v: b.to_dict() for v, b in sdc.bins.items()},
+        n=n, k=k, seed=seed, params=params,
+    )  # fmt: skip
+
+
+def synthesise(original: Dataset, params: SynthesiseParams) -> SynthesisResult:
+    """Make synthetic data from coarsened margins of ``original``.
+
+    Parameters
+    ----------
+    original : Dataset
+        The ground truth.
+    params : SynthesiseParams
+
+    Returns
+    -------
+    SynthesisResult
+
+    Raises
+    ------
+    ParameterError
+        Unknown variables, invalid SDC steps or margin rules, L <= 0, structural zeros that
+        contradict a released margin, a table over the size guard.
+    """
+    return synthesise_frame(original.frame, original.schema, params)
