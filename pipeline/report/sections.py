@@ -17,7 +17,7 @@ def profile_section(results: pd.DataFrame, outcome: Any) -> list[str]:
     for (dataset, source, name), sub in dist.groupby(["dataset", "source", "measure_name"], sort=False):
         fig, ax = plt.subplots(figsize=(7, 3.2))
         piv = sub.pivot_table(index="setting", columns="synthetic", values="value", sort=False)
-        piv.index = [s.split(";")[-1].removeprefix("size") for s in piv.index]
+        piv.index = [s.split(";")[-1].removeprefix("size=").removeprefix("size") for s in piv.index]
         piv.plot.bar(ax=ax, rot=0)
         ax.set_xlabel("records per key combination")
         ax.set_ylabel("key combinations")

@@ -18,8 +18,28 @@ from pipeline.synth.sdc import Categorise, MergeLevels, SdcResult, TopBottomCodi
 from pipeline.synth.task import SynthesiseParams, SynthesisResult, synthesise, synthesise_frame
 
 __all__ = [
-    "Categorise", "ControlledMargins", "FitReport", "IpfFit", "Layout", "MarginTable", "MergeLevels",
-    "SdcResult", "SynthesiseParams", "SynthesisResult", "TopBottomCoding", "adjust_total", "apply_sdc",
-    "coarsen", "control_margins", "draw_synthetic", "fit_ipf", "margin_sets", "read_margins", "sdc_small",
-    "synthesise", "synthesise_frame", "tabulate", "write_margins",
-]  # fmt: skip
+    "Categorise",
+    "ControlledMargins",
+    "FitReport",
+    "IpfFit",
+    "Layout",
+    "MarginTable",
+    "MergeLevels",
+    "SdcResult",
+    "SynthesisResult",
+    "SynthesiseParams",
+    "TopBottomCoding",
+    "adjust_total",
+    "apply_sdc",
+    "coarsen",
+    "control_margins",
+    "draw_synthetic",
+    "fit_ipf",
+    "margin_sets",
+    "read_margins",
+    "sdc_small",
+    "synthesise",
+    "synthesise_frame",
+    "tabulate",
+    "write_margins",
+]

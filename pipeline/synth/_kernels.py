@@ -41,7 +41,9 @@ def _head(o, lead, g_head, m_head):
     return gh, mh
 
 
-def _dense_pass(x, prev, cell0, slab, tail_size, lead, g, g_head, g_tail, parts, m_head, m_tail, apply, acc, crit, save):
+def _dense_pass(
+    x, prev, cell0, slab, tail_size, lead, g, g_head, g_tail, parts, m_head, m_tail, apply, acc, crit, save
+):
     """One pass over ``x`` = global cells ``[cell0, cell0 + x.size)``; ``cell0 % slab == 0``.
 
     Returns an array ``(n_slabs, 2)``: per slab ``max |x - prev|`` and ``max |x|`` (zeros

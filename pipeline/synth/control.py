@@ -150,16 +150,26 @@ class ControlledMargins:
     def rule(self) -> dict[str, Any]:
         """The disclosure-control rule as a JSON-ready dict."""
         return {
-            "variant": self.variant, "limit": self.limit, "small_value": self.small_value,
-            "rounding": self.rounding, "ties": self.ties, "adjust": self.adjust, "n": self.n,
-        }  # fmt: skip
+            "variant": self.variant,
+            "limit": self.limit,
+            "small_value": self.small_value,
+            "rounding": self.rounding,
+            "ties": self.ties,
+            "adjust": self.adjust,
+            "n": self.n,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.rule(),
             "totals": [
-                {"margin": t.margin, "released_total": t.released_total, "moved": t.moved,
-                 "relative_moved": t.relative_moved, "adjustment": t.adjustment}  # fmt: skip
+                {
+                    "margin": t.margin,
+                    "released_total": t.released_total,
+                    "moved": t.moved,
+                    "relative_moved": t.relative_moved,
+                    "adjustment": t.adjustment,
+                }
                 for t in self.totals
             ],
         }
@@ -229,7 +239,13 @@ def control_margins(
         released.append(t.with_counts(vals))
         totals.append(MarginTotal(t.name, float(n), total, total - n, adjustment))
     return ControlledMargins(
-        tuple(released), tuple(totals), variant, limit,
+        tuple(released),
+        tuple(totals),
+        variant,
+        limit,
         (float(limit - 1 if small_value is None else small_value) if variant == "V1" else None),
-        rounding, ties, adjust, int(n),
-    )  # fmt: skip
+        rounding,
+        ties,
+        adjust,
+        int(n),
+    )

@@ -119,9 +119,23 @@ class DenseEngine:
         parts = np.zeros((n_slabs, m_size if acc is not None else 1))
         kernel = _kernels.dense_pass_parallel if n_slabs > 1 else _kernels.dense_pass_serial
         maxima = kernel(
-            self.x, self.prev if (crit or save) else self.x, 0, slab, self._tail, self._lead,
-            g, g_head, g_tail, parts, m_head, m_tail, apply is not None, acc is not None, crit, save,
-        )  # fmt: skip
+            self.x,
+            self.prev if (crit or save) else self.x,
+            0,
+            slab,
+            self._tail,
+            self._lead,
+            g,
+            g_head,
+            g_tail,
+            parts,
+            m_head,
+            m_tail,
+            apply is not None,
+            acc is not None,
+            crit,
+            save,
+        )
         margin = parts.sum(axis=0).reshape([self.shape[a] for a in acc]) if acc is not None else None
         return PassResult(margin, float(maxima[:, 0].max(initial=0.0)), float(maxima[:, 1].max(initial=0.0)))
 
@@ -185,9 +199,21 @@ class SparseEngine:
         parts = np.zeros((n_slabs, m_size if acc is not None else 1))
         kernel = _kernels.sparse_pass_parallel if n_slabs > 1 else _kernels.sparse_pass_serial
         maxima = kernel(
-            self.codes_, self.x, self.prev if (crit or save) else self.x, slab, g, g_axes, g_strides,
-            parts, m_axes, m_strides, apply is not None, acc is not None, crit, save,
-        )  # fmt: skip
+            self.codes_,
+            self.x,
+            self.prev if (crit or save) else self.x,
+            slab,
+            g,
+            g_axes,
+            g_strides,
+            parts,
+            m_axes,
+            m_strides,
+            apply is not None,
+            acc is not None,
+            crit,
+            save,
+        )
         margin = parts.sum(axis=0).reshape([self.shape[a] for a in acc]) if acc is not None else None
         return PassResult(margin, float(maxima[:, 0].max(initial=0.0)), float(maxima[:, 1].max(initial=0.0)))
 

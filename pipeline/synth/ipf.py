@@ -116,11 +116,19 @@ class FitReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "converged": self.converged, "iterations": self.iterations, "tol": self.tol,
-            "tol_type": self.tol_type, "scale": self.scale, "engine": self.engine, "n": self.n,
-            "full_cells": self.full_cells, "fitted_cells": self.fitted_cells,
-            "memory_bytes": self.memory_bytes, "order": list(self.order),
-            "passes_per_cycle": self.passes_per_cycle, "stopping": list(self.stopping),
+            "converged": self.converged,
+            "iterations": self.iterations,
+            "tol": self.tol,
+            "tol_type": self.tol_type,
+            "scale": self.scale,
+            "engine": self.engine,
+            "n": self.n,
+            "full_cells": self.full_cells,
+            "fitted_cells": self.fitted_cells,
+            "memory_bytes": self.memory_bytes,
+            "order": list(self.order),
+            "passes_per_cycle": self.passes_per_cycle,
+            "stopping": list(self.stopping),
             "compatibility": {
                 "compatible": self.compatibility.compatible,
                 "max_total_diff": self.compatibility.max_total_diff,
@@ -128,8 +136,9 @@ class FitReport:
                 "worst_pair": list(self.compatibility.worst_pair) if self.compatibility.worst_pair else None,
             },
             "margins": [m.__dict__.copy() for m in self.margins],
-            "warnings": list(self.warnings), "elapsed_s": self.elapsed_s,
-        }  # fmt: skip
+            "warnings": list(self.warnings),
+            "elapsed_s": self.elapsed_s,
+        }
 
     def tidy(self) -> pd.DataFrame:
         rows: list[tuple[str, str, str, float]] = [
@@ -303,21 +312,37 @@ def _size_error(layout: Layout, what: str, cells: int, per_cell: int, limit_text
 
 
 def _make_engine(
-    layout: Layout, engine: EngineName, priorn: float, margin_axes, released, zero_sets, max_cells: int,
+    layout: Layout,
+    engine: EngineName,
+    priorn: float,
+    margin_axes,
+    released,
+    zero_sets,
+    max_cells: int,
     memory_limit: int | None,
-) -> DenseEngine | SparseEngine:  # fmt: skip
+) -> DenseEngine | SparseEngine:
     available = int(memory_limit if memory_limit is not None else psutil.virtual_memory().available)
     full = layout.n_cells
     dense_bytes = full * DenseEngine.bytes_per_cell
     if engine == "dense" or (engine == "auto" and (full <= max_cells or priorn > 0)):
         if full > max_cells:
             hint = "" if priorn > 0 else " (or engine='sparse')"
-            raise _size_error(layout, "the dense fit needs", full, DenseEngine.bytes_per_cell,
-                              f"over the size guard max_cells={max_cells:,}; with priorn=0 the sparse engine fits only "
-                              f"the cells that can be non-zero{hint}")  # fmt: skip
+            raise _size_error(
+                layout,
+                "the dense fit needs",
+                full,
+                DenseEngine.bytes_per_cell,
+                f"over the size guard max_cells={max_cells:,}; with priorn=0 the sparse engine fits only "
+                f"the cells that can be non-zero{hint}",
+            )
         if dense_bytes > available:
-            raise _size_error(layout, "the dense fit needs", full, DenseEngine.bytes_per_cell,
-                              f"more than the {available / 2**30:.1f} GiB of memory available")  # fmt: skip
+            raise _size_error(
+                layout,
+                "the dense fit needs",
+                full,
+                DenseEngine.bytes_per_cell,
+                f"more than the {available / 2**30:.1f} GiB of memory available",
+            )
         return DenseEngine(layout.shape)
     if engine not in ("auto", "sparse"):
         raise ParameterError(f"engine: must be 'auto', 'dense' or 'sparse', got {engine!r}")
@@ -331,8 +356,13 @@ def _make_engine(
         )
     sparse = SparseEngine(layout.shape, codes)
     if sparse.n_cells * sparse.bytes_per_cell > available:
-        raise _size_error(layout, "the sparse fit needs", sparse.n_cells, sparse.bytes_per_cell,
-                          f"more than the {available / 2**30:.1f} GiB of memory available")  # fmt: skip
+        raise _size_error(
+            layout,
+            "the sparse fit needs",
+            sparse.n_cells,
+            sparse.bytes_per_cell,
+            f"more than the {available / 2**30:.1f} GiB of memory available",
+        )
     return sparse
 
 
@@ -496,18 +526,36 @@ def fit_ipf(
         unreachable = int(((fitted[j] == 0) & (released[j] > 0)).sum())
         if unreachable:
             warnings.append(f"margin {t.name!r}: {unreachable} positive released cell(s) cannot be reached (fitted 0)")
-        fits.append(MarginFit(
-            t.name, int(released[j].size), float(released[j].sum()), priors[j],
-            float(np.max(np.abs(targets[j] - fitted[j]))), float(np.max(np.abs(rel_n - fit_n))),
-            float(0.5 * np.abs(rel_n - fit_n).sum()),
-        ))  # fmt: skip
+        fits.append(
+            MarginFit(
+                t.name,
+                int(released[j].size),
+                float(released[j].sum()),
+                priors[j],
+                float(np.max(np.abs(targets[j] - fitted[j]))),
+                float(np.max(np.abs(rel_n - fit_n))),
+                float(0.5 * np.abs(rel_n - fit_n).sum()),
+            )
+        )
         back = np.argsort(np.argsort([layout.axis(v) for v in t.variables]))
         fitted_tables.append(t.with_counts(np.transpose(fit_n, back)))
     report = FitReport(
-        converged=converged, iterations=len(history), stopping=tuple(history), tol=float(tol), tol_type=tol_type,
-        scale="counts" if consistent else "probabilities", engine=eng.kind, n=float(n),
-        full_cells=layout.n_cells, fitted_cells=eng.n_cells, memory_bytes=eng.n_cells * eng.bytes_per_cell,
-        order=tuple(names), passes_per_cycle=len(groups), margins=tuple(fits), compatibility=compat,
-        warnings=tuple(warnings), elapsed_s=time.perf_counter() - started,
-    )  # fmt: skip
+        converged=converged,
+        iterations=len(history),
+        stopping=tuple(history),
+        tol=float(tol),
+        tol_type=tol_type,
+        scale="counts" if consistent else "probabilities",
+        engine=eng.kind,
+        n=float(n),
+        full_cells=layout.n_cells,
+        fitted_cells=eng.n_cells,
+        memory_bytes=eng.n_cells * eng.bytes_per_cell,
+        order=tuple(names),
+        passes_per_cycle=len(groups),
+        margins=tuple(fits),
+        compatibility=compat,
+        warnings=tuple(warnings),
+        elapsed_s=time.perf_counter() - started,
+    )
     return IpfFit(layout, eng, report, tuple(fitted_tables))

@@ -149,7 +149,9 @@ class MarginTable:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MarginTable:
         levels = tuple(tuple(lv) for lv in data["levels"])
-        return cls(tuple(data["variables"]), levels, np.asarray(data["counts"], float).reshape([len(x) for x in levels]))
+        return cls(
+            tuple(data["variables"]), levels, np.asarray(data["counts"], float).reshape([len(x) for x in levels])
+        )
 
 
 def margin_sets(
@@ -257,8 +259,9 @@ def tabulate(
     axes_of = [tuple(names.index(v) for v in m) for m in margins]
     oneway = [(a,) for a in range(len(names))]
     tables = oneway + axes_of
-    meta = pd.DataFrame({"table": pd.Series(dtype="int64"), "cell": pd.Series(dtype="int64"),
-                         "count": pd.Series(dtype="int64")})  # fmt: skip
+    meta = pd.DataFrame(
+        {"table": pd.Series(dtype="int64"), "cell": pd.Series(dtype="int64"), "count": pd.Series(dtype="int64")}
+    )
     if isinstance(frame, dd.DataFrame):
         parts = frame[names].map_partitions(_count_kernel, names, sizes, tables, meta=meta)
         summed = parts.groupby(["table", "cell"])["count"].sum().compute()

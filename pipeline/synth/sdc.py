@@ -74,7 +74,9 @@ class Categorise(BaseModel):
         if self.breaks is not None:
             b = np.asarray(self.breaks, dtype=float)
             if b.size < 2 or not np.all(np.isfinite(b)) or np.any(np.diff(b) <= 0):
-                raise ValueError(f"categorise {self.variable!r}: breaks must be >= 2 finite, strictly increasing values")
+                raise ValueError(
+                    f"categorise {self.variable!r}: breaks must be >= 2 finite, strictly increasing values"
+                )
         return self
 
 
@@ -347,7 +349,9 @@ def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Seq
         codes = sub[var].missing_codes
         if isinstance(step, TopBottomCoding):
             if state[var] != "numeric":
-                raise ParameterError(f"top_bottom_coding: {var!r} is not a numeric variable (or is already categorised)")
+                raise ParameterError(
+                    f"top_bottom_coding: {var!r} is not a numeric variable (or is already categorised)"
+                )
             exclude = tuple(codes if step.exclude is None else step.exclude)
             s = cols[var]
             keep = s.isin(list(exclude)) if exclude else s.isna()
@@ -356,8 +360,9 @@ def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Seq
             if step.top is not None:
                 s = s.mask((s > step.top) & ~keep, step.top)
             cols[var] = s
-            records.append({"step": step.step, "variable": var, "bottom": step.bottom, "top": step.top,
-                            "exclude": list(exclude)})  # fmt: skip
+            records.append(
+                {"step": step.step, "variable": var, "bottom": step.bottom, "top": step.top, "exclude": list(exclude)}
+            )
         elif isinstance(step, Categorise):
             if state[var] != "numeric":
                 raise ParameterError(f"categorise: {var!r} is not a numeric variable (or is already categorised)")
@@ -376,9 +381,16 @@ def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Seq
             meta = pd.Series(pd.Categorical([], categories=list(b.levels)), name=var)
             cols[var] = _map(s, _cut, meta, breaks=b.breaks, labels=b.labels, codes=b.codes)
             bins[var], levels[var], state[var] = b, b.levels, "binned"
-            records.append({"step": step.step, "variable": var, "breaks": list(b.breaks), "labels": list(b.levels),
-                            "from_data": step.breaks is None,
-                            "style": "fixed" if step.breaks is not None else step.style})  # fmt: skip
+            records.append(
+                {
+                    "step": step.step,
+                    "variable": var,
+                    "breaks": list(b.breaks),
+                    "labels": list(b.levels),
+                    "from_data": step.breaks is None,
+                    "style": "fixed" if step.breaks is not None else step.style,
+                }
+            )
         else:
             if state[var] != "factor":
                 raise ParameterError(
@@ -397,8 +409,16 @@ def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Seq
             meta = pd.Series(pd.Categorical([], categories=new_levels), name=var)
             cols[var] = _map(s, _recode, meta, mapping=remap, categories=new_levels, na_code=na_code)
             levels[var] = tuple(new_levels)
-            records.append({"step": step.step, "variable": var, "min_count": step.min_count,
-                            "include_na": step.include_na, **effect, "levels": new_levels})  # fmt: skip
+            records.append(
+                {
+                    "step": step.step,
+                    "variable": var,
+                    "min_count": step.min_count,
+                    "include_na": step.include_na,
+                    **effect,
+                    "levels": new_levels,
+                }
+            )
     unbinned = [v for v in names if state[v] == "numeric"]
     if unbinned:
         raise ParameterError(
@@ -407,4 +427,3 @@ def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Seq
         )
     out = frame[names].assign(**cols)
     return SdcResult(out, levels, bins, tuple(records), sub)
-

@@ -171,14 +171,18 @@ class SynthesisResult:
         return {
             "method": "coarsened margins + IPF (Raab)",
             "variables": list(self.layout.names),
-            "n": self.n, "k": self.k, "m": len(self.synthetic), "seed": self.seed,
+            "n": self.n,
+            "k": self.k,
+            "m": len(self.synthetic),
+            "seed": self.seed,
             "params": self.params.model_dump(mode="json"),
             "layout": self.layout.to_dict(),
-            "sdc": list(self.sdc), "bins": self.bins,
+            "sdc": list(self.sdc),
+            "bins": self.bins,
             "margin_control": self.margins.to_dict(),
             "fit": self.fit.to_dict(),
             "synthetic_margins": [s.__dict__.copy() for s in self.synthetic_margins],
-        }  # fmt: skip
+        }
 
     def write(self, out_dir: str | Path, overwrite: bool = False) -> Path:
         """Write the synthetic sets, the released margins and the report, atomically.
@@ -198,9 +202,11 @@ class SynthesisResult:
                 for fmt in self.params.output_format:
                     write_dataset(frame, tmp / "synthetic" / f"syn{i + 1}.{fmt}", self.schema)
             write_margins(
-                self.margins.tables, tmp / "margins", self.params.output_format,
+                self.margins.tables,
+                tmp / "margins",
+                self.params.output_format,
                 {"rule": self.margins.rule(), "layout": self.layout.to_dict(), **self.margins.to_dict()},
-            )  # fmt: skip
+            )
             (tmp / "fit_report.json").write_text(json.dumps(self.to_dict(), indent=1), encoding="utf-8")
             old = None
             if out.exists():
@@ -226,14 +232,15 @@ def _synthetic_margin_fits(
             flat = np.ravel_multi_index(tuple(c[:, a].astype(np.int64) for a in axes), shape)
             syn = np.bincount(flat, minlength=math.prod(shape)).reshape(shape)
             target = t.counts * (k / t.total) if t.total > 0 else t.counts
-            out.append(SyntheticMarginFit(i + 1, t.name, float(np.abs(syn - target).max()),
-                                          float(0.5 * np.abs(syn - target).sum())))  # fmt: skip
+            out.append(
+                SyntheticMarginFit(
+                    i + 1, t.name, float(np.abs(syn - target).max()), float(0.5 * np.abs(syn - target).sum())
+                )
+            )
     return tuple(out)
 
 
-def synthesise_frame(
-    frame: pd.DataFrame | dd.DataFrame, schema: Schema, params: SynthesiseParams
-) -> SynthesisResult:
+def synthesise_frame(frame: pd.DataFrame | dd.DataFrame, schema: Schema, params: SynthesiseParams) -> SynthesisResult:
     """:func:`synthesise` on a pandas or Dask frame in ``schema``'s in-memory form."""
     if params.m < 1:
         raise ParameterError(f"m: the number of synthetic sets must be >= 1, got {params.m}")
@@ -252,18 +259,34 @@ def synthesise_frame(
     )
     del gt_tables  # the boundary: from here on only the released margins, their levels and n
     fit = fit_ipf(
-        released.tables, n, layout=layout, priorn=params.priorn, structural_zeros=params.structural_zeros,
-        tol=params.tol, tol_type=params.tol_type, max_iter=params.max_iter, max_cells=params.max_cells,
+        released.tables,
+        n,
+        layout=layout,
+        priorn=params.priorn,
+        structural_zeros=params.structural_zeros,
+        tol=params.tol,
+        tol_type=params.tol_type,
+        max_iter=params.max_iter,
+        max_cells=params.max_cells,
         engine=params.engine,
-    )  # fmt: skip
+    )
     k = params.k or n
     frames, codes, out_schema, seed = draw_synthetic(fit, sdc, k, params.m, params.seed, params.numeric_output)
     return SynthesisResult(
-        synthetic=tuple(frames), schema=out_schema, margins=released, fit=fit.report,
-        fitted_margins=fit.fitted_margins, synthetic_margins=_synthetic_margin_fits(codes, layout, released.tables, k),
-        sdc=sdc.records, layout=layout, bins={v: b.to_dict() for v, b in sdc.bins.items()},
-        n=n, k=k, seed=seed, params=params,
-    )  # fmt: skip
+        synthetic=tuple(frames),
+        schema=out_schema,
+        margins=released,
+        fit=fit.report,
+        fitted_margins=fit.fitted_margins,
+        synthetic_margins=_synthetic_margin_fits(codes, layout, released.tables, k),
+        sdc=sdc.records,
+        layout=layout,
+        bins={v: b.to_dict() for v, b in sdc.bins.items()},
+        n=n,
+        k=k,
+        seed=seed,
+        params=params,
+    )
 
 
 def synthesise(original: Dataset, params: SynthesiseParams) -> SynthesisResult:
