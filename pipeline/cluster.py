@@ -9,7 +9,9 @@ One function, :func:`connect`, turns a config into a running :class:`distributed
 ``scheduler``   connect to an existing scheduler (``tcp://`` or ``tls://`` with certificates)
 ``ssh``         ``distributed.SSHCluster`` over a list of hosts
 
-Unknown keys or invalid values raise :class:`TaskError` naming the file and the setting.
+Unknown keys or invalid values raise :class:`TaskError` naming the file and the setting.  A
+cluster that cannot start, or whose scheduler goes away during the work, raises a
+:class:`PipelineError` saying so (see ``docs/clusters.md``).
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from pipeline.errors import TaskError
+from pipeline.errors import PipelineError, TaskError
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +68,7 @@ class SlurmConfig(_Config):
     local_directory: str | None = None
     log_directory: str | None = None
     python: str | None = None
+    job_name: str | None = Field(None, description="Slurm job name of the workers (dask-jobqueue: dask-worker)")
     job_extra_directives: list[str] = []
     job_script_prologue: list[str] = []
     worker_extra_args: list[str] = []
@@ -73,11 +79,16 @@ class SlurmConfig(_Config):
     timeout_s: float = Field(300, gt=0)
 
 
+#: a Kubernetes resource quantity ("2", "500m", "4Gi", "1.5", "1e3")
+_QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE])?$")
+
+
 class KubernetesConfig(_Config):
     """dask-kubernetes operator cluster."""
 
     type: Literal["kubernetes"]
-    name: str = "sdc-pipeline"
+    # dask-kubernetes' rule: an RFC 1123 label that still fits with "-scheduler" appended (63 characters)
+    name: str = Field("sdc-pipeline", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=53)
     namespace: str | None = None
     image: str = "ghcr.io/dask/dask:latest"
     n_workers: int = Field(2, ge=0)
@@ -85,6 +96,17 @@ class KubernetesConfig(_Config):
     env: dict[str, str] = {}
     worker_command: str = "dask-worker"
     adaptive: Adaptive | None = None
+
+    @field_validator("resources")
+    @classmethod
+    def _quantities(cls, v: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        for kind, amounts in v.items():
+            if kind not in ("requests", "limits"):
+                raise ValueError(f"resources: expected 'requests' and/or 'limits', got {kind!r}")
+            for res, q in amounts.items():
+                if not _QUANTITY.match(q):
+                    raise ValueError(f"resources.{kind}.{res}: {q!r} is not a Kubernetes quantity (e.g. 2, 500m, 4Gi)")
+        return v
 
 
 class TLSConfig(_Config):
@@ -129,7 +151,10 @@ def _format_validation(e: ValidationError, source: str) -> str:
 
 
 def load_cluster_config(config: str | Path | dict[str, Any] | None) -> Any:
-    """Validate a cluster config (a YAML path, a dict, or None for the local default)."""
+    """Validate a cluster config (a YAML path, a dict, or None for the local default).
+
+    Relative TLS certificate paths in a YAML file are taken relative to the file's folder.
+    """
     source = "cluster config"
     if config is None:
         data: Any = dict(DEFAULT_CONFIG)
@@ -151,9 +176,14 @@ def load_cluster_config(config: str | Path | dict[str, Any] | None) -> Any:
             f"{source}: unknown cluster type {data['type']!r}; expected local, slurm, kubernetes, scheduler or ssh"
         )
     try:
-        return _ADAPTER.validate_python(data)
+        cfg = _ADAPTER.validate_python(data)
     except ValidationError as e:
         raise TaskError(_format_validation(e, source)) from None
+    if isinstance(config, (str, Path)) and getattr(cfg, "tls", None) is not None:
+        # certificate paths in a config file are relative to that file (e.g. certs/ca.pem beside it)
+        base = Path(config).resolve().parent
+        cfg.tls = TLSConfig(**{k: str(base / Path(v).expanduser()) for k, v in cfg.tls.model_dump().items()})
+    return cfg
 
 
 def local_size(cfg: LocalConfig) -> tuple[int, str]:
@@ -182,7 +212,7 @@ def slurm_cluster_kwargs(cfg: SlurmConfig) -> dict[str, Any]:
         "worker_extra_args": cfg.worker_extra_args,
         "scheduler_options": cfg.scheduler_options,
     }
-    for name in ("queue", "account", "interface", "local_directory", "log_directory", "python"):
+    for name in ("queue", "account", "interface", "local_directory", "log_directory", "python", "job_name"):
         if getattr(cfg, name) is not None:
             kw[name] = getattr(cfg, name)
     return kw
@@ -200,6 +230,55 @@ def kubernetes_spec(cfg: KubernetesConfig) -> dict[str, Any]:
         env=cfg.env or None,
         worker_command=cfg.worker_command,
     )
+
+
+def _slurm_job_states(job_ids: list[str]) -> str:
+    """``id STATE (reason)`` of Slurm jobs, for error messages (empty if squeue cannot tell)."""
+    if not job_ids or shutil.which("squeue") is None:
+        return ""
+    try:
+        out = subprocess.run(
+            ["squeue", "-h", "-j", ",".join(job_ids), "-o", "%i %T (%r)"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return "; ".join(line.strip() for line in out.splitlines() if line.strip())
+
+
+def _start_slurm(cfg: SlurmConfig, stack: contextlib.ExitStack) -> Any:
+    """A SLURMCluster scaled as configured, its client, and its first workers (clear errors otherwise)."""
+    from distributed import Client
+
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError:
+        raise TaskError("slurm clusters need dask-jobqueue: pip install 'sdc-pipeline[cluster]'") from None
+    if shutil.which("sbatch") is None:
+        raise TaskError("slurm cluster: 'sbatch' is not on PATH; run on a Slurm login/submit node")
+    try:
+        cluster = stack.enter_context(SLURMCluster(**slurm_cluster_kwargs(cfg)))
+    except (ValueError, TypeError, OSError) as e:
+        raise TaskError(f"slurm cluster: cannot start the Dask scheduler for the jobs: {e}") from None
+    if cfg.adaptive is not None:
+        cluster.adapt(minimum=cfg.adaptive.minimum, maximum=cfg.adaptive.maximum)
+    else:
+        cluster.scale(jobs=cfg.jobs)
+    client = stack.enter_context(Client(cluster))
+    if cfg.wait_for_workers:
+        try:
+            client.wait_for_workers(cfg.wait_for_workers, timeout=cfg.timeout_s)
+        except TimeoutError:
+            states = _slurm_job_states([str(j.job_id) for j in cluster.workers.values() if j.job_id])
+            where = f" worker logs: {cfg.log_directory};" if cfg.log_directory else ""
+            raise TaskError(
+                f"slurm cluster: {cfg.wait_for_workers} worker(s) did not connect within {cfg.timeout_s:g} s"
+                f" (jobs: {states or 'none queued'});{where} check queue, account, memory, walltime and interface"
+            ) from None
+    return client
 
 
 def describe(cfg: Any) -> dict[str, Any]:
@@ -239,18 +318,7 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
             )
             client = stack.enter_context(Client(cluster))
         elif cfg.type == "slurm":
-            try:
-                from dask_jobqueue import SLURMCluster
-            except ImportError:
-                raise TaskError("slurm clusters need dask-jobqueue: pip install 'sdc-pipeline[cluster]'") from None
-            cluster = stack.enter_context(SLURMCluster(**slurm_cluster_kwargs(cfg)))
-            if cfg.adaptive is not None:
-                cluster.adapt(minimum=cfg.adaptive.minimum, maximum=cfg.adaptive.maximum)
-            else:
-                cluster.scale(jobs=cfg.jobs)
-            client = stack.enter_context(Client(cluster))
-            if cfg.wait_for_workers:
-                client.wait_for_workers(cfg.wait_for_workers, timeout=cfg.timeout_s)
+            client = _start_slurm(cfg, stack)
         elif cfg.type == "kubernetes":
             try:
                 from dask_kubernetes.operator import KubeCluster
@@ -267,15 +335,22 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
             from distributed import SSHCluster
 
             kw = {"remote_python": cfg.remote_python} if cfg.remote_python else {}
-            cluster = stack.enter_context(
-                SSHCluster(
-                    cfg.hosts,
-                    connect_options=cfg.connect_options,
-                    worker_options=cfg.worker_options,
-                    scheduler_options=cfg.scheduler_options,
-                    **kw,
+            try:
+                cluster = stack.enter_context(
+                    SSHCluster(
+                        cfg.hosts,
+                        connect_options=cfg.connect_options,
+                        worker_options=cfg.worker_options,
+                        scheduler_options=cfg.scheduler_options,
+                        **kw,
+                    )
                 )
-            )
+            except ImportError:
+                raise TaskError("ssh clusters need asyncssh: pip install 'sdc-pipeline[cluster]'") from None
+            except Exception as e:  # asyncssh and distributed raise many kinds (refused, auth, start timeout)
+                raise TaskError(
+                    f"ssh cluster: cannot start Dask on {', '.join(cfg.hosts)}: {type(e).__name__}: {e}"
+                ) from None
             client = stack.enter_context(Client(cluster))
         else:
             security = None
@@ -296,4 +371,15 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
             except OSError as e:
                 raise TaskError(f"cannot reach the Dask scheduler at {cfg.address}: {e}") from None
         log.info("dask cluster: %s, dashboard %s", cfg.type, client.dashboard_link)
-        yield client
+        address = client.scheduler.address
+        try:
+            yield client
+        except Exception as e:
+            if client.status == "running":
+                raise
+            # the client gave up reconnecting (after its timeout) and closed: the scheduler is gone
+            raise PipelineError(
+                f"lost the connection to the Dask scheduler at {address} ({cfg.type} cluster) and could not "
+                "reconnect, so the work in progress is lost. No results were written; run the same command "
+                "again to resume (finished units are reused)"
+            ) from e

@@ -42,9 +42,13 @@ def _head(o, lead, g_head, m_head):
 
 
 def _dense_pass(
-    x, prev, cell0, slab, tail_size, lead, g, g_head, g_tail, parts, m_head, m_tail, apply, acc, crit, save
+    x, prev, cell0, slab, tail_size, lead, g, g_head, g_tail, parts, m_head, m_tail, m_run, apply, acc, crit, save
 ):
     """One pass over ``x`` = global cells ``[cell0, cell0 + x.size)``; ``cell0 % slab == 0``.
+
+    ``m_run`` is the length of the runs of consecutive cells that share an accumulator cell
+    (the trailing axes outside the accumulator); such a run is summed in a register and added
+    once, which avoids a chain of read-modify-writes on one address.
 
     Returns an array ``(n_slabs, 2)``: per slab ``max |x - prev|`` and ``max |x|`` (zeros
     unless ``crit``). ``parts[s]`` receives slab s's accumulator when ``acc``.
@@ -60,33 +64,59 @@ def _dense_pass(
         xmax = 0.0
         for o in range(start // tail_size, (stop - 1) // tail_size + 1):
             gh, mh = _head(o, lead, g_head, m_head)
-            t0 = max(0, start - o * tail_size)
-            t1 = min(tail_size, stop - o * tail_size)
+            t_start = max(0, start - o * tail_size)
+            t_end = min(tail_size, stop - o * tail_size)
             base = o * tail_size - cell0
-            if apply and acc and not crit and not save:
-                for t in range(t0, t1):
-                    v = x[base + t] * g[gh + g_tail[t]]
-                    x[base + t] = v
-                    mp[mh + m_tail[t]] += v
-            elif acc and not apply and not crit and not save:
-                for t in range(t0, t1):
-                    mp[mh + m_tail[t]] += x[base + t]
-            else:
-                for t in range(t0, t1):
-                    v = x[base + t]
-                    if apply:
-                        v = v * g[gh + g_tail[t]]
-                        x[base + t] = v
+            plain = not crit and not save
+            if m_run >= 8:  # sum each run in a register
+                t = t_start
+                while t < t_end:
+                    r_end = min(t_end, (t // m_run + 1) * m_run)
+                    run = 0.0
+                    if apply and plain:
+                        for u in range(t, r_end):
+                            v = x[base + u] * g[gh + g_tail[u]]
+                            x[base + u] = v
+                            run += v
+                    elif plain:
+                        for u in range(t, r_end):
+                            run += x[base + u]
+                    else:
+                        for u in range(t, r_end):
+                            v = x[base + u]
+                            if apply:
+                                v = v * g[gh + g_tail[u]]
+                                x[base + u] = v
+                            run += v
+                            if crit:
+                                cmax = max(cmax, abs(v - prev[base + u]))
+                                xmax = max(xmax, abs(v))
+                            if save:
+                                prev[base + u] = v
                     if acc:
-                        mp[mh + m_tail[t]] += v
+                        mp[mh + m_tail[t]] += run
+                    t = r_end
+            elif apply and acc and plain:
+                for u in range(t_start, t_end):
+                    v = x[base + u] * g[gh + g_tail[u]]
+                    x[base + u] = v
+                    mp[mh + m_tail[u]] += v
+            elif acc and plain:
+                for u in range(t_start, t_end):
+                    mp[mh + m_tail[u]] += x[base + u]
+            else:
+                for u in range(t_start, t_end):
+                    v = x[base + u]
+                    if apply:
+                        v = v * g[gh + g_tail[u]]
+                        x[base + u] = v
+                    if acc:
+                        mp[mh + m_tail[u]] += v
                     if crit:
-                        d = abs(v - prev[base + t])
-                        if d > cmax:
-                            cmax = d
-                        if abs(v) > xmax:
-                            xmax = abs(v)
+                        cmax = max(cmax, abs(v - prev[base + u]))
+                        xmax = max(xmax, abs(v))
                     if save:
-                        prev[base + t] = v
+                        prev[base + u] = v
         out[s, 0] = cmax
         out[s, 1] = xmax
     return out

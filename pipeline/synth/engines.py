@@ -87,10 +87,11 @@ class DenseEngine:
         self._lead = np.asarray(self.shape[:split], dtype=np.int64)
         self.x = np.ones(self.n_cells)
         self.prev = np.empty(0)
-        self._index_cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, int]] = {}
+        self._index_cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, int, int]] = {}
 
-    def _index(self, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int]:
-        """Head strides (lead axes), tail offsets and size of the sub-array over ``axes``."""
+    def _index(self, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """Head strides (lead axes), tail offsets, size of the sub-array over ``axes``, and the
+        run length of consecutive cells with the same sub-array index (within the tail)."""
         if axes not in self._index_cache:
             sub = [self.shape[a] for a in axes]
             stride = dict(zip(axes, c_strides(sub), strict=True))
@@ -102,7 +103,12 @@ class DenseEngine:
                 digits = np.indices(tail_shape).reshape(len(tail_shape), -1)
                 for row, a in zip(digits, tail_axes, strict=True):
                     tail += row * stride.get(a, 0)
-            self._index_cache[axes] = (head, tail, math.prod(sub))
+            run = 1
+            for a in range(len(self.shape) - 1, self._split - 1, -1):
+                if a in axes:
+                    break
+                run *= self.shape[a]
+            self._index_cache[axes] = (head, tail, math.prod(sub), run)
         return self._index_cache[axes]
 
     def run(
@@ -111,9 +117,9 @@ class DenseEngine:
         """One pass: ``x *= apply``; accumulate the margin over ``acc``; stopping-rule maxima."""
         if save and self.prev.size == 0:
             self.prev = np.empty_like(self.x)
-        g_head, g_tail, _ = self._index(apply.axes if apply else ())
+        g_head, g_tail, _, _ = self._index(apply.axes if apply else ())
         g = np.ascontiguousarray(apply.values, dtype=np.float64).ravel() if apply else np.ones(1)
-        m_head, m_tail, m_size = self._index(acc if acc is not None else ())
+        m_head, m_tail, m_size, m_run = self._index(acc if acc is not None else ())
         slab = slab_size(m_size if acc is not None else 1)
         n_slabs = -(-self.n_cells // slab)
         parts = np.zeros((n_slabs, m_size if acc is not None else 1))
@@ -131,6 +137,7 @@ class DenseEngine:
             parts,
             m_head,
             m_tail,
+            m_run,
             apply is not None,
             acc is not None,
             crit,
@@ -259,7 +266,8 @@ def enumerate_support(
     excluded : sequence of (axes, bool ndarray)
         Structural-zero sets: a cell is excluded when its projection on ``axes`` is True.
     max_cells : int
-        Give up (return ``None``) as soon as a partial support exceeds this many cells.
+        Give up (return ``None``) as soon as the support of the first variables exceeds this
+        many cells.
 
     Returns
     -------
@@ -268,18 +276,23 @@ def enumerate_support(
     """
     p = len(shape)
     dtype = np.uint8 if max(shape) <= 256 else np.uint16
+    checks = [*zip(margin_axes, positive, strict=True), *((a, ~e) for a, e in excluded)]
     cur = np.zeros((1, 0), dtype=dtype)
     for v in range(p):
         k = shape[v]
-        n = cur.shape[0]
-        if n * k > max_cells:
-            return None
-        nxt = np.empty((n * k, v + 1), dtype=dtype)
-        nxt[:, :v] = np.repeat(cur, k, axis=0)
-        nxt[:, v] = np.tile(np.arange(k, dtype=dtype), n)
-        keep = np.ones(n * k, dtype=bool)
-        for axes, allowed in list(zip(margin_axes, positive, strict=True)) + [(a, ~e) for a, e in excluded]:
-            if axes and axes[-1] == v:
-                keep &= allowed[tuple(nxt[:, a].astype(np.int64) for a in axes)]
-        cur = nxt[keep]
+        rows = max(1, (1 << 22) // k)  # expand in chunks so that only the pruned cells accumulate
+        kept = []
+        for lo in range(0, cur.shape[0], rows):
+            part = cur[lo : lo + rows]
+            nxt = np.empty((part.shape[0] * k, v + 1), dtype=dtype)
+            nxt[:, :v] = np.repeat(part, k, axis=0)
+            nxt[:, v] = np.tile(np.arange(k, dtype=dtype), part.shape[0])
+            keep = np.ones(nxt.shape[0], dtype=bool)
+            for axes, allowed in checks:
+                if axes and axes[-1] == v:
+                    keep &= allowed[tuple(nxt[:, a].astype(np.int64) for a in axes)]
+            kept.append(nxt[keep])
+            if sum(len(c) for c in kept) > max_cells:
+                return None
+        cur = np.concatenate(kept) if kept else np.zeros((0, v + 1), dtype=dtype)
     return cur

@@ -94,7 +94,9 @@ def class_interval_breaks(values: np.ndarray, counts: np.ndarray, n: int, style:
     if nobs == 0:
         raise ParameterError("cannot bin a numeric variable without any non-missing value")
     if nobs == 1:
-        raise ParameterError("cannot bin a numeric variable with a single distinct value (classInt: 'single unique value')")
+        raise ParameterError(
+            "cannot bin a numeric variable with a single distinct value (classInt: 'single unique value')"
+        )
     if n >= nobs:
         gaps = np.diff(values)
         md = gaps.mean()

@@ -155,7 +155,7 @@ def logit_pass(
     cols = np.arange(p) if kept is None else kept
     dev = 0.0
     out: dict[str, Any] = {"n": n}
-    rs, grams, scores_parts, mu_min, mu_max = [], [], [], 1.0, 0.0
+    rs, scores_parts, mu_min, mu_max = [], [], 1.0, 0.0
     g = np.zeros((len(cols), len(cols)))
     s = np.zeros(len(cols))
     for start in range(0, n, CHUNK_ROWS):
@@ -192,8 +192,8 @@ def logit_pass(
     out["dev"] = dev
     if mode == "scores":
         out["mu"] = np.concatenate(scores_parts) if scores_parts else np.empty(0)
-        out["y"] = y_all
-        out["w"] = w_all
+        out["y"] = y_all.astype(np.int8)
+        out["w"] = w_all if WEIGHT in part.columns else None
         out["mu_min"], out["mu_max"] = mu_min, mu_max
     elif mode == "qr":
         out["r"] = _stack_r(rs, len(cols) + 1)
@@ -224,7 +224,7 @@ def combine_passes(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     else:
         out["mu"] = np.concatenate([r["mu"] for r in results])
         out["y"] = np.concatenate([r["y"] for r in results])
-        out["w"] = np.concatenate([r["w"] for r in results])
+        out["w"] = None if first["w"] is None else np.concatenate([r["w"] for r in results])
         out["mu_min"] = min(r["mu_min"] for r in results)
         out["mu_max"] = max(r["mu_max"] for r in results)
     return out
@@ -278,7 +278,7 @@ class LogitFit:
     iter: int
     converged: bool
     rank: int
-    fitted_extreme: bool  # R: "fitted probabilities numerically 0 or 1 occurred"
+    fitted_extreme: bool  # fitted probabilities within 1e-8 of 0 or 1: (quasi-)separation
 
     def coef_series(self) -> pd.Series:
         return pd.Series(self.coefficients, index=list(self.names), name="coefficient")
@@ -291,7 +291,9 @@ class LogitFit:
             "null_deviance": self.null_deviance,
             "rank": self.rank,
             "fitted_probabilities_0_or_1": self.fitted_extreme,
-            "coefficients": {n: (None if np.isnan(c) else float(c)) for n, c in zip(self.names, self.coefficients)},
+            "coefficients": {
+                n: (None if np.isnan(c) else float(c)) for n, c in zip(self.names, self.coefficients, strict=True)
+            },
         }
 
 

@@ -97,7 +97,14 @@ def _profile_kernel(
     count_values: bool,
     codes: dict[str, tuple[float, ...]],
 ) -> dict:
-    out: dict[str, Any] = {"n": len(part), "na": part.isna().sum().to_dict(), "vc": {}, "min": {}, "max": {}, "codes": {}}
+    out: dict[str, Any] = {
+        "n": len(part),
+        "na": part.isna().sum().to_dict(),
+        "vc": {},
+        "min": {},
+        "max": {},
+        "codes": {},
+    }
     for name in factor_like:
         out["vc"][name] = part[name].value_counts(dropna=True)
     for name in numeric:
@@ -215,10 +222,12 @@ def build_plan(
                     f"{where}: the special missing code {code:g} given in cont_na for {name!r} does not occur in the "
                     "original data"
                 )
-    # drop variables with at most one distinct non-missing value in original and first set (step 5)
+    # drop variables with at most one distinct non-missing value over the original and the first
+    # synthetic set together (step 5; synthpop also drops a variable that is constant within each
+    # set at different values, which would hide a perfect separation, spec §6 U3)
     keep, dropped = [], []
     for name in names:
-        if all(_n_distinct(p, name, schema[name].is_numeric) <= 1 for p in (orig, profiles[1])):
+        if _n_distinct_pooled((orig, profiles[1]), name, schema[name].is_numeric) <= 1:
             dropped.append(name)
         else:
             keep.append(name)
@@ -271,11 +280,17 @@ def build_plan(
     )
 
 
-def _n_distinct(profile: dict, name: str, numeric: bool) -> int:
+def _n_distinct_pooled(profiles: Sequence[dict], name: str, numeric: bool) -> int:
+    """Distinct non-missing values of ``name`` over the profiled data sets (2 means "several")."""
     if numeric:
-        lo, hi = profile["min"][name], profile["max"][name]
+        lo = min(p["min"][name] for p in profiles)
+        hi = max(p["max"][name] for p in profiles)
         return 0 if lo > hi else (1 if lo == hi else 2)
-    return int((profile["vc"][name] > 0).sum())
+    used: set = set()
+    for p in profiles:
+        vc = p["vc"][name]
+        used |= {str(k) for k, v in vc.items() if v > 0}
+    return len(used)
 
 
 def _level_counts(profile: dict, columns: Sequence[GenColumn]) -> dict[str, np.ndarray]:

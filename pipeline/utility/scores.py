@@ -43,9 +43,7 @@ def wilcoxon_w(scores: np.ndarray, w_x: np.ndarray, w_y: np.ndarray) -> float:
     return float(np.sum(gx * midrank) - nx * (nx + 1) / 2)
 
 
-def propensity_stats(
-    score: np.ndarray, t: np.ndarray, c: float, weights: np.ndarray | None = None
-) -> dict[str, float]:
+def propensity_stats(score: np.ndarray, t: np.ndarray, c: float, weights: np.ndarray | None = None) -> dict[str, float]:
     """pMSE, SPECKS, PO50 (threshold 0.5) and U of propensity scores.
 
     Parameters

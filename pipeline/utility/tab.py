@@ -126,9 +126,7 @@ def build_table_variables(
             tv = TableVariable(n, labels + ((None,) if na_cat else ()), binning=binning, na_category=na_cat)
         elif n in character:
             levels = tuple(sorted(str(x) for x in counts[(n, 0)].index))
-            tv = TableVariable(
-                n, levels + ((None,) if na_cat else ()), na_category=na_cat, character_levels=levels
-            )
+            tv = TableVariable(n, levels + ((None,) if na_cat else ()), na_category=na_cat, character_levels=levels)
         else:
             levels = tuple(schema[n].levels or ())
             tv = TableVariable(n, levels + ((None,) if na_cat else ()), na_category=na_cat)
@@ -183,7 +181,9 @@ def count_tables(
 # ---------------------------------------------------------------------------------------------
 # statistics of one pair of tables
 # ---------------------------------------------------------------------------------------------
-def table_statistics(tab_obs: np.ndarray, tab_syn: np.ndarray, k_syn: bool = False) -> tuple[dict[str, float], np.ndarray]:
+def table_statistics(
+    tab_obs: np.ndarray, tab_syn: np.ndarray, k_syn: bool = False
+) -> tuple[dict[str, float], np.ndarray]:
     """Every statistic of synthpop's ``utility.tab`` for one original/synthetic table pair.
 
     Returns the statistics (``TAB_STATS`` plus ``nempty``) and the table of z-scores.
@@ -213,7 +213,8 @@ def table_statistics(tab_obs: np.ndarray, tab_syn: np.ndarray, k_syn: bool = Fal
         ptabs = ts / np.sum(ts)
         phalf = (ptabd + ptabs) * 0.5
         jsd = float(
-            np.sum((ptabd * np.log2(ptabd / phalf))[ptabd > 0]) / 2 + np.sum((ptabs * np.log2(ptabs / phalf))[ptabs > 0]) / 2
+            np.sum((ptabd * np.log2(ptabd / phalf))[ptabd > 0]) / 2
+            + np.sum((ptabs * np.log2(ptabs / phalf))[ptabs > 0]) / 2
         )
         S_JSD = jsd * 2 * N / df / math.log(2)
         okc = (ts > 1e-8) & (td > 1e-8)
@@ -386,7 +387,9 @@ def utility_tab(
     tabs = count_tables([inputs.original, *inputs.synthetic], tvars, [list(range(len(tvars)))])
     n1 = int(tabs[0][0].sum())
     if size > n1 / 2:
-        notes.append(f"utility_tab: {size} cells from {n1} original records; results from sparse tables may be unreliable")
+        notes.append(
+            f"utility_tab: {size} cells from {n1} original records; results from sparse tables may be unreliable"
+        )
     for n in notes:
         warnings.warn(n, stacklevel=2)
     stats, obs, syns, zs = _pair_results(tvars, tabs, 0, k_syn)
@@ -448,7 +451,6 @@ class UtilityTablesResult:
     worst_tables: dict[str, dict[str, Any]]
     values: pd.Series
     sampled: bool = False
-
 
     def tidy(self) -> pd.DataFrame:
         out = self.per_set.rename(columns={"combination": "setting"}).copy()
@@ -583,4 +585,3 @@ def utility_tables(
         values=val,
         sampled=sampled,
     )
-

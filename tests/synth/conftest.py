@@ -33,7 +33,9 @@ def example_tables(example: dict, key: str, order=("AB", "AC", "BC")) -> list[Ma
     levels = {k: tuple(v) for k, v in example["levels"].items()}
     src = example[key] if key in example else example["margins"]
     return [
-        MarginTable(tuple(m), tuple(levels[v] for v in m), np.asarray(src[m], float).reshape([len(levels[v]) for v in m]))
+        MarginTable(
+            tuple(m), tuple(levels[v] for v in m), np.asarray(src[m], float).reshape([len(levels[v]) for v in m])
+        )
         for m in order
     ]
 

@@ -6,11 +6,13 @@ Flow (both functions):
 2. one pass of value counts per variable and data set -> a category coder per key and
    target, shared by the original and all synthetic sets (grouping break points are
    computed here, from the pooled values);
-3. encode every record to integer codes;
-4. count (q, target) cells and reduce them to integer statistics per key block
+3. encode every record to integer codes and count the (q, target) cells of every target
+   (:func:`~pipeline.risk.disclosure.kernel.cell_counts`, per input partition);
+4. reduce the cells to integer statistics per key block
    (:func:`~pipeline.risk.disclosure.kernel.block_summary`): with pandas input on the whole
-   data at once, with Dask input on :class:`~pipeline.blocks.KeyBlocks` partitions (the key
-   codes define the blocks; the blocks are persisted once and shared by all targets);
+   data at once, with Dask input on :class:`~pipeline.blocks.KeyBlocks` partitions of the
+   cell counts (the key codes define the blocks; the blocks are persisted once and shared by
+   all targets, each target being its own set of tasks);
 5. sum the statistics and compute the measures (:mod:`~pipeline.risk.disclosure.measures`).
 
 Because step 4 only produces exact integers, the pandas and the Dask path, and any number of
@@ -34,13 +36,18 @@ from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.risk.disclosure.coding import MISSING, Coder, build_coders, encode_frame, encoded_meta
 from pipeline.risk.disclosure.inputs import Inputs, first_frame, gather_stats, prepare_inputs
-from pipeline.risk.disclosure.kernel import KernelPlan, block_summary, combine, summary_meta
+from pipeline.risk.disclosure.kernel import (
+    KernelPlan,
+    block_summary,
+    cell_counts,
+    cell_counts_meta,
+    combine,
+    summary_meta,
+)
 from pipeline.risk.disclosure.measures import build_result
 from pipeline.risk.disclosure.options import DisclosureOptions, as_key_list, resolve_options
 from pipeline.risk.disclosure.result import DisclosureResult, MultiDisclosureResult
 
-#: records per key block aimed at by the default number of blocks (Dask path)
-ROWS_PER_BLOCK = 250_000
 IDENT_MEASURES = {"repU": "repU", "UiOiS": "UiOiS", "UiSiO": "UiOiS", "baseCAPd": "baseCAPd"}
 ATTRIB_MEASURES = {"DiSCO": "Dorig", "DiSDiO": "Dorig", "DCAP": "CAPd"}
 
@@ -103,7 +110,7 @@ def disclosure(
     style : {"quantile", "equal"}
         classInt style of the grouping.
     n_blocks : int, optional
-        Number of key blocks on the Dask path (default: about 250,000 records per block).
+        Number of key blocks on the Dask path (default: the largest number of input partitions).
 
     Returns
     -------
@@ -319,8 +326,8 @@ class _Run:
             for o in options
         }
         coders = {**key_coders, **target_coders}
-        plans = [_plan(o, self.keys, coders, self._has_missing_label(o.target)) for o in options]
-        summaries = self._summaries(coders, plans)
+        plans = [_plan(o, i, self.keys, coders, self._has_missing_label(o.target)) for i, o in enumerate(options)]
+        summaries = self._summaries(coders, plans, [o.target for o in options])
         return [build_result(s, self.m, self.keys, coders, o) for s, o in zip(summaries, options, strict=True)]
 
     def _has_missing_label(self, target: str) -> bool:
@@ -328,25 +335,32 @@ class _Run:
         st = self.stats[0][target]
         return st.n_missing > 0 or int(st.counts.get(MISSING, 0)) > 0
 
-    def _summaries(self, coders: dict[str, Coder], plans: Sequence[KernelPlan]) -> list[dict]:
+    def _summaries(self, coders: dict[str, Coder], plans: Sequence[KernelPlan], targets: Sequence[str]) -> list[dict]:
         frames = self.inputs.frames
+        layout = (self.keys, tuple(coders[k].size for k in self.keys), tuple(targets),
+                  tuple(coders[t].size for t in targets))
         if not self.inputs.lazy:
-            encoded = [encode_frame(f, coders) for f in frames]
-            return [combine([block_summary(*encoded, plan=p)]) for p in plans]
-        meta = encoded_meta(coders)
-        encoded = [f.map_partitions(encode_frame, coders, meta=meta) for f in frames]
-        n_blocks = self.n_blocks or max(
-            max(f.npartitions for f in frames), math.ceil(max(s[self.keys[0]].n for s in self.stats) / ROWS_PER_BLOCK)
-        )
-        aligned = KeyBlocks(list(self.keys), n_blocks).partition(encoded[0], encoded[1:])
+            counts = [count_records(f, coders, *layout) for f in frames]
+            return [combine([block_summary(*counts, plan=p)]) for p in plans]
+        meta = cell_counts_meta(encoded_meta(coders), self.keys)
+        counts = [f.map_partitions(count_records, coders, *layout, meta=meta) for f in frames]
+        n_blocks = self.n_blocks or max(f.npartitions for f in frames)
+        # the cell counts, not the records, are shuffled: equal key codes meet in one block
+        aligned = KeyBlocks(list(self.keys), n_blocks).partition(counts[0], counts[1:])
         if len(plans) > 1:
             aligned = aligned.persist()  # shared by every target
         computed = dask.compute(*[aligned.map(block_summary, summary_meta(), plan=p) for p in plans])
         return [combine([c]) for c in computed]
 
 
+def count_records(frame: pd.DataFrame, coders: Mapping[str, Coder], keys: tuple[str, ...],
+                  key_sizes: tuple[int, ...], targets: tuple[str, ...], target_sizes: tuple[int, ...]) -> pd.DataFrame:
+    """Cell counts of one partition of records (codes first, then a hash group-by)."""
+    return cell_counts(encode_frame(frame, coders), keys, key_sizes, targets, target_sizes)
+
+
 def _plan(
-    options: DisclosureOptions, keys: Sequence[str], coders: Mapping[str, Coder], missing_in_gt: bool
+    options: DisclosureOptions, index: int, keys: Sequence[str], coders: Mapping[str, Coder], missing_in_gt: bool
 ) -> KernelPlan:
     """Translate the options into codes, checking every level they name (spec §8).
 
@@ -379,7 +393,7 @@ def _plan(
         single = tuple(np.isin(np.arange(kc.size), levels) for levels in kc.r_levels[1:])
     return KernelPlan(
         keys=tuple(keys),
-        target=options.target,
+        target_index=index,
         key_sizes=tuple(coders[k].size for k in keys),
         target_size=target.size,
         not_target=tuple(not_target),

@@ -224,6 +224,7 @@ def build_coders(
     ngroups: Mapping[str, int | None],
     cont_na: Mapping[str, tuple[float, ...]],
     style: BinStyle = "quantile",
+    allow_all_missing: bool = False,
 ) -> dict[str, Coder]:
     """One coder per variable from the value counts of every data set.
 
@@ -246,7 +247,7 @@ def build_coders(
                 f"but not in {', '.join(where)}; its levels cannot be aligned"
             )
         for i, st in enumerate(per_set):
-            if st.n_missing == st.n:
+            if st.n_missing == st.n and not allow_all_missing:
                 raise ParameterError(f"variable {name!r} has only missing values in {source_name(i)}")
         codes = cont_na.get(name, ())
         if codes and per_set[0].categorical:

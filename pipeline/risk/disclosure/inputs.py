@@ -59,7 +59,7 @@ def _is_dataset(obj: Any) -> bool:
                                                                                        Schema)
 
 
-def _unwrap(obj: Any, what: str) -> tuple[Frame, Schema | None]:
+def unwrap(obj: Any, what: str) -> tuple[Frame, Schema | None]:
     """A frame and the schema it carries (a Dataset carries one, a frame does not)."""
     if _is_dataset(obj):
         return obj.frame, obj.schema
@@ -73,7 +73,7 @@ def first_frame(synthetic: Any) -> Frame:
     sets = synthetic_list(synthetic)
     if not sets:
         raise ParameterError("synthetic must hold at least one synthetic data set")
-    return _unwrap(sets[0], "synthetic set 1")[0]
+    return unwrap(sets[0], "synthetic set 1")[0]
 
 
 def synthetic_list(synthetic: Any) -> list[Any]:
@@ -104,11 +104,11 @@ def prepare_inputs(
     CompatibilityError
         A variable is missing from a synthetic set or does not fit the schema there.
     """
-    orig, carried = _unwrap(original, "original")
+    orig, carried = unwrap(original, "original")
     syn_list = synthetic_list(synthetic)
     if not syn_list:
         raise ParameterError("synthetic must hold at least one synthetic data set")
-    syns = [_unwrap(s, f"synthetic set {i + 1}")[0] for i, s in enumerate(syn_list)]
+    syns = [unwrap(s, f"synthetic set {i + 1}")[0] for i, s in enumerate(syn_list)]
     schema = schema or carried
     columns = tuple(str(c) for c in orig.columns)
     missing = [v for v in variables if v not in columns]
@@ -217,20 +217,39 @@ def _stats(counts: pd.Series, dtype: Any, n: int) -> ColumnStats:
     return ColumnStats(categorical, declared, observed, n_missing, n)
 
 
+def partition_counts(frame: pd.DataFrame, variables: Sequence[str]) -> dict[str, pd.Series]:
+    """Value counts (missing included) of ``variables`` in one partition, labels as plain values."""
+    out = {}
+    for v in variables:
+        counts = frame[v].value_counts(dropna=False, sort=False)
+        if isinstance(counts.index, pd.CategoricalIndex):
+            counts.index = pd.Index(counts.index.astype(object))
+        out[v] = counts
+    return out
+
+
+def _merge_counts(parts: Sequence[dict[str, pd.Series]], variable: str) -> pd.Series:
+    series = [p[variable] for p in parts]
+    if len(series) == 1:
+        return series[0]
+    return pd.concat(series).groupby(level=0, dropna=False, sort=False).sum()
+
+
 def gather_stats(inputs: Inputs, variables: Sequence[str]) -> list[dict[str, ColumnStats]]:
-    """Value counts of ``variables`` in every data set (one Dask computation for all)."""
+    """Value counts of ``variables`` in every data set (one task per partition, one computation)."""
     frames = inputs.frames
-    pending = [f[v].value_counts(dropna=False) for f in frames for v in variables]
-    lengths = [f.shape[0] for f in frames]
     if inputs.lazy:
-        computed = dask.compute(*pending, *lengths)
-        pending, lengths = list(computed[: len(pending)]), list(computed[len(pending):])
+        tasks = [[dask.delayed(partition_counts)(p, list(variables)) for p in f.to_delayed()] for f in frames]
+        per_frame = dask.compute(*tasks)
+    else:
+        per_frame = [[partition_counts(f, variables)] for f in frames]
     out: list[dict[str, ColumnStats]] = []
-    for i, f in enumerate(frames):
+    for i, (f, parts) in enumerate(zip(frames, per_frame, strict=True)):
         row = {}
-        for j, v in enumerate(variables):
+        for v in variables:
+            counts = _merge_counts(parts, v)
             try:
-                row[v] = _stats(pending[i * len(variables) + j], f[v].dtype, int(lengths[i]))
+                row[v] = _stats(counts, f[v].dtype, int(counts.sum()))
             except CompatibilityError as e:
                 raise CompatibilityError(f"{source_name(i)}: variable {v!r}: {e}") from None
         out.append(row)

@@ -1,4 +1,8 @@
-"""The per-block kernel: counts of (q, target) cells -> exact integer statistics.
+"""The kernels: records -> (q, target) cell counts -> exact integer statistics per key block.
+
+:func:`cell_counts` turns any partition of records into counts of (key codes, target code)
+cells for every target at once (a vectorised hash group-by).  Counts are mergeable, so on
+the Dask path these small tables, not the records, are shuffled into key blocks.
 
 A block holds whole key groups ``q`` (all records, in the original and in every synthetic
 set, whose key codes are equal), so everything synthpop derives from the two-way tables
@@ -11,8 +15,8 @@ Ratios (the CAP measures) are kept exact as histograms of integer (numerator, de
 pairs; the final floating-point sums are taken once, in a fixed order, from the combined
 histograms (:mod:`pipeline.risk.disclosure.measures`).
 
-Everything is vectorised numpy on the block: one ``np.unique`` over the cell codes of all
-records, then ``reduceat``/``bincount`` over the cells.  There is no loop over records or
+Everything is vectorised numpy on the block: one ``np.unique`` over the cell codes, then
+``reduceat``/``bincount`` over the cells.  There is no loop over records or
 key groups; the only Python loops are over the m synthetic sets and the keys.
 """
 
@@ -28,6 +32,8 @@ import numpy as np
 import pandas as pd
 
 SUMMARY_COLUMNS = ("set", "stat", "a", "b", "c", "value")
+#: columns of a cell-count table besides the key codes (dunder names cannot clash with variables)
+TARGET_INDEX, TARGET_CODE, COUNT = "__target__", "__t__", "__n__"
 
 
 class Stat(IntEnum):
@@ -65,8 +71,8 @@ class KernelPlan:
     ----------
     keys : tuple of str
         Key code columns, in data order.
-    target : str
-        Target code column.
+    target_index : int
+        Which target's cells (column ``__target__``) the plan is for.
     key_sizes, target_size
         Number of codes of each key and of the target.
     not_target : tuple of int
@@ -87,7 +93,7 @@ class KernelPlan:
     """
 
     keys: tuple[str, ...]
-    target: str
+    target_index: int
     key_sizes: tuple[int, ...]
     target_size: int
     not_target: tuple[int, ...] = ()
@@ -139,29 +145,87 @@ def _pair_histogram(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return a[starts], b[starts], np.diff(np.r_[starts, len(a)])
 
 
-def _nonzero_bincount(index: np.ndarray, weights: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    counts = np.bincount(index, weights=weights, minlength=size).astype(np.int64)
-    nz = np.flatnonzero(counts)
-    return nz, counts[nz]
+def _sums_by(index: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``index`` with non-zero sums of ``weights`` (sparse, any range)."""
+    groups, inverse = np.unique(index, return_inverse=True)
+    sums = np.bincount(inverse, weights=weights, minlength=len(groups)).astype(np.int64)
+    nz = sums != 0
+    return groups[nz], sums[nz]
+
+
+def cell_counts(
+    codes: pd.DataFrame, keys: tuple[str, ...], key_sizes: tuple[int, ...], targets: tuple[str, ...],
+    target_sizes: tuple[int, ...],
+) -> pd.DataFrame:
+    """Counts of the (key codes, target code) cells of some records, for every target.
+
+    Parameters
+    ----------
+    codes : DataFrame
+        Category codes of the keys and targets (one row per record).
+
+    Returns
+    -------
+    DataFrame
+        Columns: the keys, ``__target__`` (index into ``targets``), ``__t__`` (target code),
+        ``__n__`` (number of records).
+    """
+    q, _ = key_groups((codes,), keys, key_sizes, max(target_sizes))
+    parts = []
+    for i, (target, size) in enumerate(zip(targets, target_sizes, strict=True)):
+        t = codes[target].to_numpy().astype(np.int64)
+        inverse, groups = pd.factorize(q * size + t)  # hash group-by, no sort
+        rep = np.empty(len(groups), dtype=np.int64)
+        rep[inverse] = np.arange(len(inverse))
+        part = {k: codes[k].to_numpy()[rep] for k in keys}
+        part[TARGET_INDEX] = np.full(len(groups), i, dtype=np.int16)
+        part[TARGET_CODE] = t[rep].astype(np.int32)
+        part[COUNT] = np.bincount(inverse, minlength=len(groups)).astype(np.int64)
+        parts.append(pd.DataFrame(part))
+    if not parts:
+        raise ValueError("cell_counts needs at least one target")
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def cell_counts_meta(codes_meta: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
+    meta = {k: codes_meta[k] for k in keys}
+    meta.update({TARGET_INDEX: pd.Series(dtype=np.int16), TARGET_CODE: pd.Series(dtype=np.int32),
+                 COUNT: pd.Series(dtype=np.int64)})
+    return pd.DataFrame(meta)
+
+
+def key_groups(
+    frames: tuple[pd.DataFrame, ...], keys: tuple[str, ...], sizes: tuple[int, ...], room: int = 1
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A number per record identifying its key group within the block, and the key codes.
+
+    Records of all ``frames`` are stacked.  The number is the mixed-radix value of the key
+    codes when it fits an int64 with ``room`` to spare (to be multiplied by ``room`` later),
+    otherwise a group number from a group-by of the key codes.
+    """
+    codes = [np.concatenate([f[k].to_numpy() for f in frames]).astype(np.int64) for k in keys]
+    if math.prod(sizes) * room < 2**62:
+        q = np.zeros(len(codes[0]) if codes else 0, dtype=np.int64)
+        for k, size in zip(codes, sizes, strict=True):
+            q = q * size + k
+        return q, codes
+    stacked = pd.DataFrame(dict(enumerate(codes)))
+    return stacked.groupby(list(range(len(codes))), sort=True).ngroup().to_numpy(dtype=np.int64), codes
 
 
 class _Cells:
     """The (q, t) cells of one block with the count of every data set."""
 
     def __init__(self, frames: tuple[pd.DataFrame, ...], plan: KernelPlan) -> None:
-        lengths = [len(f) for f in frames]
-        src = np.repeat(np.arange(len(frames)), lengths)
-        keys = [np.concatenate([f[k].to_numpy() for f in frames]).astype(np.int64) for k in plan.keys]
-        t = np.concatenate([f[plan.target].to_numpy() for f in frames]).astype(np.int64)
-        if math.prod(plan.key_sizes) * plan.target_size < 2**62:
-            q = np.zeros(len(t), dtype=np.int64)
-            for k, size in zip(keys, plan.key_sizes, strict=True):
-                q = q * size + k
-        else:  # too many combinations for one int64: number the key groups of this block instead
-            q = pd.DataFrame({i: k for i, k in enumerate(keys)}).groupby(list(range(len(keys)))).ngroup().to_numpy()
+        frames = tuple(f[f[TARGET_INDEX].to_numpy() == plan.target_index] for f in frames)
+        src = np.repeat(np.arange(len(frames)), [len(f) for f in frames])
+        q, keys = key_groups(frames, plan.keys, plan.key_sizes, plan.target_size)
+        t = np.concatenate([f[TARGET_CODE].to_numpy() for f in frames]).astype(np.int64)
+        n = np.concatenate([f[COUNT].to_numpy() for f in frames]).astype(np.int64)
         cells, inverse = np.unique(q * plan.target_size + t, return_inverse=True)
         n_cells = len(cells)
-        self.counts = np.bincount(src * n_cells + inverse, minlength=len(frames) * n_cells).reshape(len(frames), -1)
+        self.counts = np.bincount(src * n_cells + inverse, weights=n, minlength=len(frames) * n_cells) \
+            .astype(np.int64).reshape(len(frames), -1)
         rep = np.empty(n_cells, dtype=np.int64)
         rep[inverse] = np.arange(len(t))
         self.t = t[rep]
@@ -215,14 +279,14 @@ def block_summary(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: Kernel
     Parameters
     ----------
     original, *synthetic
-        Code columns (``plan.keys`` and ``plan.target``) of the records of the same key blocks.
+        Cell-count tables (:func:`cell_counts`) of the same key blocks.
     plan : KernelPlan
     """
     frames = (original, *synthetic)
     rows = _Rows()
-    for j, f in enumerate(frames):
-        rows.add(j, Stat.N_ROWS, len(f))
     cells = _Cells(frames, plan)
+    for j in range(len(frames)):
+        rows.add(j, Stat.N_ROWS, int(cells.counts[j].sum()))
     if not len(cells.t):
         return rows.frame()
     ex = _Exclusions(cells, plan)
@@ -240,10 +304,10 @@ def block_summary(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: Kernel
     a, b, n = _pair_histogram(cells.per_q(d_ex * d_ex)[occupied], dq_ex[occupied])
     rows.add(0, Stat.CAPD, n, a=a, b=b)
     for stat, weights in ((Stat.GT_T, d), (Stat.GT_T_EXCL, d_ex)):
-        codes, counts = _nonzero_bincount(t, weights, size_t)
+        codes, counts = _sums_by(t, weights)
         rows.add(0, stat, counts, a=codes)
-    for i, (k, size_k) in enumerate(zip(cells.keys, plan.key_sizes, strict=True)):
-        codes, counts = _nonzero_bincount(k * size_t + t, d, size_k * size_t)
+    for i, k in enumerate(cells.keys):
+        codes, counts = _sums_by(k * size_t + t, d)
         rows.add(0, Stat.GT_KT, counts, a=i, b=codes // size_t, c=codes % size_t)
 
     for j in range(1, len(frames)):
@@ -274,12 +338,12 @@ def block_summary(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: Kernel
         cross = cells.per_q(s_ex * d_ex)
         a, b, n = _pair_histogram(cross[occupied & (cross > 0)], sq_ex[occupied & (cross > 0)])
         rows.add(j, Stat.DCAP, n, a=a, b=b)
-        codes, counts = _nonzero_bincount(t, disco, size_t)
+        codes, counts = _sums_by(t, disco)
         rows.add(j, Stat.DISCO_T, counts, a=codes)
         big = disco > plan.thresh_2way
         if big.any():
-            for i, (k, size_k) in enumerate(zip(cells.keys, plan.key_sizes, strict=True)):
-                codes, counts = _nonzero_bincount(k[big] * size_t + t[big], disco[big], size_k * size_t)
+            for i, k in enumerate(cells.keys):
+                codes, counts = _sums_by(k[big] * size_t + t[big], disco[big])
                 rows.add(j, Stat.PAIRS, counts, a=i, b=codes // size_t, c=codes % size_t)
     return rows.frame()
 

@@ -164,18 +164,13 @@ class SetMatcher:
         """c (int64) and T (bool), both shape (n_combos, n), for radius rows ``combos`` (K, d)."""
         plan, d = self.plan, self.index.d
         k_combos = max(len(combos), 1)
-        c = np.zeros((k_combos, self.n), dtype=np.int64)
-        t = np.zeros((k_combos, self.n), dtype=bool)
         if d == 0:
-            c[:, self.qi] = self.index.count_exact(self.qg)[None, :]
-            t[:] = self.own_ok[None, :]
-            return c, t
-        for k, radii in enumerate(combos):
-            lo, hi = box_bounds(plan, self.query_values, radii)
-            t[k] = self.own_ok & _inside(plan, self.own_values, lo, hi)
+            counts = np.broadcast_to(self.index.count_exact(self.qg), (k_combos, len(self.qi)))
+            return self._scatter(counts), np.repeat(self.own_ok[None, :], k_combos, axis=0)
+        t = self._own_matches(combos)
         if d == 2 and not plan.euclidean:
-            c[:, self.qi] = self._counts_2d_grid(combos)
-            return c, t
+            return self._scatter(self._counts_2d_grid(combos)), t
+        counts = np.empty((k_combos, len(self.qi)), dtype=np.int64)
         cache: dict[tuple[int, float], tuple[np.ndarray, np.ndarray]] = {}
         for k, radii in enumerate(combos):
             if plan.euclidean:
@@ -186,8 +181,38 @@ class SetMatcher:
                 b = np.empty((len(self.qi), d), dtype=np.int64)
                 for dim in range(d):
                     a[:, dim], b[:, dim] = self._dim_bounds(dim, float(radii[dim]), cache)
-            c[k, self.qi] = self.index.count(a, b)
-        return c, t
+            counts[k] = self.index.count(a, b)
+        return self._scatter(counts), t
+
+    def _scatter(self, counts: np.ndarray) -> np.ndarray:
+        """Counts of the valid queries -> counts of all records (0 for the others)."""
+        if len(self.qi) == self.n:
+            return np.ascontiguousarray(counts, dtype=np.int64)
+        c = np.zeros((counts.shape[0], self.n), dtype=np.int64)
+        c[:, self.qi] = counts
+        return c
+
+    def _own_matches(self, combos: np.ndarray) -> np.ndarray:
+        """T per combination: the own synthetic row lies in the box.  Without the Euclidean
+        option each dimension's test depends on its own radius only and is computed once per
+        (dimension, radius)."""
+        t = np.empty((len(combos), self.n), dtype=bool)
+        if self.plan.euclidean:
+            for k, radii in enumerate(combos):
+                lo, hi = box_bounds(self.plan, self.query_values, radii)
+                t[k] = self.own_ok & _inside(self.plan, self.own_values, lo, hi)
+            return t
+        per_dim: dict[tuple[int, float], np.ndarray] = {}
+        for k, radii in enumerate(combos):
+            t[k] = self.own_ok
+            for dim, r in enumerate(radii):
+                key = (dim, float(r))
+                if key not in per_dim:
+                    x = self.query_values[:, dim : dim + 1]
+                    rho = r * x if self.plan.percentage else np.full(x.shape, r)
+                    per_dim[key] = _inside(self.plan, self.own_values[:, dim : dim + 1], x - rho, x + rho)
+                t[k] &= per_dim[key]
+        return t
 
     def _dim_bounds(
         self, dim: int, r: float, cache: dict[tuple[int, float], tuple[np.ndarray, np.ndarray]]
@@ -260,9 +285,9 @@ def partition_counts(
 def histogram(c: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct (c, T) pairs and how many records have each: the sufficient statistics of every
     file-level measure, summable across partitions."""
-    key = c.astype(np.int64) * 2 + t.astype(np.int64)
-    values, counts = np.unique(key, return_counts=True)
-    return values // 2, (values % 2).astype(bool), counts.astype(np.int64)
+    tally = np.bincount(c.astype(np.int64) * 2 + t.astype(np.int64))
+    values = np.flatnonzero(tally)
+    return values // 2, (values % 2).astype(bool), tally[values].astype(np.int64)
 
 
 def expected_risk(c_values: np.ndarray, t_values: np.ndarray, counts: np.ndarray) -> float:

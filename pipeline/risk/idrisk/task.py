@@ -11,8 +11,9 @@ Example task parameters (YAML)::
     interval: open
 
 A scenario may override ``radius``/``radius_grid`` (a grid may also be per variable:
-``{Income: [...], Expenditure: [...]}``).  Without a grid the scenario is evaluated at its
-fixed radius; with neither, every variable is matched exactly (package ``r = NULL``).
+``{Income: [...], Expenditure: [...]}``; ``radius_grid: null`` turns the sweep off).
+Without a grid the scenario is evaluated at its fixed radius; with neither, every variable
+is matched exactly (package ``r = NULL``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pipeline.data.dataset import Dataset
 from pipeline.errors import ParameterError
 from pipeline.risk.idrisk.measure import identification_risk, radius_sweep
-from pipeline.risk.idrisk.plan import format_radius
 from pipeline.risk.idrisk.result import (
     TIDY_COLUMNS,
     IdentificationRiskResult,
@@ -75,12 +75,19 @@ class IdentificationRiskParams(BaseModel):
         return self
 
     def radius_of(self, name: str) -> RadiusParam:
+        """The scenario's radius, else the task default (a default mapping is restricted to the
+        scenario's variables, so one default can serve scenarios with different variables)."""
         s = self.scenarios[name]
-        return s.radius if s.radius is not None else self.radius
+        if "radius" in s.model_fields_set:
+            return s.radius
+        if isinstance(self.radius, dict):
+            return {v: r for v, r in self.radius.items() if v in s.known or v in s.synthesised}
+        return self.radius
 
     def grid_of(self, name: str) -> GridParam:
+        """The scenario's grid (an explicit ``null`` means: no sweep), else the task default."""
         s = self.scenarios[name]
-        return s.radius_grid if s.radius_grid is not None else self.radius_grid
+        return s.radius_grid if "radius_grid" in s.model_fields_set else self.radius_grid
 
 
 ScenarioResult = RadiusSweepResult | IdentificationRiskResult
@@ -169,9 +176,7 @@ class IdentificationRiskTaskResult:
                 entry["max_radius"] = res.r_star
                 entry["file_risk_at_max"] = summarise(res.at_max.file_risk)
             else:
-                entry["max_radius"] = (
-                    None if res.radius is None else {v: format_radius(r) for v, r in res.radius.items()}
-                )
+                entry["max_radius"] = None if res.radius is None else dict(res.radius)
                 entry["file_risk_at_max"] = summarise(res.file_risk)
             if self.sets_per_repetition:
                 entry["repetition_file_risk"] = self.repetition_means(name).tolist()

@@ -1,0 +1,112 @@
+"""Reading the R reference cases of ``shared/reference`` for the disclosure tests."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.data.schema import Schema
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+REFERENCE = SHARED / "reference"
+
+#: R argument name -> python argument name (``None``: printing options without effect here)
+R_ARGS = {
+    "keys": "keys", "target": "target", "targets": "targets", "cont.na": "cont_na", "denom_lim": "denom_lim",
+    "exclude_ov_denom_lim": "exclude_ov_denom_lim", "not.targetlev": "not_targetlev",
+    "not.targetslev": "not_targetslev", "usetargetNA": "usetargetNA", "usetargetsNA": "usetargetsNA",
+    "usekeysNA": "usekeysNA", "exclude.keys": "exclude_keys", "exclude.keylevs": "exclude_keylevs",
+    "exclude.targetlevs": "exclude_targetlevs", "ngroups_target": "ngroups_target",
+    "ngroups_targets": "ngroups_targets", "ngroups_keys": "ngroups_keys", "thresh_1way": "thresh_1way",
+    "thresh_2way": "thresh_2way", "ident.meas": "ident_meas", "attrib.meas": "attrib_meas", "style": "style",
+    "print.flag": None, "digits": None, "to.print": None, "plot": None, "compare.synorig": None,
+}
+
+
+def cases(folder: str) -> list[Path]:
+    """Reference files of one function (empty when the shared folder is absent)."""
+    return sorted((REFERENCE / folder).glob("*.json")) if (REFERENCE / folder).is_dir() else []
+
+
+def require_shared() -> None:
+    if not REFERENCE.is_dir():
+        pytest.skip(f"shared reference folder not found at {REFERENCE}")
+
+
+def _path(rel: str) -> Path:
+    return SHARED / rel.removeprefix("shared/")
+
+
+@cache
+def load_csv(rel: str, schema_rel: str) -> pd.DataFrame:
+    """A CSV of shared/data cast to its schema (empty field = NA, factors read as text)."""
+    schema = Schema.from_json(_path(schema_rel))
+    raw = pd.read_csv(_path(rel), dtype={n: str for n in schema.factors}, keep_default_na=False, na_values=[""])
+    return schema.apply(raw, rel)
+
+
+def load_case(path: Path) -> tuple[dict[str, Any], Schema, pd.DataFrame, list[pd.DataFrame]]:
+    ref = json.loads(path.read_text(encoding="utf-8"))
+    data = ref["data"]
+    schema = Schema.from_json(_path(data["schema"]))
+    original = load_csv(data["original"], data["schema"])
+    synthetic = [load_csv(p, data["schema"]) for p in data["synthetic"]]
+    return ref, schema, original, synthetic
+
+
+def python_args(args: dict[str, Any], columns: list[str]) -> dict[str, Any]:
+    """The R call's arguments as keyword arguments of the python functions.
+
+    Column numbers (R, 1-based) become names; a scalar given where R recycles stays scalar.
+    """
+    out = {}
+    for name, value in args.items():
+        py = R_ARGS[name]
+        if py is None:
+            continue
+        if py in ("keys", "targets", "target") and value is not None:
+            seq = value if isinstance(value, list) else [value]
+            seq = [columns[v - 1] if isinstance(v, int) else v for v in seq]
+            value = seq[0] if py == "target" else seq
+        out[py] = value
+    return out
+
+
+def r_frame(obj: dict[str, Any]) -> pd.DataFrame:
+    """A data.frame of the JSON layout (row names as the index)."""
+    return pd.DataFrame(obj["data"], columns=obj["columns"], index=obj["row_names"])
+
+
+def r_matrix(obj: dict[str, Any]) -> np.ndarray:
+    return np.array(obj["data"]).reshape(obj["dim"][::-1]).T
+
+
+def r_numbers(values: list[Any]) -> np.ndarray:
+    return np.array([np.nan if v in (None, "NaN") else v for v in values], dtype=np.float64)
+
+
+COUNT_COLUMNS = {"max_denom", "npairs", "key_target_total", "key_total", "All", "totalDisclosive", "nLevelDis",
+                 "Npairs"}
+
+
+def assert_table(got: pd.DataFrame, expected: pd.DataFrame, what: str, index: bool = True) -> None:
+    """Counts exactly, percentages and other reals to 1e-9, text exactly."""
+    assert list(got.columns) == list(expected.columns), what
+    assert len(got) == len(expected), f"{what}: {len(got)} rows, R has {len(expected)}"
+    if index:
+        assert [str(i) for i in got.index] == [str(i) for i in expected.index], f"{what}: row names"
+    for col in expected.columns:
+        e, g = expected[col], got[col]
+        if not pd.api.types.is_numeric_dtype(e):
+            assert g.astype(str).tolist() == e.astype(str).tolist(), f"{what}.{col}"
+        elif col in COUNT_COLUMNS:
+            assert g.to_numpy(dtype=np.float64).tolist() == e.to_numpy(dtype=np.float64).tolist(), f"{what}.{col}"
+        else:
+            np.testing.assert_allclose(g.to_numpy(dtype=np.float64), r_numbers(e.tolist()), rtol=0, atol=1e-9,
+                                       err_msg=f"{what}.{col}")

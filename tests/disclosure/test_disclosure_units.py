@@ -1,0 +1,145 @@
+"""Unit tests of the building blocks: R labels, classInt breaks, coders, options, the kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.blocks import block_ids
+from pipeline.risk.disclosure import disclosure
+from pipeline.risk.disclosure.coding import MISSING, build_coders, encode_frame
+from pipeline.risk.disclosure.inputs import gather_stats, prepare_inputs
+from pipeline.risk.disclosure.kernel import KernelPlan, Stat, block_summary, cell_counts, combine
+from pipeline.risk.disclosure.labels import class_breaks, interval_labels, quantile7, r_number_label
+from pipeline.risk.disclosure.options import resolve_options
+
+
+@pytest.mark.parametrize(("value", "label"), [
+    (57.0, "57"), (-8.0, "-8"), (0.1, "0.1"), (2.5, "2.5"), (20000.0, "20000"), (100000.0, "1e+05"),
+    (123456.0, "123456"), (0.0001, "1e-04"), (1 / 3, "0.333333333333333"), (1e15, "1e+15"),
+    (2.0**53, "9007199254740992"), (0.0, "0"), (-0.001, "-0.001"), (1234.5678, "1234.5678"),
+])
+def test_r_number_label_is_as_character(value: float, label: str) -> None:
+    assert r_number_label(value) == label
+
+
+def test_quantile_type7_from_counts() -> None:
+    values, counts = np.array([1.0, 2, 3, 5, 8, 13]), np.array([1, 2, 1, 3, 1, 1])
+    probs = np.array([0, 0.1, 0.25, 0.5, 0.9, 1])
+    np.testing.assert_allclose(quantile7(values, counts, probs), np.quantile(np.repeat(values, counts), probs),
+                               rtol=1e-15)
+
+
+def test_class_breaks_quantile_unique_and_equal() -> None:
+    x = np.arange(1.0, 11)
+    ones = np.ones(10, dtype=np.int64)
+    np.testing.assert_allclose(class_breaks(x, ones, 4, "quantile"), [1, 3.25, 5.5, 7.75, 10])
+    # at most n distinct values: one class per value, mid-points, ends padded by half the mean gap
+    np.testing.assert_allclose(class_breaks(np.array([1.0, 2, 4]), np.ones(3, np.int64), 3, "quantile"),
+                               [0.25, 1.5, 3, 4.75])
+    np.testing.assert_allclose(class_breaks(x, ones, 3, "equal"), [1, 4, 7, 10])
+    # duplicated quantiles are dropped
+    assert class_breaks(np.array([1.0, 2, 9]), np.array([8, 1, 1]), 2, "quantile").tolist() == [1, 9]
+
+
+def test_interval_labels_like_cut() -> None:
+    assert interval_labels([1, 3, 7.333333333, 11]) == ["[1,3)", "[3,7.3333333)", "[7.3333333,11]"]
+    # digits are raised until neighbouring labels differ
+    assert interval_labels([1, 1.000000001, 2]) == ["[1,1.000000001)", "[1.000000001,2]"]
+
+
+def test_grouping_with_special_code_and_missing() -> None:
+    gt = pd.DataFrame({"k": pd.Categorical(list("ab") * 10),
+                       "inc": [-8.0, np.nan] + [float(v) for v in range(1, 19)]})
+    inputs = prepare_inputs(gt, [gt], ["k", "inc"])
+    coders = build_coders(gather_stats(inputs, ["k", "inc"]), ["k", "inc"], {"inc": 3}, {"inc": (-8.0,)})
+    inc = coders["inc"]
+    assert inc.labels == ("[1,6.6666667)", "[6.6666667,12.333333)", "[12.333333,18]", "-8", MISSING)
+    codes = inc.encode(gt["inc"])
+    assert [inc.labels[c] for c in codes[:4]] == ["-8", MISSING, "[1,6.6666667)", "[1,6.6666667)"]
+    assert inc.labels[codes[-1]] == "[12.333333,18]"
+
+
+def test_two_groups_fall_back_to_equal_widths() -> None:
+    """synthpop redoes the grouping with equal widths when the original gets < 3 categories."""
+    x = pd.DataFrame({"k": pd.Categorical(list("ab") * 5), "v": [1.0, 1, 1, 1, 1, 1, 1, 2, 3, 10]})
+    inputs = prepare_inputs(x, [x], ["k", "v"])
+    with pytest.warns(UserWarning, match="only 2 groups"):
+        coder = build_coders(gather_stats(inputs, ["v"]), ["v"], {"v": 2}, {})["v"]
+    assert coder.labels[:2] == ("[1,5.5)", "[5.5,10]")
+
+
+def test_numbers_that_print_alike_share_a_category() -> None:
+    x = pd.DataFrame({"k": pd.Categorical(["a", "a"]), "v": [0.1 + 0.2, 0.3]})
+    inputs = prepare_inputs(x, [x], ["v"])
+    coder = build_coders(gather_stats(inputs, ["v"]), ["v"], {}, {})["v"]
+    assert coder.labels == ("0.3", MISSING)
+
+
+def test_per_key_options_are_bound_to_names() -> None:
+    opts = resolve_options(["b", "a"], "t", usekeysNA=[False, True], ngroups_keys=[0, 4])
+    assert opts.usekeysNA == {"b": False, "a": True}
+    assert opts.ngroups_keys == {"b": 0, "a": 4}
+    assert resolve_options(["b", "a"], "t", usekeysNA={"a": False}).usekeysNA == {"b": True, "a": False}
+
+
+def _coded(seed: int) -> tuple[pd.DataFrame, list[pd.DataFrame], KernelPlan]:
+    """Cell counts of random coded records (keys k1, k2; targets t0, t1) and a plan with every exclusion."""
+    rng = np.random.default_rng(seed)
+
+    def draw(n: int) -> pd.DataFrame:
+        codes = pd.DataFrame({"k1": rng.integers(0, 4, n), "k2": rng.integers(0, 6, n), "t0": rng.integers(0, 3, n),
+                              "t1": rng.integers(0, 9, n)})
+        return cell_counts(codes, ("k1", "k2"), (4, 6), ("t0", "t1"), (3, 9))
+
+    plan = KernelPlan(keys=("k1", "k2"), target_index=0, key_sizes=(4, 6), target_size=3, not_target=(2,),
+                      keys_missing=((1, 5),), exclude=((0, 1, 0),), denom_lim=3, thresh_2way=1)
+    return draw(400), [draw(300), draw(350)], plan
+
+
+def test_kernel_statistics_do_not_depend_on_blocks() -> None:
+    original, synthetic, plan = _coded(1)
+    whole = combine([block_summary(original, *synthetic, plan=plan)])
+    n_blocks = 5
+    ids = [block_ids(f, ["k1", "k2"], n_blocks) for f in (original, *synthetic)]
+    parts = [block_summary(*(f[i == b] for f, i in zip((original, *synthetic), ids, strict=True)), plan=plan)
+             for b in range(n_blocks)]
+    split = combine(parts)
+    assert whole.keys() == split.keys()
+    for key, rows in whole.items():
+        for col in ("a", "b", "c", "value"):
+            np.testing.assert_array_equal(getattr(rows, col), getattr(split[key], col), err_msg=str(key))
+    assert whole[(0, int(Stat.N_ROWS))].value.tolist() == [400]
+
+
+def test_kernel_mixed_radix_overflow_fallback_gives_same_result() -> None:
+    original, synthetic, plan = _coded(2)
+    wide = KernelPlan(**{**plan.__dict__, "key_sizes": (2**40, 2**30)})
+    a = combine([block_summary(original, *synthetic, plan=plan)])
+    b = combine([block_summary(original, *synthetic, plan=wide)])
+    for key in a:
+        if key[1] != int(Stat.PAIRS) and key[1] != int(Stat.GT_KT):
+            np.testing.assert_array_equal(a[key].value, b[key].value, err_msg=str(key))
+
+
+def test_encoded_codes_align_by_label_not_by_position() -> None:
+    gt = pd.DataFrame({"k": pd.Categorical(["x", "y"], categories=["x", "y"]), "t": pd.Categorical(["u", "v"])})
+    sd = pd.DataFrame({"k": pd.Categorical(["y", "x"], categories=["y", "x"]), "t": pd.Categorical(["v", "u"])})
+    inputs = prepare_inputs(gt, [sd], ["k", "t"])
+    coders = build_coders(gather_stats(inputs, ["k", "t"]), ["k", "t"], {}, {})
+    a, b = encode_frame(gt, coders), encode_frame(sd, coders)
+    assert a["k"].tolist() == b["k"].tolist()[::-1]
+    res = disclosure(gt, sd, ["k"], "t")
+    assert res.attrib.loc[1, "DiSCO"] == 100
+
+
+def test_single_key_counts_declared_levels_as_present() -> None:
+    """R (table of a factor) lists every level of a single key, so UiOiS counts unobserved ones."""
+    gt = pd.DataFrame({"k": pd.Categorical(["a", "b", "b"], categories=["a", "b", "c"]),
+                       "t": pd.Categorical(["u", "u", "v"])})
+    sd = pd.DataFrame({"k": pd.Categorical(["b", "b"], categories=["a", "b", "c"]), "t": pd.Categorical(["u", "u"])})
+    res = disclosure(gt, sd, "k", "t")
+    assert res.ident.loc[1, "UiO"] == pytest.approx(100 / 3)
+    assert res.ident.loc[1, "UiOiS"] == pytest.approx(100 / 3)  # "a" is a declared level of the synthetic factor
+    assert res.ident.loc[1, "repU"] == 0

@@ -1,0 +1,145 @@
+"""Bad input: clear errors naming the parameter or variable, never a silent wrong number."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.data.schema import Schema, Variable
+from pipeline.errors import CompatibilityError, DataError, ParameterError
+from pipeline.risk.idrisk import identification_risk, radius_sweep
+
+
+@pytest.fixture
+def frames():
+    rng = np.random.default_rng(1)
+    n = 30
+    orig = pd.DataFrame(
+        {
+            "sex": pd.Categorical(rng.choice(["F", "M"], n)),
+            "age": rng.integers(20, 60, n).astype(float),
+            "income": rng.lognormal(5, 1, n),
+        }
+    )
+    syn = orig.copy()
+    syn["income"] = rng.permutation(orig["income"].to_numpy())
+    return orig, syn
+
+
+@pytest.mark.parametrize(
+    ("radius", "percentage", "message"),
+    [
+        (-0.1, True, "must be a finite number >= 0"),
+        ({"income": -1.0}, False, "must be a finite number >= 0"),
+        (float("nan"), True, "finite"),
+        (1.0, True, "must be < 1"),
+        (10, True, "percentage=False"),
+        ({"sex": 0.1, "income": 0.1}, True, "categorical variable 'sex'"),
+        ({"income": 0.1, "other": 0.1}, True, "'other'"),
+        ({"age": 0.1}, True, "no radius for continuous variable(s) 'income'"),
+        ([0.1, 0.1, 0.1], True, "expected 2, got 3"),
+        ("0.1", True, "must be a number"),
+        (True, True, "must be a number"),
+    ],
+)
+def test_bad_radius(frames, radius, percentage, message):
+    orig, syn = frames
+    with pytest.raises(ParameterError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        identification_risk(orig, [syn], ["sex", "age"], ["income"], radius, percentage=percentage)
+
+
+def test_absolute_radius_may_exceed_one(frames):
+    orig, syn = frames
+    res = identification_risk(orig, [syn], ["sex"], ["income"], 50.0, percentage=False)
+    assert res.c.shape == (30, 1)
+
+
+def test_zero_radius_never_matches_open_but_is_exact_when_closed(frames):
+    orig, _ = frames
+    assert identification_risk(orig, [orig], ["sex"], ["income"], 0.0).c.sum() == 0
+    closed = identification_risk(orig, [orig], ["sex"], ["income"], 0.0, interval="closed")
+    assert (closed.c >= 1).all() and closed.T.all()
+
+
+@pytest.mark.parametrize(
+    ("known", "syn", "message"),
+    [
+        (["sex", "income"], ["income"], "both known and synthesised"),
+        (["sex", "sex"], ["income"], "more than once"),
+        (["sex"], [], "at least one"),
+        (["nope"], ["income"], "'nope' not found"),
+    ],
+)
+def test_bad_variables(frames, known, syn, message):
+    orig, s = frames
+    with pytest.raises(ParameterError, match=message):
+        identification_risk(orig, [s], known, syn, 0.1)
+
+
+def test_bad_options(frames):
+    orig, syn = frames
+    with pytest.raises(ParameterError, match="interval"):
+        identification_risk(orig, [syn], ["sex"], ["income"], 0.1, interval="half-open")
+    with pytest.raises(ParameterError, match="na_action"):
+        identification_risk(orig, [syn], ["sex"], ["income"], 0.1, na_action="drop")
+    with pytest.raises(ParameterError, match="at least one synthetic"):
+        identification_risk(orig, [], ["sex"], ["income"], 0.1)
+
+
+def test_row_counts_must_agree(frames):
+    orig, syn = frames
+    with pytest.raises(CompatibilityError, match="row-aligned"):
+        identification_risk(orig, [syn.iloc[:-1]], ["sex"], ["income"], 0.1)
+
+
+def test_synthetic_missing_variable(frames):
+    orig, syn = frames
+    with pytest.raises(CompatibilityError, match="lacks the variable"):
+        identification_risk(orig, [syn.drop(columns=["income"])], ["sex"], ["income"], 0.1)
+
+
+def test_missing_continuous_values(frames):
+    orig, syn = frames
+    syn.loc[syn.index[3], "income"] = np.nan
+    with pytest.raises(DataError, match=r"synthetic set 1 .*'income' \(1 records\)"):
+        identification_risk(orig, [syn], ["sex"], ["income"], 0.1)
+    res = identification_risk(orig, [syn], ["sex"], ["income"], 0.1, na_action="no_match")
+    assert not res.T[3, 0]
+    orig.loc[orig.index[4], "income"] = np.inf
+    res = identification_risk(orig, [syn], ["sex"], ["income"], 0.1, na_action="no_match")
+    assert res.c[4, 0] == 0
+    with pytest.raises(DataError, match="original data"):
+        identification_risk(orig, [syn], ["sex"], ["income"], 0.1)
+
+
+def test_schema_decides_kinds(frames):
+    orig, syn = frames
+    orig["code"] = 2.0  # an integer-coded category: radius-matched unless the schema says factor
+    syn["code"] = 2.0
+    schema = Schema(
+        (
+            Variable("sex", "factor", ("F", "M")),
+            Variable("age", "integer"),
+            Variable("income", "numeric"),
+            Variable("code", "factor", ("2",)),
+        )
+    )
+    with pytest.raises(ParameterError, match="categorical variable 'code'"):
+        identification_risk(orig, [syn], ["code"], ["income"], {"code": 0.1, "income": 0.1}, schema=schema)
+    res = identification_risk(orig, [syn], ["code"], ["income"], 0.1, schema=schema)
+    assert res.plan.categorical == ("code",) and res.plan.continuous == ("income",)
+
+
+def test_bad_grids(frames):
+    orig, syn = frames
+    with pytest.raises(ParameterError, match="repeated"):
+        radius_sweep(orig, [syn], ["sex"], ["income"], grid=[0.1, 0.1])
+    with pytest.raises(ParameterError, match="empty"):
+        radius_sweep(orig, [syn], ["sex"], ["income"], grid=[])
+    with pytest.raises(ParameterError, match="categorical"):
+        radius_sweep(orig, [syn], ["sex"], ["income"], grid={"sex": [0.1]})
+    with pytest.raises(ParameterError, match="no radius for continuous variable"):
+        radius_sweep(orig, [syn], ["sex", "age"], ["income"], grid=[0.1, 0.2])
+    with pytest.raises(ParameterError, match="criterion"):
+        radius_sweep(orig, [syn], ["sex"], ["income"], grid=[0.1], criterion="max")

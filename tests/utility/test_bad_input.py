@@ -1,0 +1,138 @@
+"""Bad input to utility_gen / utility_tab: clear errors or documented handling."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.data.schema import Schema, Variable
+from pipeline.errors import ParameterError
+from pipeline.utility import utility_gen, utility_tab
+
+SCHEMA = Schema(
+    (
+        Variable("sex", "factor", ("M", "F")),
+        Variable("region", "factor", ("N", "S", "E", "W")),
+        Variable("age", "integer"),
+        Variable("income", "numeric"),
+    )
+)
+
+
+def _data(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    income = rng.gamma(2.0, 800.0, n).round()
+    income[rng.random(n) < 0.05] = -8
+    income[rng.random(n) < 0.05] = np.nan
+    return SCHEMA.apply(
+        pd.DataFrame(
+            {
+                "sex": rng.choice(["M", "F"], n),
+                "region": rng.choice(["N", "S", "E", "W"], n),
+                "age": rng.integers(16, 90, n).astype(float),
+                "income": income,
+            }
+        )
+    )
+
+
+ORIG, SYN1, SYN2, SYN3 = (_data(400, s) for s in (1, 2, 3, 4))
+
+
+def test_maxorder_too_large():
+    with pytest.raises(ParameterError, match="maxorder"):
+        utility_gen(ORIG, SYN1, method="logit", vars=["sex", "age"], maxorder=2, schema=SCHEMA)
+
+
+def test_model_over_max_params():
+    with pytest.raises(ParameterError, match="max_params"):
+        utility_gen(ORIG, SYN1, method="logit", maxorder=2, max_params=20, schema=SCHEMA)
+
+
+def test_all_variables_unsynthesised():
+    with pytest.raises(ParameterError, match="unsynthesised"):
+        utility_gen(ORIG, [SYN1, SYN2], method="logit", vars=["sex", "age"], not_synthesised=["sex", "age"],
+                    schema=SCHEMA)  # fmt: skip
+
+
+def test_cont_na_code_absent_from_original():
+    with pytest.raises(ParameterError, match="does not occur"):
+        utility_gen(ORIG, SYN1, method="logit", cont_na={"income": -9}, schema=SCHEMA)
+
+
+def test_constant_variable_in_both_sets_is_dropped():
+    orig, syn = ORIG.copy(), SYN1.copy()
+    orig["sex"] = pd.Categorical(["M"] * len(orig), categories=["M", "F"])
+    syn["sex"] = pd.Categorical(["M"] * len(syn), categories=["M", "F"])
+    with pytest.warns(UserWarning, match="sex"):
+        res = utility_gen(orig, syn, method="logit", maxorder=0, schema=SCHEMA)
+    assert res.dropped == ("sex",) and "sex" not in res.predictors
+    only = orig[["sex"]]
+    with pytest.raises(ParameterError, match="constant"):
+        utility_gen(only, syn[["sex"]], method="logit", schema=SCHEMA.select(["sex"]))
+
+
+def test_perfect_separation_is_reported_and_stops():
+    orig, syn = ORIG.copy(), SYN1.copy()
+    orig["region"] = pd.Categorical(["N"] * len(orig), categories=["N", "S", "E", "W"])
+    syn["region"] = pd.Categorical(["S"] * len(syn), categories=["N", "S", "E", "W"])
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = utility_gen(orig, syn, method="logit", vars=["sex", "region", "age"], maxorder=0, schema=SCHEMA)
+    assert time.perf_counter() - start < 30
+    fit = res.fits[0]
+    assert fit.fitted_extreme and fit.iter <= 200
+    assert res["pMSE"][0] == pytest.approx(0.25, abs=1e-6)  # the maximum c(1 - c)
+    assert any("separation" in str(w.message) for w in caught)
+
+
+def test_non_convergence_is_reported():
+    with pytest.warns(UserWarning, match="did not converge"):
+        res = utility_gen(ORIG, SYN1, method="logit", maxorder=1, maxit=1, cont_na={"income": -8}, schema=SCHEMA)
+    assert not res.fits[0].converged and res.fits[0].iter == 1
+
+
+def test_bad_parameters():
+    with pytest.raises(ParameterError, match="method"):
+        utility_gen(ORIG, SYN1, method="poly", schema=SCHEMA)
+    with pytest.raises(ParameterError, match="pairs"):
+        utility_gen(ORIG, SYN1, method="cart", resamp_method="pairs", schema=SCHEMA)
+    with pytest.raises(ParameterError, match="aggregate"):
+        utility_gen(ORIG, SYN1, method="cart", aggregate=True, schema=SCHEMA)
+    with pytest.raises(ParameterError, match="incomplete"):
+        utility_gen(ORIG, [SYN1, SYN2], method="cart", resamp_method="perm", not_synthesised=["sex"], schema=SCHEMA)
+    with pytest.raises(ParameterError, match="not found"):
+        utility_gen(ORIG, SYN1, vars=["nope"], schema=SCHEMA)
+    with pytest.raises(ParameterError, match="max_table"):
+        utility_tab(ORIG, SYN1, ["sex", "region", "age", "income"], ngroups=20, max_table=100, schema=SCHEMA)
+
+
+def test_incomplete_synthesis_uses_pairs():
+    # decision (spec §5.3.3): km1 counts the coefficients naming a synthesised variable,
+    # not multiplied by print.flag (synthpop then gets km1 = 0 and S_pMSE = Inf)
+    syns = [SYN1, SYN2, SYN3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = utility_gen(ORIG, syns, method="logit", vars=["sex", "region", "age"], maxorder=0,
+                          not_synthesised=["sex"], schema=SCHEMA)  # fmt: skip
+    assert res.resamp_method == "pairs" and res.incomplete
+    assert np.all(res["df"] == 4)  # region (3) + age (1); sex's coefficient excluded
+    assert np.all(np.isfinite(res["S_pMSE"])) and np.all(np.isfinite(res["S_SPECKS"]))
+    assert res.nnosplits["pairs"][1] == 3
+
+
+def test_k_syn_and_aggregate():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = utility_gen(ORIG, SYN1, method="logit", vars=["sex", "region"], schema=SCHEMA)
+        agg = utility_gen(ORIG, SYN1, method="logit", vars=["sex", "region"], aggregate=True, schema=SCHEMA)
+        ksyn = utility_gen(ORIG, SYN1, method="logit", vars=["sex", "region"], k_syn=True, schema=SCHEMA)
+    # aggregated records with frequency weights give the same saturated fit
+    np.testing.assert_allclose(agg["pMSE"], plain["pMSE"], rtol=1e-6)
+    assert agg["U"][0] == plain["U"][0] and agg["SPECKS"][0] == pytest.approx(plain["SPECKS"][0])
+    assert ksyn["df"][0] == plain["df"][0] + 1
