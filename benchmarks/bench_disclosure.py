@@ -126,6 +126,10 @@ def main() -> None:
     with Client(cluster) as client:
         print(f"LocalCluster: {args.workers} workers x 1 thread, memory_limit={args.memory_limit}, "
               f"{psutil.cpu_count()} cores on the machine")
+        # warm-up (imports on the workers, first shuffle), not timed
+        small = dask.persist(scaled(original, 2 * ROWS_PER_PARTITION, 3), scaled(synthetic, 2 * ROWS_PER_PARTITION, 4))
+        multi_disclosure(small[0], [small[1]], KEYS, TARGETS[:2], cont_na={"income": -8})
+        del small
         for n in sizes:
             orig, syn = dask.persist(scaled(original, n, 1), scaled(synthetic, n, 2))
             path = "pandas (1 partition)" if orig.npartitions == 1 else f"Dask key blocks ({orig.npartitions} parts)"

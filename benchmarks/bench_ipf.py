@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -89,7 +90,9 @@ def run_census(tol: float, tol_type: str) -> dict:
     t0 = time.perf_counter()
     released = control_margins(margins_of(codes, CENSUS_SHAPE), CENSUS_N, "V3", 10).tables
     margins_s = time.perf_counter() - t0
+    cpu0 = time.process_time()
     fit = fit_ipf(released, CENSUS_N, priorn=1, tol=tol, tol_type=tol_type)
+    cpu_s = time.process_time() - cpu0
     t1 = time.perf_counter()
     sample_cells(fit, CENSUS_N, np.random.SeedSequence(1))
     sample_s = time.perf_counter() - t1
@@ -100,7 +103,7 @@ def run_census(tol: float, tol_type: str) -> dict:
         "converged": r.converged, "scale": r.scale, "compatible": r.compatibility.compatible,
         "max_dev_n": max(m.max_abs_dev_n for m in r.margins), "max_tvd_n": max(m.tvd_n for m in r.margins),
         "peak_gib": peak_rss() / GIB, "table_gib": r.memory_bytes / GIB, "margins_s": margins_s,
-        "sample_s": sample_s, "compile_s": compile_s,
+        "sample_s": sample_s, "compile_s": compile_s, "cpu_s": cpu_s, "load": os.getloadavg()[0],
     }  # fmt: skip
 
 
@@ -123,30 +126,30 @@ def run_compare(tool: str) -> dict:
         from pipeline.synth import fit_ipf
 
         warm_up()
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         fit = fit_ipf(tables, CENSUS_N, priorn=0, tol=1e-10, tol_type="relative")
-        elapsed = time.perf_counter() - t0
+        elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         table, iters = fit.probabilities() * CENSUS_N, fit.report.iterations
     elif tool == "humanleague":
         import humanleague
 
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         table, stats = humanleague.ipf(seed, [np.array(a) for a in axes], targets)
-        elapsed = time.perf_counter() - t0
+        elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         iters = stats["iterations"]
     else:
         from ipfn import ipfn
 
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         solver = ipfn.ipfn(seed.copy(), targets, [list(a) for a in axes], convergence_rate=1e-10,
                            max_iteration=1000, rate_tolerance=0, verbose=2)  # fmt: skip
         table, _, steps = solver.iteration()
-        elapsed = time.perf_counter() - t0
+        elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         iters = len(steps)
     return {
         "case": f"compare {tool}", "cells": int(np.prod(COMPARE_SHAPE)), "margins": len(tables), "fit_s": elapsed,
         "cycles": iters, "max_margin_error": max_margin_error(np.asarray(table), targets, axes),
-        "peak_gib": peak_rss() / GIB,
+        "peak_gib": peak_rss() / GIB, "load": os.getloadavg()[0], "cpu_s": cpu,
     }  # fmt: skip
 
 
@@ -215,15 +218,17 @@ def main(cases: list[str]) -> None:
         print(
             f"{r['case']:<32} {r['cells']:>12,} cells  fit {r['fit_s']:6.1f} s ({r['fit_s'] / 60:.2f} x 60 s target)"
             f"  peak {r['peak_gib']:5.2f} GiB ({r['peak_gib'] / 8:.2f} x 8 GiB target)  cycles {r['cycles']}"
-            f"  x {r['passes_per_cycle']} passes  max dev {r['max_dev_n']:.3g} persons"
+            f"  x {r['passes_per_cycle']} passes  CPU {r['cpu_s']:.1f} s  load {r['load']:.1f}"
+            f"  max dev {r['max_dev_n']:.3g} persons"
         )
     compare = [r for r in results if r["case"].startswith("compare")]
     ours = next((r for r in compare if r["case"].endswith("pipeline.synth")), None)
     for r in compare:
-        ratio = f"{r['fit_s'] / ours['fit_s']:7.1f} x ours" if ours else ""
+        ratio = f"{r['fit_s'] / ours['fit_s']:5.1f} x ours (CPU {r['cpu_s'] / ours['cpu_s']:4.1f} x)" if ours else ""
         print(
-            f"{r['case']:<32} {r['cells']:>12,} cells  {r['fit_s']:7.2f} s  {ratio}  iterations {r['cycles']:>4}"
-            f"  max margin error {r['max_margin_error']:.2e}  peak {r['peak_gib']:.2f} GiB"
+            f"{r['case']:<32} {r['cells']:>12,} cells  {r['fit_s']:7.2f} s  CPU {r['cpu_s']:6.2f} s  {ratio}"
+            f"  iterations {r['cycles']:>4}"
+            f"  max margin error {r['max_margin_error']:.2e}  peak {r['peak_gib']:.2f} GiB  load {r['load']:.1f}"
         )
     for r in results:
         if r["case"].startswith("scale dense"):

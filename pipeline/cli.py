@@ -127,6 +127,20 @@ def history(history_dir: Path, task_name: str | None, measure: str | None, as_cs
 
 @main.command()
 @click.argument("task_file", type=click.Path(path_type=Path))
+@click.option("--cluster", type=click.Path(path_type=Path), help="Cluster config YAML (default: local).")
+@click.option("--out", "out", type=click.Path(path_type=Path), help="Folder (default: <output>/synthesis).")
+@_handle_errors
+def synthesise(task_file: Path, cluster: Path | None, out: Path | None) -> None:
+    """Write the synthetic sets, released margins and fit report of every 'synthesise' source."""
+    from pipeline.runner import synthesise_task
+    from pipeline.tasks import load_task
+
+    for path in synthesise_task(load_task(task_file), cluster=cluster, out_dir=out):
+        click.echo(f"wrote {path}")
+
+
+@main.command()
+@click.argument("task_file", type=click.Path(path_type=Path))
 @_handle_errors
 def validate(task_file: Path) -> None:
     """Check TASK_FILE (format, measures, parameters) without running it; print its units."""

@@ -31,6 +31,10 @@ VARIABLE_PARAMS = (
 )
 
 
+#: parameter names whose values are mappings keyed by variable name
+MAPPING_PARAMS = ("radius", "radius_grid", "cont_na", "ngroups_target")
+
+
 @dataclass(frozen=True)
 class MeasureEntry:
     """How to run one measure type."""
@@ -67,24 +71,32 @@ class MeasureEntry:
 
 
 def referenced_variables(params: dict[str, Any]) -> list[str]:
-    """Variable names a measure's parameters refer to (flattening lists, key sets and mappings)."""
+    """Variable names a measure's parameters refer to, at any depth (e.g. inside scenarios)."""
     out: list[str] = []
 
-    def walk(v: Any) -> None:
+    def names(v: Any) -> None:
         if isinstance(v, str):
             out.append(v)
         elif isinstance(v, (list, tuple)):
             for x in v:
-                walk(x)
+                names(x)
         elif isinstance(v, dict):
-            for k in v:
-                out.append(str(k))
+            out.extend(str(k) for k in v)
 
-    for name in VARIABLE_PARAMS:
-        if name in params and params[name] is not None:
-            walk(params[name])
-    if isinstance(params.get("radius"), dict):
-        out.extend(str(k) for k in params["radius"])
+    def walk(d: Any) -> None:
+        if isinstance(d, dict):
+            for k, v in d.items():
+                if k in VARIABLE_PARAMS and v is not None:
+                    names(v)
+                elif k in MAPPING_PARAMS and isinstance(v, dict):
+                    out.extend(str(x) for x in v)
+                else:
+                    walk(v)
+        elif isinstance(d, list):
+            for x in d:
+                walk(x)
+
+    walk(params)
     return list(dict.fromkeys(out))
 
 
@@ -115,6 +127,43 @@ _ENTRIES = [
         "pipeline.profile:KeyBlockParams",
         "pipeline.profile:evaluate_key_blocks",
         description="distribution of key-combination sizes, computed on Dask key blocks",
+    ),
+]
+_ENTRIES += [
+    MeasureEntry(
+        "disclosure",
+        "disclosure",
+        "pipeline.risk.disclosure.task:DisclosureParams",
+        "pipeline.risk.disclosure.task:evaluate",
+        description="synthpop disclosure() / multi.disclosure(): repU, DiSCO, UiO, Dorig, CAPs, flags",
+    ),
+    MeasureEntry(
+        "identification_risk",
+        "identification_risk",
+        "pipeline.risk.idrisk.task:IdentificationRiskParams",
+        "pipeline.risk.idrisk.task:evaluate",
+        description="Hornby & Hu identification risk with radius matching and radius sweeps",
+    ),
+    MeasureEntry(
+        "utility_gen",
+        "utility",
+        "pipeline.utility.task:UtilityGenParams",
+        "pipeline.utility.task:evaluate_gen",
+        description="synthpop utility.gen(): propensity pMSE, S_pMSE, pMSE ratio (logit or CART)",
+    ),
+    MeasureEntry(
+        "utility_tab",
+        "utility",
+        "pipeline.utility.task:UtilityTabParams",
+        "pipeline.utility.task:evaluate_tab",
+        description="synthpop utility.tab(): table utility (pMSE, S_pMSE, VW, FT, JSD, SPECKS, ...)",
+    ),
+    MeasureEntry(
+        "utility_tables",
+        "utility",
+        "pipeline.utility.task:UtilityTablesParams",
+        "pipeline.utility.task:evaluate_tables",
+        description="synthpop utility.tables(): every low-order table and the heat map",
     ),
 ]
 REGISTRY: dict[str, MeasureEntry] = {e.type: e for e in _ENTRIES}

@@ -32,7 +32,7 @@ from pipeline.data.dataset import Dataset, read_dataset
 from pipeline.errors import PipelineError, TaskError
 from pipeline.measures import REGISTRY, check_variables
 from pipeline.results import RESULT_COLUMNS, atomic_write_parquet, atomic_write_text, check_tidy, jsonable
-from pipeline.tasks import LoadedTask, Unit, content_hash, expand
+from pipeline.tasks import LoadedTask, MeasureSpec, Unit, content_hash, expand
 
 log = logging.getLogger("pipeline")
 
@@ -89,6 +89,26 @@ def _read_source(task: LoadedTask, original: Dataset, src: Any) -> tuple[Dataset
     return original, sets, content_hash(paths)
 
 
+def synthesis_seed(task: LoadedTask, src: Any, repetition: int) -> int:
+    """Seed of repetition r of a synthesiser: its own ``seed`` (else the task's) plus r."""
+    base = src.synthesise.get("seed")
+    return (task.spec.seed if base is None else int(base)) + repetition
+
+
+def synthesise_source(original: Dataset, src: Any, seed: int) -> tuple[Any, Dataset, list[Dataset]]:
+    """Run the coarsened-margins synthesiser of a source; return its result, the original restricted
+    to the synthesised variables (levels aligned with the synthetic output) and the synthetic sets."""
+    from pipeline.synth.task import SynthesiseParams, synthesise
+
+    params = SynthesiseParams.model_validate({**src.synthesise, "seed": seed})
+    result = synthesise(original, params)
+    sets = result.datasets(prefix=f"{src.name}_")
+    # the synthetic sets hold the synthesised variables after SDC (merged levels, coded tails):
+    # evaluate them against the original's same variables, levels aligned explicitly
+    aligned, sets, _ = align_synthetic(original.select(result.schema.names), sets, "align")
+    return result, aligned, sets
+
+
 def read_inputs(task: LoadedTask) -> Inputs:
     """Read every original and synthetic source of a task (synthesising where asked)."""
     inputs = Inputs()
@@ -98,13 +118,11 @@ def read_inputs(task: LoadedTask) -> Inputs:
         inputs.hashes[(d.name, None, 0)] = h
         for src in d.synthetic:
             if src.synthesise is not None:
-                from pipeline.synth.task import run_synthesis_source
-
                 for rep in range(task.spec.repetitions):
-                    seed = task.spec.seed + rep
-                    result, sets = run_synthesis_source(original, src.synthesise, seed=seed, name=src.name)
+                    seed = synthesis_seed(task, src, rep)
+                    result, aligned, sets = synthesise_source(original, src, seed)
                     inputs.synthesis[(d.name, src.name, rep)] = result
-                    inputs.synthetic[(d.name, src.name, rep)] = (original, sets)
+                    inputs.synthetic[(d.name, src.name, rep)] = (aligned, sets)
                     inputs.hashes[(d.name, src.name, rep)] = h + json.dumps(
                         {"synthesise": src.synthesise, "seed": seed}, sort_keys=True, default=str
                     )
@@ -259,7 +277,14 @@ def run_task(
                 for f in futures:
                     f.cancel()
                 raise
-    results = pd.concat([tables[i] for i in sorted(tables)], ignore_index=True)[RESULT_COLUMNS]
+    ordered = [tables[i] for i in sorted(tables)]
+    for (dataset, source, rep), result in inputs.synthesis.items():
+        label = f"synthesise {dataset}/{source}#{rep}"
+        pseudo = Unit(-1, dataset, source, rep, SYNTHESIS_MEASURE, {}, "", "")
+        ordered.append(_with_unit_columns(check_tidy(result.tidy(), label), task, run_id, pseudo))
+        summaries[label] = jsonable(result.to_dict())
+        result.write(out / "synthesis" / dataset / source / f"rep{rep}", overwrite=True)
+    results = pd.concat(ordered, ignore_index=True)[RESULT_COLUMNS]
     manifest = {
         "run_id": run_id,
         "task": task.spec.name,
@@ -278,6 +303,13 @@ def run_task(
     return outcome
 
 
+SYNTHESIS_MEASURE = MeasureSpec(type="synthesise")
+
+
+def _family(u: Unit) -> str:
+    return "synthesis" if u.measure is SYNTHESIS_MEASURE else REGISTRY[u.measure.type].family
+
+
 def _with_unit_columns(table: pd.DataFrame, task: LoadedTask, run_id: str, u: Unit) -> pd.DataFrame:
     out = table.copy()
     if u.setting:
@@ -287,7 +319,7 @@ def _with_unit_columns(table: pd.DataFrame, task: LoadedTask, run_id: str, u: Un
     out.insert(2, "dataset", u.dataset)
     out.insert(3, "source", u.source or "")
     out.insert(4, "repetition", u.repetition)
-    out.insert(5, "family", REGISTRY[u.measure.type].family)
+    out.insert(5, "family", _family(u))
     out.insert(6, "measure_name", u.measure.label)
     return out
 
@@ -303,3 +335,25 @@ def write_run(outcome: RunOutcome, report: bool = True) -> None:
 
         write_report(outcome, out / "report.html")
     atomic_write_text(json.dumps(jsonable(outcome.manifest), indent=1), out / "manifest.json")
+
+
+def synthesise_task(
+    task: LoadedTask, cluster: str | Path | dict[str, Any] | None = None, out_dir: str | Path | None = None
+) -> list[Path]:
+    """Only synthesise: write every ``synthesise`` source of ``task`` (each repetition) to
+    ``<out>/<dataset>/<source>/rep<r>/`` — synthetic sets, released margins and the fit report."""
+    from pipeline.cluster import connect, load_cluster_config
+
+    sources = [(d, s) for d in task.spec.datasets for s in d.synthetic if s.synthesise is not None]
+    if not sources:
+        raise TaskError(f"{task.path}: no synthetic source has a 'synthesise' section")
+    cluster_ref = cluster if cluster is not None else (task.resolve(task.spec.cluster) if task.spec.cluster else None)
+    out = Path(out_dir) if out_dir is not None else default_out_dir(task) / "synthesis"
+    written = []
+    with connect(load_cluster_config(cluster_ref).model_dump()):
+        originals = {d.name: _read_original(task, d)[0] for d, _ in sources}
+        for d, src in sources:
+            for rep in range(task.spec.repetitions):
+                result, _, _ = synthesise_source(originals[d.name], src, synthesis_seed(task, src, rep))
+                written.append(result.write(out / d.name / src.name / f"rep{rep}", overwrite=True))
+    return written

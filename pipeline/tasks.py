@@ -195,12 +195,27 @@ def load_task(path: str | Path) -> LoadedTask:
     task = LoadedTask(spec, p.resolve())
     from pipeline.measures import REGISTRY
 
+    for d in spec.datasets:
+        for src in d.synthetic:
+            if src.synthesise is not None:
+                _validate_synthesise(src, f"{p}: dataset {d.name!r} source {src.name!r}")
     for m in spec.measures:
         if m.type not in REGISTRY:
             raise TaskError(f"{p}: unknown measure type {m.type!r}; available: {', '.join(sorted(REGISTRY))}")
         for params in grid_points(m):
             REGISTRY[m.type].validate(params, f"{p}: measure {m.label!r}")
     return task
+
+
+def _validate_synthesise(src: SourceSpec, where: str) -> None:
+    from pipeline.synth.task import SynthesiseParams
+
+    try:
+        SynthesiseParams.model_validate(src.synthesise)
+    except ValidationError as e:
+        raise TaskError(
+            _format_validation(e, where).replace(": invalid task:", ": invalid synthesise settings:")
+        ) from None
 
 
 def grid_points(m: MeasureSpec) -> list[dict[str, Any]]:

@@ -231,7 +231,7 @@ def _quantile7(values: np.ndarray, counts: np.ndarray, probs: np.ndarray) -> np.
 
 
 def _data_breaks(s: Series, codes: tuple[float, ...], step: Categorise) -> tuple[float, ...]:
-    vc = _compute(s[~s.isin(list(codes)) & s.notna()].value_counts()) if codes else _compute(s.dropna().value_counts())
+    vc = _compute(s[~s.isin(list(codes)) & ~s.isna()].value_counts()) if codes else _compute(s.dropna().value_counts())
     if len(vc) == 0:
         raise ParameterError(f"categorise {step.variable!r}: no non-missing values to compute breaks from")
     vc = vc.sort_index()

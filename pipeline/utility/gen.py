@@ -31,12 +31,14 @@ from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.utility.design import Design, Predictor, n_params
 from pipeline.utility.glm import (
+    FREQ,
     IRLS,
     LABEL,
     WEIGHT,
     LogitFit,
     ModelSpec,
     combine_passes,
+    compress_records,
     logit_pass,
     null_deviance,
 )
@@ -76,6 +78,7 @@ class ModelSettings:
     maxit: int
     k_syn: bool
     aggregate: bool
+    compress: bool = True
 
 
 def _predictors(plan: GenPlan, a: int, b: int) -> tuple[list[Predictor], list[np.ndarray | None]]:
@@ -133,7 +136,12 @@ def fit_comparison_local(
         stacked[LABEL] = _draw_labels(comp.labels, n_total, stacked[LABEL].to_numpy())
     if settings.method == "logit":
         spec = model_spec(plan, comp.a, comp.b, settings.maxorder)
-        frame = _aggregate(stacked) if settings.aggregate else stacked
+        if settings.aggregate:
+            frame = _aggregate(stacked)
+        elif settings.compress:
+            frame = compress_records(stacked)
+        else:
+            frame = stacked
         state = IRLS(spec.design.n_columns, maxit=settings.maxit)
         while True:
             mode, beta, kept = state.request()
@@ -213,24 +221,28 @@ def fit_comparisons_dask(
     settings: ModelSettings,
 ) -> list[dict[str, Any]]:
     """Logit fits of several comparisons on Dask data, their IRLS passes computed together."""
-    jobs = []
-    stacked_cache: dict[tuple[int, int], tuple[list, np.ndarray]] = {}
+    stacked_frames: dict[tuple[int, int, bool], dd.DataFrame] = {}
     for comp in comps:
-        key = (comp.a, comp.b)
-        if key not in stacked_cache:
+        key = (comp.a, comp.b, comp.labels is None and settings.compress)
+        if key not in stacked_frames:
             stacked = dd.concat(
                 [prepared[comp.a].assign(**{LABEL: 1.0}), prepared[comp.b].assign(**{LABEL: 0.0})],
                 interleave_partitions=False,
             )
-            parts = stacked.to_delayed()
-            stacked_cache[key] = (parts, None)
-        jobs.append(comp)
-    lengths_lazy = {k: [dask.delayed(len)(p) for p in v[0]] for k, v in stacked_cache.items()}
-    lengths = dict(zip(lengths_lazy, dask.compute(*lengths_lazy.values()), strict=True))
+            if key[2]:
+                meta = stacked._meta.assign(**{FREQ: 1.0})
+                stacked = stacked.map_partitions(compress_records, meta=meta, enforce_metadata=False)
+            stacked_frames[key] = stacked
+    keys = list(stacked_frames)
+    persisted = dict(zip(keys, dask.persist(*[stacked_frames[k] for k in keys]), strict=True))
+    parts_by_key = {k: v.to_delayed() for k, v in persisted.items()}
+    lengths_lazy = [[dask.delayed(len)(p) for p in parts_by_key[k]] for k in keys]
+    lengths = dict(zip(keys, dask.compute(*lengths_lazy), strict=True))
     states = []
-    for comp in jobs:
-        parts = stacked_cache[(comp.a, comp.b)][0]
-        lens = np.asarray(lengths[(comp.a, comp.b)], dtype=np.int64)
+    for comp in comps:
+        key = (comp.a, comp.b, comp.labels is None and settings.compress)
+        parts = parts_by_key[key]
+        lens = np.asarray(lengths[key], dtype=np.int64)
         n_a = plan.n_rows[comp.a]
         spec = model_spec(plan, comp.a, comp.b, settings.maxorder)
         states.append(
@@ -241,7 +253,6 @@ def fit_comparisons_dask(
                 "spec": spec,
                 "state": IRLS(spec.design.n_columns, maxit=settings.maxit),
                 "scores": None,
-                "n": int(lens.sum()),
                 "n_a": n_a,
             }
         )
@@ -268,12 +279,13 @@ def fit_comparisons_dask(
     out = []
     for job in states:
         res = job["scores"]
-        c = 0.5 if settings.k_syn else job["n_a"] / job["n"]
+        n = round(res["n"])
+        c = 0.5 if settings.k_syn else job["n_a"] / n
         out.append(
             {
                 "stats": propensity_stats(res["mu"], res["y"], c, res["w"]),
                 "fit": _logit_fit(job["spec"], job["state"], res),
-                "n": job["n"],
+                "n": n,
             }
         )
     return out
@@ -431,6 +443,7 @@ def utility_gen(
     maxdepth: int = 30,
     backend: str = "auto",
     max_memory_rows: int = 2_000_000,
+    compress: bool = True,
 ) -> UtilityGenResult:
     """Propensity-score utility of synthetic data (synthpop's ``utility.gen``).
 
@@ -475,6 +488,10 @@ def utility_gen(
     backend : {"auto", "pandas", "dask"}
         ``auto`` fits in memory unless the input is Dask, the method logit without
         ``aggregate`` and the stacked data larger than ``max_memory_rows``.
+    compress : bool
+        Logit: merge identical stacked records (per partition) and weight them by their
+        number.  Exact (identical records have identical contributions); it only changes
+        the order of floating-point sums.  Not used for permutation resamples on Dask.
     """
     _validate(method, resamp_method, maxorder, aggregate, nperms, cp=cp, minbucket=minbucket, maxit=maxit,
               maxdepth=maxdepth)  # fmt: skip
@@ -532,7 +549,7 @@ def utility_gen(
             notes.append(f"utility_gen: a large model ({nparams} parameters) for only {n1} original records")
 
     settings = ModelSettings(method, int(maxorder), float(cp), int(minbucket), minsplit, int(maxdepth), int(maxit),
-                             bool(k_syn), bool(aggregate))  # fmt: skip
+                             bool(k_syn), bool(aggregate), bool(compress))  # fmt: skip
     comps = [Comparison("main", j, 0) for j in range(1, m + 1)]
     seeds = np.random.SeedSequence(seed)
     if resamp_method == "perm":

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import scipy.linalg as sla
+from threadpoolctl import threadpool_limits
 
 from pipeline.utility.design import Design
 
@@ -44,6 +45,7 @@ EPS = np.finfo(float).eps
 THRESH = 30.0
 LABEL = "__t__"
 WEIGHT = "__w__"
+FREQ = "__f__"
 CHUNK_ROWS = 65_536
 
 
@@ -127,6 +129,24 @@ def _eta(x: np.ndarray, beta: np.ndarray) -> np.ndarray:
     return eta
 
 
+def compress_records(frame: pd.DataFrame, max_ratio: float = 0.5) -> pd.DataFrame:
+    """Identical records merged, their number in ``__f__`` (exact: every IRLS sum is per record).
+
+    Identical records have identical scores and contributions, so the fit on the distinct
+    records with frequency weights follows exactly the same iterates (only the order of the
+    floating-point sums changes).  The frame is returned unchanged when fewer than
+    ``1 - max_ratio`` of its records would be saved (then ``__f__`` is 1).
+    """
+    if FREQ in frame.columns:
+        return frame
+    counts = frame.groupby(list(frame.columns), sort=False, dropna=False, observed=True).size()
+    if len(counts) > max_ratio * len(frame) or len(frame) == 0:
+        return frame.assign(**{FREQ: 1.0})
+    out = counts.reset_index(name=FREQ)
+    out[FREQ] = out[FREQ].astype(float)
+    return out
+
+
 def logit_pass(
     part: pd.DataFrame,
     spec: ModelSpec,
@@ -142,19 +162,29 @@ def logit_pass(
     mode : {"qr", "gram", "scores"}
         ``qr``: deviance and the R factor of ``sqrt(W)[X | z]``; ``gram``: deviance,
         ``X'WX`` and ``X'W(z - X beta)`` on the kept columns; ``scores``: fitted
-        probabilities, responses and weights.
+        probabilities, responses and record weights.
     beta : ndarray or None
         Current coefficients on the kept columns (``None``: R's starting values).
     kept : ndarray or None
         Indices of the non-aliased design columns (``None``: all).
+
+    Records may carry prior weights (``__w__``, R's ``weights``, synthpop's ``aggregate``) and
+    frequency weights (``__f__``, merged identical records); the BLAS runs single-threaded
+    (one Dask task per core).
     """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _logit_pass(part, spec, mode, beta, kept, label_spec)
+
+
+def _logit_pass(part, spec, mode, beta, kept, label_spec) -> dict[str, Any]:
     n = len(part)
     y_all = draw_labels(label_spec, n, part[LABEL].to_numpy(dtype=float))
     w_all = part[WEIGHT].to_numpy(dtype=float) if WEIGHT in part.columns else np.ones(n)
+    f_all = part[FREQ].to_numpy(dtype=float) if FREQ in part.columns else np.ones(n)
     p = spec.design.n_columns
     cols = np.arange(p) if kept is None else kept
     dev = 0.0
-    out: dict[str, Any] = {"n": n}
+    out: dict[str, Any] = {"n": float(np.sum(f_all))}
     rs, scores_parts, mu_min, mu_max = [], [], 1.0, 0.0
     g = np.zeros((len(cols), len(cols)))
     s = np.zeros(len(cols))
@@ -163,7 +193,7 @@ def logit_pass(
         x = spec.matrix(part, start, stop)
         if kept is not None:
             x = np.asfortranarray(x[:, cols])
-        y, w0 = y_all[start:stop], w_all[start:stop]
+        y, w0, f = y_all[start:stop], w_all[start:stop], f_all[start:stop]
         if beta is None:
             mu = (w0 * y + 0.5) / (w0 + 1)
             eta = linkfun(mu)
@@ -171,34 +201,36 @@ def logit_pass(
         else:
             eta = _eta(x, beta)
             mu = linkinv(eta)
-        dev += float(np.sum(dev_resids(y, mu, w0)))
+        dev += float(np.sum(f * dev_resids(y, mu, w0)))
         if mode == "scores":
             scores_parts.append(mu)
             mu_min, mu_max = min(mu_min, float(mu.min(initial=1.0))), max(mu_max, float(mu.max(initial=0.0)))
             continue
         me = mu_eta(eta)
         var = mu * (1 - mu)
+        sw = np.sqrt(f * w0 * me * me / var)
         if mode == "qr":
             z = eta + (y - mu) / me
-            sw = np.sqrt(w0 * me * me / var)
             aug = np.empty((stop - start, len(cols) + 1), order="F")
             aug[:, :-1] = x * sw[:, None]
             aug[:, -1] = z * sw
             rs.append(sla.qr(aug, mode="r", overwrite_a=True, check_finite=False)[0][: len(cols) + 1])
         else:
-            wt = w0 * me * me / var
-            g += x.T @ (x * wt[:, None])
-            s += x.T @ (w0 * me / var * (y - mu))
+            xw = np.asfortranarray(x * sw[:, None])
+            g += sla.blas.dsyrk(1.0, xw, trans=1)
+            s += x.T @ (f * w0 * me / var * (y - mu))
     out["dev"] = dev
     if mode == "scores":
         out["mu"] = np.concatenate(scores_parts) if scores_parts else np.empty(0)
         out["y"] = y_all.astype(np.int8)
-        out["w"] = w_all if WEIGHT in part.columns else None
+        weighted = WEIGHT in part.columns or FREQ in part.columns
+        out["w"] = w_all * f_all if weighted else None
         out["mu_min"], out["mu_max"] = mu_min, mu_max
     elif mode == "qr":
         out["r"] = _stack_r(rs, len(cols) + 1)
     else:
-        out["g"], out["s"] = g, s
+        # dsyrk fills the upper triangle only
+        out["g"], out["s"] = np.triu(g) + np.triu(g, 1).T, s
     return out
 
 
@@ -213,7 +245,7 @@ def _stack_r(rs: Sequence[np.ndarray], width: int) -> np.ndarray:
 def combine_passes(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Sum (or stack and re-factorise) the per-partition results of one pass."""
     results = [r for r in results if r is not None]
-    out: dict[str, Any] = {"n": sum(r["n"] for r in results), "dev": float(np.sum([r["dev"] for r in results]))}
+    out: dict[str, Any] = {"n": float(sum(r["n"] for r in results)), "dev": float(np.sum([r["dev"] for r in results]))}
     first = results[0]
     if "r" in first:
         width = max(r["r"].shape[1] for r in results)
@@ -224,7 +256,10 @@ def combine_passes(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     else:
         out["mu"] = np.concatenate([r["mu"] for r in results])
         out["y"] = np.concatenate([r["y"] for r in results])
-        out["w"] = None if first["w"] is None else np.concatenate([r["w"] for r in results])
+        if all(r["w"] is None for r in results):
+            out["w"] = None
+        else:
+            out["w"] = np.concatenate([np.ones(len(r["mu"])) if r["w"] is None else r["w"] for r in results])
         out["mu_min"] = min(r["mu_min"] for r in results)
         out["mu_max"] = max(r["mu_max"] for r in results)
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dask.dataframe as dd
 import numpy as np
+import pandas as pd
 import pytest
 
 from pipeline.errors import ParameterError
@@ -114,3 +115,18 @@ def test_tabulate_pandas_equals_dask(sd2011_subset, npartitions: int) -> None:
     assert d_layout == layout and d_n == n
     for a, b in zip(tables, d_tables, strict=True):
         np.testing.assert_array_equal(a.counts, b.counts)
+
+
+def test_sdc_on_dask_equals_pandas(sd2011_subset) -> None:
+    df, schema = sd2011_subset
+    steps = [
+        TopBottomCoding(variable="income", bottom=0, top=6000),
+        Categorise(variable="income", groups=4),
+        Categorise(variable="age", groups=5, style="equal"),
+        MergeLevels(variable="marital", min_count=60),
+    ]
+    names = ["income", "age", "marital", "sex"]
+    local = apply_sdc(df, schema, names, steps)
+    dist = apply_sdc(dd.from_pandas(df, npartitions=4), schema, names, steps)
+    assert local.records == dist.records and local.levels == dist.levels
+    pd.testing.assert_frame_equal(local.frame, dist.frame.compute())

@@ -58,6 +58,9 @@ class Coder:
         Code of the ``"Missing"`` category.
     values, value_codes : numpy arrays
         ("values") sorted distinct numbers and the code of each.
+    lookup : numpy array or None
+        ("values", whole numbers in a moderate range) code of ``values[0] + i`` at ``i``
+        (-1 where no value): a direct table look-up instead of a binary search.
     breaks : numpy array
         ("bins") interval break points.
     special, special_codes : tuple
@@ -73,6 +76,7 @@ class Coder:
     r_levels: tuple[tuple[int, ...], ...]
     values: np.ndarray | None = None
     value_codes: np.ndarray | None = None
+    lookup: np.ndarray | None = None
     breaks: np.ndarray | None = None
     special: tuple[float, ...] = ()
     special_codes: tuple[int, ...] = ()
@@ -100,10 +104,20 @@ class Coder:
         present = ~np.isnan(x)
         if self.mode == "values":
             assert self.values is not None and self.value_codes is not None
-            pos = np.searchsorted(self.values, x[present]).clip(0, len(self.values) - 1)
-            if not np.array_equal(self.values[pos], x[present]):
+            xs = x[present]
+            if self.lookup is not None:
+                offset = xs - self.values[0]
+                index = offset.astype(np.int64)
+                inside = (index == offset) & (index >= 0) & (index < len(self.lookup))
+                codes = self.lookup[np.where(inside, index, 0)]
+                ok = inside & (codes >= 0)
+            else:
+                pos = np.searchsorted(self.values, xs).clip(0, len(self.values) - 1)
+                codes = self.value_codes[pos]
+                ok = self.values[pos] == xs
+            if not ok.all():
                 raise DataError(f"variable {self.name!r}: the data changed while being coded")
-            out[present] = self.value_codes[pos]
+            out[present] = codes
             return out
         assert self.breaks is not None
         special = present & np.isin(x, self.special)
@@ -161,6 +175,10 @@ def factor_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
     return Coder(name, "factor", tuple(labels), index[MISSING], r_levels)
 
 
+#: largest span of whole numbers coded by a direct look-up table
+LOOKUP_SPAN = 1 << 22
+
+
 def value_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
     """Coder of a numeric variable without grouping: one category per R label of a value."""
     values = np.unique(np.concatenate([st.counts.index.to_numpy(dtype=np.float64) for st in stats]))
@@ -172,10 +190,14 @@ def value_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
     index[MISSING] = len(labels) - 1
     r_levels = []
     for st in stats:
-        observed = list(dict.fromkeys(r_number_labels(st.counts.index.to_numpy(dtype=np.float64))))
-        r_levels.append(tuple(index[lab] for lab in _r_order(observed, observed, st.n_missing > 0)))
-    coder = Coder(name, "values", tuple(labels), index[MISSING], tuple(r_levels), values=values, value_codes=codes)
-    return coder
+        observed = np.unique(codes[np.searchsorted(values, st.counts.index.to_numpy(dtype=np.float64))])
+        r_levels.append(tuple(_r_order([labels[c] for c in observed], None, st.n_missing > 0, index)))
+    lookup = None
+    if len(values) and np.all(values == np.round(values)) and values[-1] - values[0] < LOOKUP_SPAN:
+        lookup = np.full(int(values[-1] - values[0]) + 1, -1, dtype=np.int64)
+        lookup[(values - values[0]).astype(np.int64)] = codes
+    return Coder(name, "values", tuple(labels), index[MISSING], tuple(r_levels), values=values, value_codes=codes,
+                 lookup=lookup)
 
 
 def bin_coder(name: str, stats: Sequence[ColumnStats], ngroups: int, special: Sequence[float],

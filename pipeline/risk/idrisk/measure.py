@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import itertools
+
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -29,6 +31,8 @@ from pipeline.risk.idrisk.plan import GridArg, MatchPlan, RadiusArg, make_grid, 
 from pipeline.risk.idrisk.result import IdentificationRiskResult, RadiusSweepResult, SetStatistics
 
 Frame = pd.DataFrame | dd.DataFrame
+#: Dask tasks per key-block partition in a radius sweep (each evaluates part of the grid)
+GRID_TASKS_PER_BLOCK = 3
 FrameLike = Frame | Dataset
 
 
@@ -175,13 +179,21 @@ def _histogram_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: Ma
     return _histogram_frame(partition_counts(_drop_block(original), [_drop_block(s) for s in synthetic], plan, combos))
 
 
-def _histogram_frame(results: list[tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
+def _histogram_frame(results: list[tuple[np.ndarray, np.ndarray]], combo_offset: int = 0) -> pd.DataFrame:
     parts = []
     for s, (c, t) in enumerate(results):
         for k in range(c.shape[0]):
             cv, tv, cnt = histogram(c[k], t[k])
             parts.append(
-                pd.DataFrame({"set": np.full(len(cv), s), "combo": np.full(len(cv), k), "c": cv, "t": tv, "count": cnt})
+                pd.DataFrame(
+                    {
+                        "set": np.full(len(cv), s),
+                        "combo": np.full(len(cv), k + combo_offset),
+                        "c": cv,
+                        "t": tv,
+                        "count": cnt,
+                    }
+                )
             )
     return pd.concat(parts, ignore_index=True) if parts else _HIST_META.copy()
 
@@ -252,8 +264,16 @@ def _run_histograms(
         )
     else:
         aligned = _blocks(inputs, plan, n_blocks)
-        hist = aligned.map(_histogram_kernel, meta=_HIST_META, plan=plan, combos=combos)
-        hist = hist.compute()
+        # a few tasks per block partition, each a contiguous run of the grid (for a product grid:
+        # some values of the first variable with all of the others), so that a dominant key block
+        # does not leave the other workers idle; the shuffled blocks are shared by all of them
+        n_chunks = min(len(combos), GRID_TASKS_PER_BLOCK)
+        edges = np.linspace(0, len(combos), n_chunks + 1).round().astype(int)
+        parts = [
+            aligned.map(_histogram_kernel, meta=_HIST_META, plan=plan, combos=combos[lo:hi], combo_offset=int(lo))
+            for lo, hi in itertools.pairwise(edges)
+        ]
+        hist = pd.concat(dask.compute(*parts), ignore_index=True)
     totals = hist.groupby(["combo", "set", "c", "t"], sort=True)["count"].sum().reset_index()
     stats = []
     for k in range(len(combos)):
