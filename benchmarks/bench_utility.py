@@ -22,6 +22,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import threading
 import time
 import warnings
@@ -76,10 +77,8 @@ class PeakMemory:
             return psutil.Process().memory_info().rss
 
         while not self._stop.is_set():
-            try:
+            with contextlib.suppress(Exception):  # sampling must never break the benchmark
                 self.peak = max(self.peak, *self.client.run(rss).values())
-            except Exception:  # noqa: BLE001 - sampling must never break the benchmark
-                pass
             time.sleep(0.1)
 
     def __enter__(self) -> PeakMemory:
@@ -92,42 +91,45 @@ class PeakMemory:
         self._thread.join()
 
 
-def run(sizes: list[int], workers: int, cart_sizes: list[int]) -> None:
+def run(sizes: list[int], workers: int, cart_sizes: list[int], backends: list[str], compress: bool) -> None:
     from distributed import Client, LocalCluster
 
     warnings.simplefilter("ignore")
     orig, syn, schema = _load()
-    ref = utility_gen(orig, syn, method="logit", vars=VARS, maxorder=1, schema=schema, backend="pandas")
+    ref = utility_gen(orig, syn, method="logit", vars=VARS, maxorder=1, schema=schema, backend="pandas", compress=False)
     ref_coef = ref.fits[0].coefficients
-    print(f"{'rows':>9} {'method':>7} {'seconds':>8} {'R s':>6} {'R/ours':>7} {'peak GiB':>9} {'max|dcoef|':>11}")
+    print(f"{'rows':>9} {'method':>7} {'backend':>8} {'seconds':>8} {'R s':>6} {'R/ours':>7} {'peak GiB':>9} "
+          f"{'max|dcoef|':>11}")  # fmt: skip
     with (
         LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
         Client(cluster) as client,
     ):
         client.run(lambda: __import__("pipeline.utility"))  # warm the imports on the workers
         for n in sizes:
-            o, s = tiled(orig, n), tiled(syn, n)
-            with PeakMemory(client) as mem:
-                t0 = time.perf_counter()
-                res = utility_gen(o, s, method="logit", vars=VARS, maxorder=1, schema=schema, backend="dask")
-                secs = time.perf_counter() - t0
-            coef = res.fits[0].coefficients
-            diff = float(np.nanmax(np.abs(coef - ref_coef)))
-            if n <= 500_000:
-                mem_fit = utility_gen(o.compute(), s.compute(), method="logit", vars=VARS, maxorder=1,
-                                      schema=schema, backend="pandas")  # fmt: skip
-                diff = max(diff, float(np.nanmax(np.abs(coef - mem_fit.fits[0].coefficients))))
-            r = R_SECONDS.get(n)
-            ratio = f"{r / secs:7.1f}" if r else "   n/a"
-            print(f"{n:>9} {'logit':>7} {secs:8.2f} {r or float('nan'):6.1f} {ratio} {mem.peak / 2**30:9.2f} "
-                  f"{diff:11.2e}  pMSE={res['pMSE'][0]:.6g} S_pMSE={res['S_pMSE'][0]:.4g}")  # fmt: skip
+            for backend in backends:
+                o, s = tiled(orig, n), tiled(syn, n)
+                with PeakMemory(client) as mem:
+                    t0 = time.perf_counter()
+                    res = utility_gen(o, s, method="logit", vars=VARS, maxorder=1, schema=schema, backend=backend,
+                                      compress=compress)  # fmt: skip
+                    secs = time.perf_counter() - t0
+                coef = res.fits[0].coefficients
+                diff = float(np.nanmax(np.abs(coef - ref_coef)))
+                if n <= 500_000 and backend != "pandas":
+                    mem_fit = utility_gen(o.compute(), s.compute(), method="logit", vars=VARS, maxorder=1,
+                                          schema=schema, backend="pandas", compress=False)  # fmt: skip
+                    diff = max(diff, float(np.nanmax(np.abs(coef - mem_fit.fits[0].coefficients))))
+                r = R_SECONDS.get(n)
+                ratio = f"{r / secs:7.1f}" if r else "    n/a"
+                print(f"{n:>9} {'logit':>7} {backend:>8} {secs:8.2f} {r or float('nan'):6.1f} {ratio} "
+                      f"{mem.peak / 2**30:9.2f} {diff:11.2e}  pMSE={res['pMSE'][0]:.6g}", flush=True)  # fmt: skip
         for n in cart_sizes:
             o, s = tiled(orig, n).compute(), tiled(syn, n).compute()
             t0 = time.perf_counter()
             res = utility_gen(o, s, method="cart", vars=VARS, resamp_method="none", schema=schema)
             secs = time.perf_counter() - t0
-            print(f"{n:>9} {'cart':>7} {secs:8.2f} {'':>6} {'':>7} {'':>9} {'':>11}  pMSE={res['pMSE'][0]:.6g} "
-                  f"leaves={res.fits[0]['n_leaves']}")  # fmt: skip
+            print(f"{n:>9} {'cart':>7} {'pandas':>8} {secs:8.2f} {'':>6} {'':>7} {'':>9} {'':>11}  "
+                  f"pMSE={res['pMSE'][0]:.6g} leaves={res.fits[0]['n_leaves']}", flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -135,8 +137,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[50_000, 500_000, 5_000_000])
     parser.add_argument("--cart-sizes", type=int, nargs="*", default=[50_000, 500_000])
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--backends", nargs="+", default=["dask", "auto"], choices=["dask", "auto", "pandas"])
+    parser.add_argument("--no-compress", action="store_true", help="fit every record (no merging of duplicates)")
     args = parser.parse_args()
-    run(args.sizes, args.workers, args.cart_sizes)
+    run(args.sizes, args.workers, args.cart_sizes, args.backends, not args.no_compress)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Storage of the table being fitted by IPF, and streaming passes over it.
 
-Two engines share one interface (:meth:`run` a pass, :attr:`n_cells`, :meth:`slab_sums`,
-:meth:`cells`):
+Three engines share one interface (:meth:`run` a pass, :meth:`divide`, :attr:`n_cells`,
+:meth:`slab_sums`, :meth:`slab_values`, :meth:`codes`, :meth:`dense`):
 
 * :class:`DenseEngine` - every cell of the full cross-classification in one float64 array
   (plus the previous cycle's copy for mipfp's stopping rule): 16 bytes per cell.
+* :class:`DaskEngine` - the full table as a chunked ``dask.array`` on the cluster, blocks of
+  whole slabs, bit-for-bit the dense engine's fit (for tables that should live on workers).
 * :class:`SparseEngine` - only the cells that can be non-zero (the *support*), each with its
   level codes: ``16 + p`` bytes per support cell (``p`` variables, up to 255 levels each).
 
@@ -63,17 +65,30 @@ class PassResult:
     max_value: float
 
 
-class DenseEngine:
-    """The full table as one C-ordered float64 array, initialised to ones.
+@dataclass(frozen=True)
+class _PassPlan:
+    """Kernel arguments of one pass that depend on the table layout only."""
 
-    Parameters
-    ----------
-    shape : sequence of int
-        Number of levels of each variable.
-    """
+    g: np.ndarray
+    g_head: np.ndarray
+    g_tail: np.ndarray
+    m_head: np.ndarray
+    m_tail: np.ndarray
+    m_size: int
+    m_run: int
+    slab: int
 
-    kind = "dense"
-    bytes_per_cell = 16
+
+def _dense_kernel(tail_size, lead, x, prev, cell0, plan: _PassPlan, parts, apply, acc, crit, save, parallel: bool):
+    kernel = _kernels.dense_pass_parallel if parallel else _kernels.dense_pass_serial
+    return kernel(
+        x, prev, cell0, plan.slab, tail_size, lead, plan.g, plan.g_head, plan.g_tail, parts,
+        plan.m_head, plan.m_tail, plan.m_run, apply, acc, crit, save,
+    )  # fmt: skip
+
+
+class _DenseLayout:
+    """Index arithmetic of a full C-ordered table (shared by the dense and the Dask engine)."""
 
     def __init__(self, shape: Sequence[int]) -> None:
         self.shape = tuple(int(k) for k in shape)
@@ -85,8 +100,6 @@ class DenseEngine:
         self._split = split
         self._tail = tail
         self._lead = np.asarray(self.shape[:split], dtype=np.int64)
-        self.x = np.ones(self.n_cells)
-        self.prev = np.empty(0)
         self._index_cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, int, int]] = {}
 
     def _index(self, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int, int]:
@@ -111,40 +124,59 @@ class DenseEngine:
             self._index_cache[axes] = (head, tail, math.prod(sub), run)
         return self._index_cache[axes]
 
+    def _plan(self, apply: Factor | None, acc: tuple[int, ...] | None) -> _PassPlan:
+        g_head, g_tail, _, _ = self._index(apply.axes if apply else ())
+        g = np.ascontiguousarray(apply.values, dtype=np.float64).ravel() if apply else np.ones(1)
+        m_head, m_tail, m_size, m_run = self._index(acc if acc is not None else ())
+        m_size = m_size if acc is not None else 1
+        return _PassPlan(g, g_head, g_tail, m_head, m_tail, m_size, m_run, slab_size(m_size))
+
+    def _kernel(self, x, prev, cell0, plan: _PassPlan, parts, apply, acc, crit, save, parallel: bool) -> np.ndarray:
+        return _dense_kernel(self._tail, self._lead, x, prev, cell0, plan, parts, apply, acc, crit, save, parallel)
+
+    def _margin(self, parts: np.ndarray, acc: tuple[int, ...] | None) -> np.ndarray | None:
+        return parts.sum(axis=0).reshape([self.shape[a] for a in acc]) if acc is not None else None
+
+    def codes(self, flat: np.ndarray) -> np.ndarray:
+        """Level codes (records x variables) of flat cell indices."""
+        return np.stack(np.unravel_index(flat, self.shape), axis=1) if flat.size else np.zeros((0, len(self.shape)))
+
+
+class DenseEngine(_DenseLayout):
+    """The full table as one C-ordered float64 array, initialised to ones.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        Number of levels of each variable.
+    """
+
+    kind = "dense"
+    bytes_per_cell = 16
+
+    def __init__(self, shape: Sequence[int]) -> None:
+        super().__init__(shape)
+        self.x = np.ones(self.n_cells)
+        self.prev = np.empty(0)
+
     def run(
         self, apply: Factor | None = None, acc: tuple[int, ...] | None = None, crit: bool = False, save: bool = False
     ) -> PassResult:
         """One pass: ``x *= apply``; accumulate the margin over ``acc``; stopping-rule maxima."""
         if save and self.prev.size == 0:
             self.prev = np.empty_like(self.x)
-        g_head, g_tail, _, _ = self._index(apply.axes if apply else ())
-        g = np.ascontiguousarray(apply.values, dtype=np.float64).ravel() if apply else np.ones(1)
-        m_head, m_tail, m_size, m_run = self._index(acc if acc is not None else ())
-        slab = slab_size(m_size if acc is not None else 1)
-        n_slabs = -(-self.n_cells // slab)
-        parts = np.zeros((n_slabs, m_size if acc is not None else 1))
-        kernel = _kernels.dense_pass_parallel if n_slabs > 1 else _kernels.dense_pass_serial
-        maxima = kernel(
-            self.x,
-            self.prev if (crit or save) else self.x,
-            0,
-            slab,
-            self._tail,
-            self._lead,
-            g,
-            g_head,
-            g_tail,
-            parts,
-            m_head,
-            m_tail,
-            m_run,
-            apply is not None,
-            acc is not None,
-            crit,
-            save,
+        plan = self._plan(apply, acc)
+        n_slabs = -(-self.n_cells // plan.slab)
+        parts = np.zeros((n_slabs, plan.m_size))
+        prev = self.prev if (crit or save) else self.x
+        maxima = self._kernel(
+            self.x, prev, 0, plan, parts, apply is not None, acc is not None, crit, save, parallel=n_slabs > 1
         )
-        margin = parts.sum(axis=0).reshape([self.shape[a] for a in acc]) if acc is not None else None
-        return PassResult(margin, float(maxima[:, 0].max(initial=0.0)), float(maxima[:, 1].max(initial=0.0)))
+        return PassResult(self._margin(parts, acc), float(maxima[:, 0].max()), float(maxima[:, 1].max()))
+
+    def divide(self, value: float) -> None:
+        """Divide every cell by ``value`` (normalisation)."""
+        self.x /= value
 
     def slab_sums(self) -> np.ndarray:
         """Sum of the table over each fixed range of SLAB_CELLS cells (pairwise, per range)."""
@@ -157,13 +189,104 @@ class DenseEngine:
         vals = self.x[lo : lo + SLAB_CELLS]
         return vals, np.arange(lo, lo + vals.size, dtype=np.int64)
 
-    def codes(self, flat: np.ndarray) -> np.ndarray:
-        """Level codes (records x variables) of flat cell indices."""
-        return np.stack(np.unravel_index(flat, self.shape), axis=1) if flat.size else np.zeros((0, len(self.shape)))
-
     def dense(self) -> np.ndarray:
         """The fitted table in its full shape."""
         return self.x.reshape(self.shape)
+
+
+def _block_pass(tail_size: int, lead: np.ndarray, x, prev, cell0: int, plan: _PassPlan, apply, acc, crit, save):
+    """A pass over one block of the Dask engine: new blocks (never mutates its inputs), partials, maxima."""
+    # the kernel writes x (and prev) in place: work on copies, and on copies of read-only buffers
+    # (dask's initial ones, or arrays received from another process), which numba cannot type as writable
+    x = x.copy() if (apply or not x.flags.writeable) else x
+    if prev is None:
+        prev = np.empty_like(x) if save else x
+    elif save or not prev.flags.writeable:
+        prev = prev.copy()  # crit reads the old values before save overwrites them
+    parts = np.zeros((-(-x.size // plan.slab), plan.m_size))
+    maxima = _dense_kernel(tail_size, lead, x, prev, cell0, plan, parts, apply, acc, crit, save, parallel=False)
+    return x, prev, parts, maxima
+
+
+def _range_sums(x: np.ndarray) -> np.ndarray:
+    return np.array([x[i : i + SLAB_CELLS].sum() for i in range(0, x.size, SLAB_CELLS)])
+
+
+class DaskEngine(_DenseLayout):
+    """The full table as a chunked ``dask.array`` held by the cluster (blocks of whole slabs).
+
+    Each pass maps the same kernel over the blocks (one task per block) and concatenates the
+    per-slab partial margins in slab order, so the fit is bit-for-bit that of
+    :class:`DenseEngine`, whatever the block size and the number of workers. Blocks are
+    replaced, not updated in place, so a pass briefly holds the old and the new table.
+
+    Parameters
+    ----------
+    shape : sequence of int
+    chunk_cells : int
+        Target cells per block (rounded to a multiple of the longest slab).
+    max_acc_cells : int
+        Largest accumulator any pass will use (fixes the longest slab).
+    """
+
+    kind = "dask"
+    bytes_per_cell = 32
+
+    def __init__(self, shape: Sequence[int], chunk_cells: int, max_acc_cells: int) -> None:
+        import dask.array as da
+
+        super().__init__(shape)
+        unit = slab_size(max_acc_cells)
+        self.block = max(1, int(chunk_cells) // unit) * unit
+        self.x = da.ones(self.n_cells, chunks=self.block, dtype=np.float64).persist()
+        self.prev = None
+
+    def run(
+        self, apply: Factor | None = None, acc: tuple[int, ...] | None = None, crit: bool = False, save: bool = False
+    ) -> PassResult:
+        """Same contract as :meth:`DenseEngine.run`."""
+        import dask
+        import dask.array as da
+
+        plan = self._plan(apply, acc)
+        xs = self.x.to_delayed().ravel()
+        prevs = self.prev.to_delayed().ravel() if self.prev is not None else [None] * len(xs)
+        call = dask.delayed(_block_pass, nout=4, pure=True)
+        outs = [
+            call(self._tail, self._lead, xb, pb, i * self.block, plan, apply is not None, acc is not None, crit, save)
+            for i, (xb, pb) in enumerate(zip(xs, prevs, strict=True))
+        ]
+        sizes = self.x.chunks[0]
+        new_x = da.concatenate([da.from_delayed(o[0], (n,), np.float64) for o, n in zip(outs, sizes, strict=True)])
+        new_prev = da.concatenate([da.from_delayed(o[1], (n,), np.float64) for o, n in zip(outs, sizes, strict=True)])
+        keep = ([new_x] if apply else []) + ([new_prev] if save else [])
+        *arrays, parts, maxima = dask.persist(*keep, [o[2] for o in outs], [o[3] for o in outs])
+        parts, maxima = dask.compute(parts, maxima)
+        if apply:
+            self.x = arrays.pop(0)
+        if save:
+            self.prev = arrays.pop(0)
+        maxima = np.concatenate(maxima)
+        return PassResult(
+            self._margin(np.concatenate(parts), acc), float(maxima[:, 0].max()), float(maxima[:, 1].max())
+        )
+
+    def divide(self, value: float) -> None:
+        self.x = (self.x / value).persist()
+
+    def slab_sums(self) -> np.ndarray:
+        """Same ranges and summation as :meth:`DenseEngine.slab_sums` (blocks hold whole ranges)."""
+        import dask
+
+        return np.concatenate(dask.compute(*[dask.delayed(_range_sums)(b) for b in self.x.to_delayed().ravel()]))
+
+    def slab_values(self, r: int) -> tuple[np.ndarray, np.ndarray]:
+        lo = r * SLAB_CELLS
+        vals = self.x[lo : lo + SLAB_CELLS].compute()
+        return vals, np.arange(lo, lo + vals.size, dtype=np.int64)
+
+    def dense(self) -> np.ndarray:
+        return self.x.compute().reshape(self.shape)
 
 
 class SparseEngine:
@@ -223,6 +346,9 @@ class SparseEngine:
         )
         margin = parts.sum(axis=0).reshape([self.shape[a] for a in acc]) if acc is not None else None
         return PassResult(margin, float(maxima[:, 0].max(initial=0.0)), float(maxima[:, 1].max(initial=0.0)))
+
+    def divide(self, value: float) -> None:
+        self.x /= value
 
     def slab_sums(self) -> np.ndarray:
         n_ranges = max(1, -(-self.n_cells // SLAB_CELLS))

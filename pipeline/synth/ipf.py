@@ -36,13 +36,13 @@ import pandas as pd
 import psutil
 
 from pipeline.errors import ParameterError
-from pipeline.synth.engines import PART_CELLS, DenseEngine, Factor, SparseEngine, enumerate_support
+from pipeline.synth.engines import PART_CELLS, DaskEngine, DenseEngine, Factor, SparseEngine, enumerate_support
 from pipeline.synth.margins import Layout, Level, MarginTable
 
 TOL_MARGINS = 1e-10
 """mipfp ``tol.margins``: totals differing by more than this switch IPF to probabilities."""
 
-EngineName = Literal["auto", "dense", "sparse"]
+EngineName = Literal["auto", "dense", "sparse", "dask"]
 TolType = Literal["absolute", "relative"]
 StructuralZero = Mapping[str, Sequence[Level]]
 """One structural-zero set: ``{variable: [levels]}``; every cell whose values of all the named
@@ -165,7 +165,7 @@ class IpfFit:
     Attributes
     ----------
     layout : Layout
-    engine : DenseEngine or SparseEngine
+    engine : DenseEngine, DaskEngine or SparseEngine
         ``engine.x`` holds p-hat (sums to 1) over ``engine``'s cells.
     report : FitReport
     fitted_margins : tuple of MarginTable
@@ -173,7 +173,7 @@ class IpfFit:
     """
 
     layout: Layout
-    engine: DenseEngine | SparseEngine
+    engine: DenseEngine | DaskEngine | SparseEngine
     report: FitReport
     fitted_margins: tuple[MarginTable, ...] = field(default=())
 
@@ -320,9 +320,19 @@ def _make_engine(
     zero_sets,
     max_cells: int,
     memory_limit: int | None,
-) -> DenseEngine | SparseEngine:
-    available = int(memory_limit if memory_limit is not None else psutil.virtual_memory().available)
+    chunk_cells: int,
+    max_acc_cells: int,
+) -> DenseEngine | DaskEngine | SparseEngine:
     full = layout.n_cells
+    if engine == "dask":
+        available = int(memory_limit if memory_limit is not None else _cluster_memory())
+        if full > max_cells or full * DaskEngine.bytes_per_cell > available:
+            raise _size_error(
+                layout, "the Dask fit needs", full, DaskEngine.bytes_per_cell,
+                f"over the size guard max_cells={max_cells:,} or the {available / 2**30:.1f} GiB of cluster memory",
+            )  # fmt: skip
+        return DaskEngine(layout.shape, chunk_cells, max_acc_cells)
+    available = int(memory_limit if memory_limit is not None else psutil.virtual_memory().available)
     dense_bytes = full * DenseEngine.bytes_per_cell
     if engine == "dense" or (engine == "auto" and (full <= max_cells or priorn > 0)):
         if full > max_cells:
@@ -345,7 +355,7 @@ def _make_engine(
             )
         return DenseEngine(layout.shape)
     if engine not in ("auto", "sparse"):
-        raise ParameterError(f"engine: must be 'auto', 'dense' or 'sparse', got {engine!r}")
+        raise ParameterError(f"engine: must be 'auto', 'dense', 'sparse' or 'dask', got {engine!r}")
     positive = [r > 0 if priorn == 0 else np.ones(r.shape, dtype=bool) for r in released]
     codes = enumerate_support(layout.shape, margin_axes, positive, zero_sets, max_cells)
     if codes is None:
@@ -364,6 +374,17 @@ def _make_engine(
             f"more than the {available / 2**30:.1f} GiB of memory available",
         )
     return sparse
+
+
+def _cluster_memory() -> int:
+    """Total memory limit of the workers of the current Dask client, else this machine's available memory."""
+    try:
+        from distributed import get_client
+
+        workers = get_client().scheduler_info()["workers"].values()
+        return int(sum(w.get("memory_limit", 0) for w in workers)) or int(psutil.virtual_memory().available)
+    except ValueError:  # no client: the threaded scheduler runs in this process
+        return int(psutil.virtual_memory().available)
 
 
 def _group_margins(eng, groups: Sequence[_Group], margin_axes) -> list[np.ndarray]:
@@ -391,6 +412,7 @@ def fit_ipf(
     engine: EngineName = "auto",
     memory_limit: int | None = None,
     group_cells: int = PART_CELLS,
+    chunk_cells: int = 1 << 24,
 ) -> IpfFit:
     """Fit the full table to released margins by IPF.
 
@@ -415,12 +437,15 @@ def fit_ipf(
         Maximum number of cycles; reaching it gives ``converged=False``, not an error.
     max_cells : int
         Size guard (synthpop ``maxtable``): the dense table, or the sparse support, may not have more cells.
-    engine : {"auto", "dense", "sparse"}
+    engine : {"auto", "dense", "sparse", "dask"}
         "auto": dense up to ``max_cells`` cells (or whenever priorn > 0), otherwise sparse.
+        "dask": the dense table as a chunked dask.array on the current cluster (same result as dense).
     memory_limit : int, optional
-        Bytes the table may use (default: currently available memory).
+        Bytes the table may use (default: currently available memory; for "dask" the workers' limits).
     group_cells : int
         Largest union-of-margins array fitted in one pass (speed only; results agree to rounding).
+    chunk_cells : int
+        Cells per block of the "dask" engine (rounded to whole slabs; does not change the result).
 
     Returns
     -------
@@ -478,8 +503,12 @@ def fit_ipf(
         targets.append(np.where(covered, 0.0, rel + add))
         priors.append(add * k)
 
-    eng = _make_engine(layout, engine, priorn, margin_axes, released, zero_sets, int(max_cells), memory_limit)
-    if eng.kind == "dense":
+    groups = plan_groups(margin_axes, layout.shape, group_cells)
+    max_acc = max(math.prod(layout.shape[a] for a in grp.axes) for grp in groups)
+    eng = _make_engine(
+        layout, engine, priorn, margin_axes, released, zero_sets, int(max_cells), memory_limit, chunk_cells, max_acc
+    )
+    if eng.kind != "sparse":
         for axes, mask in zero_sets:
             eng.run(apply=Factor(axes, (~mask).astype(np.float64)))
     compat = _compatibility(names, margin_axes, targets, float(n))
@@ -488,8 +517,7 @@ def fit_ipf(
     if not consistent:
         # mipfp: "Target not consistents - shifting to probabilities!"
         targets = [t / s if s > 0 else t for t, s in zip(targets, totals, strict=True)]
-        seed_total = eng.run(acc=()).margin.item()
-        eng.x /= seed_total
+        eng.divide(eng.run(acc=()).margin.item())
     if not compat.compatible:
         warnings.append(
             f"the margins are not mutually compatible (totals differ by up to {compat.max_total_diff:.6g}; shared "
@@ -498,7 +526,6 @@ def fit_ipf(
             "fits the last margin in the order exactly and the others approximately (see max_abs_dev_n)"
         )
 
-    groups = plan_groups(margin_axes, layout.shape, group_cells)
     m = eng.run(acc=groups[0].axes, save=True).margin
     history: list[float] = []
     converged = False
@@ -518,7 +545,7 @@ def fit_ipf(
 
     fitted = _group_margins(eng, groups, margin_axes)
     total = float(fitted[0].sum())
-    eng.x /= total
+    eng.divide(total)
     fits, fitted_tables = [], []
     for j, t in enumerate(margins):
         rel_n = released[j] * (n / released[j].sum()) if released[j].sum() > 0 else released[j]

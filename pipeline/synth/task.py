@@ -58,8 +58,8 @@ class SynthesiseParams(BaseModel):
         syn.ipf prior mass added to every margin.
     structural_zeros : list of {variable: [levels]}
         Cells that must be empty.
-    tol, tol_type, max_iter, max_cells, engine
-        IPF stopping rule, size guard and storage (see :func:`~pipeline.synth.ipf.fit_ipf`).
+    tol, tol_type, max_iter, max_cells, engine, chunk_cells
+        IPF stopping rule, size guard, storage and Dask block size (see :func:`~pipeline.synth.ipf.fit_ipf`).
     m, k, seed
         Number of synthetic sets, records per set (default n), seed.
     numeric_output : {"uniform", "midpoint", "bin"}
@@ -87,6 +87,7 @@ class SynthesiseParams(BaseModel):
     max_iter: int = 5000
     max_cells: int = 10**8
     engine: EngineName = "auto"
+    chunk_cells: int = 1 << 24
     m: int = 1
     k: int | None = None
     seed: int | None = None
@@ -269,6 +270,7 @@ def synthesise_frame(frame: pd.DataFrame | dd.DataFrame, schema: Schema, params:
         max_iter=params.max_iter,
         max_cells=params.max_cells,
         engine=params.engine,
+        chunk_cells=params.chunk_cells,
     )
     k = params.k or n
     frames, codes, out_schema, seed = draw_synthetic(fit, sdc, k, params.m, params.seed, params.numeric_output)

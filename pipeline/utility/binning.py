@@ -172,16 +172,6 @@ class Binning:
         return out
 
 
-def pooled_value_counts(arrays: Sequence[np.ndarray], codes: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct values and counts of the pooled arrays, without NaN and special codes."""
-    parts = [np.asarray(a, dtype=float) for a in arrays]
-    pooled = np.concatenate(parts) if parts else np.empty(0)
-    keep = ~np.isnan(pooled)
-    for c in codes:
-        keep &= pooled != c
-    return np.unique(pooled[keep], return_counts=True)
-
-
 def make_binning(
     values: np.ndarray,
     counts: np.ndarray,

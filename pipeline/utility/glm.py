@@ -218,7 +218,10 @@ def _logit_pass(part, spec, mode, beta, kept, label_spec) -> dict[str, Any]:
         else:
             xw = np.asfortranarray(x * sw[:, None])
             g += sla.blas.dsyrk(1.0, xw, trans=1)
-            s += x.T @ (f * w0 * me / var * (y - mu))
+            # W (z - X beta) with z - X beta = (y - mu) / mu_eta; at the start X beta is not
+            # defined and the pass returns X'Wz (z = eta + (y - mu) / mu_eta)
+            resid = (y - mu) / me if beta is not None else eta + (y - mu) / me
+            s += x.T @ (sw * sw * resid)
     out["dev"] = dev
     if mode == "scores":
         out["mu"] = np.concatenate(scores_parts) if scores_parts else np.empty(0)
@@ -315,9 +318,6 @@ class LogitFit:
     rank: int
     fitted_extreme: bool  # fitted probabilities within 1e-8 of 0 or 1: (quasi-)separation
 
-    def coef_series(self) -> pd.Series:
-        return pd.Series(self.coefficients, index=list(self.names), name="coefficient")
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "converged": self.converged,
@@ -353,7 +353,7 @@ class IRLS:
         """The next pass: (mode, beta on kept columns, kept columns)."""
         if self.finished:
             return "scores", self.beta, self.kept
-        if self.beta is None or self.force_qr:
+        if self.force_qr:
             return "qr", self.beta, self.kept
         return "gram", self.beta, self.kept
 
@@ -376,8 +376,42 @@ class IRLS:
             self.dev_old = dev
         if "r" in res:
             self._solve_qr(res["r"])
+        elif self.beta is None:
+            self._start_from_gram(res["g"], res["s"])
         else:
             self._solve_gram(res["g"], res["s"])
+
+    def _start_from_gram(self, g: np.ndarray, s: np.ndarray) -> None:
+        """First step from ``X'WX`` when R's aliasing decision is clear from it.
+
+        Columns are examined in order as ``dqrdc2`` does: a zero column is aliased; a column
+        whose squared norm after projection on the kept columns exceeds ``1e-8`` of its own
+        is kept (far above R's ``1e-11`` on the norm, and far above the rounding of a Gram
+        matrix).  Anything in between cannot be decided from ``X'WX`` (an exact dependence
+        shows there as ~1e-16 relative, not 0): the pass is redone as a QR.
+        """
+        kept: list[int] = []
+        chol = np.zeros((0, 0))
+        for j in range(self.p):
+            gjj = g[j, j]
+            if gjj == 0:
+                continue
+            v = sla.solve_triangular(chol, g[kept, j], trans="T", check_finite=False) if kept else np.zeros(0)
+            d = gjj - float(v @ v)
+            if d <= 1e-8 * gjj:
+                self.force_qr = True
+                return
+            new = np.zeros((len(kept) + 1, len(kept) + 1))
+            new[: len(kept), : len(kept)] = chol
+            new[: len(kept), -1] = v
+            new[-1, -1] = np.sqrt(d)
+            chol = new
+            kept.append(j)
+        self.kept = np.asarray(kept, dtype=np.int64)
+        self.beta = np.zeros(len(kept))
+        self._solve_gram(g[np.ix_(kept, kept)], s[kept])
+        if self.force_qr:  # the Newton system itself was ill-conditioned
+            self.kept, self.beta, self.redo = None, None, False
 
     def _solve_qr(self, r: np.ndarray) -> None:
         width = r.shape[1] - 1

@@ -37,25 +37,6 @@ class Inputs:
     def is_dask(self) -> bool:
         return isinstance(self.original, dd.DataFrame) or any(isinstance(s, dd.DataFrame) for s in self.synthetic)
 
-    def to_pandas(self) -> Inputs:
-        """All frames computed to pandas (one ``dask.compute`` call)."""
-        if not self.is_dask:
-            return self
-        import dask
-
-        frames = dask.compute(self.original, *self.synthetic)
-        return Inputs(frames[0], list(frames[1:]), self.schema)
-
-    def to_dask(self, npartitions: int | None = None) -> Inputs:
-        """All frames as Dask frames (pandas frames split into ``npartitions``)."""
-
-        def conv(f: Frame) -> dd.DataFrame:
-            if isinstance(f, dd.DataFrame):
-                return f if npartitions is None else f.repartition(npartitions=npartitions)
-            return dd.from_pandas(f, npartitions=npartitions or 1, sort=False)
-
-        return Inputs(conv(self.original), [conv(s) for s in self.synthetic], self.schema)
-
 
 def _unwrap(obj: Any, what: str) -> tuple[Frame, Schema | None]:
     if isinstance(obj, (pd.DataFrame, dd.DataFrame)):

@@ -34,13 +34,3 @@ def map_reduce_tasks(
         parts = [dask.delayed(combine)(parts[i : i + split_every]) for i in range(0, len(parts), split_every)]
     return parts[0] if parts else combine([])
 
-
-def compute_all(values: Sequence[Any]) -> list[Any]:
-    """Compute a list of possibly lazy values in one ``dask.compute`` call."""
-    lazy = [i for i, v in enumerate(values) if dask.is_dask_collection(v)]
-    out = list(values)
-    if lazy:
-        results = dask.compute(*[values[i] for i in lazy])
-        for i, r in zip(lazy, results, strict=True):
-            out[i] = r
-    return out

@@ -388,10 +388,6 @@ class TreeFit:
     n_nodes: int
     n_leaves: int
 
-    @property
-    def n_splits(self) -> int:
-        return self.n_leaves - 1
-
 
 class _Grower:
     def __init__(self, xdata, ncat, y, minsplit, minbucket, cp, maxdepth):

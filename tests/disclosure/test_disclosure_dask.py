@@ -49,12 +49,17 @@ OPTIONS = dict(ngroups_keys={"age": 5}, usekeysNA={"edu": False}, exclude_ov_den
                exclude_keys=["marital"], exclude_keylevs=["WIDOWED"], exclude_targetlevs=["NO"], thresh_2way=(2, 60))
 
 
-@pytest.mark.parametrize(("partitions", "n_blocks"), [((1, 1), None), ((3, 2), 1), ((4, 3), 7)])
-def test_dask_equals_pandas(client, data, partitions, n_blocks) -> None:
+@pytest.mark.parametrize(("partitions", "n_blocks", "engine"), [
+    ((1, 1), 1, "dask"),  # one partition, one block
+    ((3, 2), None, "dask"),  # default number of blocks (one here: few cells)
+    ((4, 3), 7, "dask"),  # several blocks: the cell counts are shuffled
+    ((3, 2), None, "auto"),  # small Dask input is computed in memory
+])
+def test_dask_equals_pandas(client, data, partitions, n_blocks, engine) -> None:
     original, synthetic = data
     expected = disclosure(original, synthetic, KEYS, "smoke", cont_na={"income": -8}, **OPTIONS)
     got = disclosure(_lazy(original, partitions[0]), [_lazy(s, partitions[1]) for s in synthetic], KEYS, "smoke",
-                     cont_na={"income": -8}, n_blocks=n_blocks, **OPTIONS)
+                     cont_na={"income": -8}, n_blocks=n_blocks, engine=engine, **OPTIONS)
     _assert_identical(got, expected)
 
 
@@ -63,7 +68,8 @@ def test_dask_multi_disclosure_and_binned_target(client, data) -> None:
     kw = dict(targets=["ls", "income", "smoke"], ngroups_targets={"income": 6}, cont_na={"income": -8},
               not_targetslev={"smoke": "NO"})
     expected = multi_disclosure(original, synthetic, KEYS, **kw)
-    got = multi_disclosure(_lazy(original, 3), [_lazy(s, 2) for s in synthetic], KEYS, n_blocks=4, **kw)
+    got = multi_disclosure(_lazy(original, 3), [_lazy(s, 2) for s in synthetic], KEYS, n_blocks=4, engine="dask",
+                           **kw)
     pd.testing.assert_frame_equal(got.attrib_table, expected.attrib_table, check_exact=True)
     pd.testing.assert_frame_equal(got.ident_table, expected.ident_table, check_exact=True)
     for t in expected.targets:
@@ -74,13 +80,14 @@ def test_dask_replicated_uniques_and_removal(client, data) -> None:
     original, synthetic = data
     keys = ["sex", "age", "edu", "income"]
     expected = replicated_uniques(original, synthetic[:2], keys)
-    got = replicated_uniques(_lazy(original, 3), [_lazy(s, 2) for s in synthetic[:2]], keys, n_blocks=5)
+    got = replicated_uniques(_lazy(original, 3), [_lazy(s, 2) for s in synthetic[:2]], keys, n_blocks=5,
+                             engine="dask")
     for a, b in zip(got.res_tab, expected.res_tab, strict=True):
         pd.testing.assert_frame_equal(a, b)
     for a, b in zip(got.repU_rm + got.synU_rm, expected.repU_rm + expected.synU_rm, strict=True):
         np.testing.assert_array_equal(a, b)
     removed = remove_uniques(_lazy(original, 3), [_lazy(s, 2) for s in synthetic[:2]], keys,
-                             rm_replicated_uniques=True)
+                             rm_replicated_uniques=True, engine="dask")
     for kept, flags, syn, rep_u in zip(removed.synthetic, removed.removed, synthetic[:2], expected.repU_rm,
                                        strict=True):
         np.testing.assert_array_equal(flags, rep_u)

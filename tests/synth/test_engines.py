@@ -113,3 +113,28 @@ def test_auto_uses_sparse_over_the_dense_guard() -> None:
     fit = fit_ipf(released, n, priorn=0, max_cells=340)
     assert fit.report.engine == "sparse" and fit.report.fitted_cells == 330
     assert fit.report.full_cells == 360
+
+
+def test_dask_engine_is_the_dense_fit_for_any_blocks_and_workers(client2) -> None:
+    from distributed import Client, LocalCluster
+
+    shape = (30, 40, 50, 40)  # 2.4 million cells: three slabs
+    tables, n = random_margins(shape, 4)
+    released = control_margins(tables, n, "V2", 10).tables
+    dense = fit_ipf(released, n, tol=1e-300, max_iter=4)
+    dense_codes = sample_cells(dense, 20_000, np.random.SeedSequence(5))
+
+    def check(fit) -> np.ndarray:
+        assert fit.report.engine == "dask" and fit.report.iterations == dense.report.iterations
+        np.testing.assert_array_equal(fit.engine.x.compute(), dense.engine.x)
+        assert [m.max_abs_dev for m in fit.report.margins] == [m.max_abs_dev for m in dense.report.margins]
+        return sample_cells(fit, 20_000, np.random.SeedSequence(5))
+
+    two_workers = check(fit_ipf(released, n, tol=1e-300, max_iter=4, engine="dask", chunk_cells=SLAB_CELLS))
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster),
+    ):
+        one_worker = check(fit_ipf(released, n, tol=1e-300, max_iter=4, engine="dask", chunk_cells=2 * SLAB_CELLS))
+    np.testing.assert_array_equal(two_workers, dense_codes)
+    np.testing.assert_array_equal(one_worker, dense_codes)

@@ -136,3 +136,21 @@ def test_k_syn_and_aggregate():
     np.testing.assert_allclose(agg["pMSE"], plain["pMSE"], rtol=1e-6)
     assert agg["U"][0] == plain["U"][0] and agg["SPECKS"][0] == pytest.approx(plain["SPECKS"][0])
     assert ksyn["df"][0] == plain["df"][0] + 1
+
+
+def test_ngroups_separates_special_codes():
+    # decision (spec §5.3.4): with ngroups the cont_na codes get their own level for m = 1 too
+    # (synthpop 1.9-2 bins them with the ordinary values when m = 1)
+    from pipeline.utility.inputs import collect_inputs
+    from pipeline.utility.prepare import build_plan
+
+    inputs = collect_inputs(ORIG, [SYN1], SCHEMA, {"income": -8})
+    plan = build_plan(inputs, ["sex", "income"], 5, {"income": (-8.0,)})
+    income = plan.columns[1]
+    assert income.role == "binned" and income.labels[-2:] == ("-8", None)
+    assert plan.names == ["sex", "income"]  # no _NA / _cna indicators when binning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = utility_gen(ORIG, SYN1, method="logit", vars=["sex", "income"], ngroups=5, cont_na={"income": -8},
+                          schema=SCHEMA)  # fmt: skip
+    assert any(name.startswith("income-8") for name in res.fits[0].names)

@@ -31,11 +31,11 @@ import dask
 import numpy as np
 import pandas as pd
 
-from pipeline.blocks import KeyBlocks
+from pipeline.blocks import AlignedBlocks, KeyBlocks
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.risk.disclosure.coding import MISSING, Coder, build_coders, encode_frame, encoded_meta
-from pipeline.risk.disclosure.inputs import Inputs, first_frame, gather_stats, prepare_inputs
+from pipeline.risk.disclosure.inputs import Engine, Inputs, first_frame, gather_stats, prepare_inputs
 from pipeline.risk.disclosure.kernel import (
     KernelPlan,
     block_summary,
@@ -48,6 +48,8 @@ from pipeline.risk.disclosure.measures import build_result
 from pipeline.risk.disclosure.options import DisclosureOptions, as_key_list, resolve_options
 from pipeline.risk.disclosure.result import DisclosureResult, MultiDisclosureResult
 
+#: largest number of (q, target) cells per key block on the Dask path (bounds a block's memory)
+CELLS_PER_BLOCK = 1_000_000
 IDENT_MEASURES = {"repU": "repU", "UiOiS": "UiOiS", "UiSiO": "UiOiS", "baseCAPd": "baseCAPd"}
 ATTRIB_MEASURES = {"DiSCO": "Dorig", "DiSDiO": "Dorig", "DCAP": "CAPd"}
 
@@ -74,6 +76,7 @@ def disclosure(
     cont_na: Mapping[str, float | Sequence[float]] | None = None,
     style: str = "quantile",
     n_blocks: int | None = None,
+    engine: Engine = "auto",
 ) -> DisclosureResult:
     """Identity and attribute disclosure measures of synthetic data (synthpop ``disclosure``).
 
@@ -110,7 +113,10 @@ def disclosure(
     style : {"quantile", "equal"}
         classInt style of the grouping.
     n_blocks : int, optional
-        Number of key blocks on the Dask path (default: the largest number of input partitions).
+        Number of key blocks on the Dask path (default: one per million (q, target) cells).
+    engine : {"auto", "pandas", "dask"}
+        Where to compute: in memory, on key blocks, or (auto) on key blocks for Dask input
+        with more than a million records in some data set.
 
     Returns
     -------
@@ -132,7 +138,7 @@ def disclosure(
         thresh_1way=thresh_1way, thresh_2way=thresh_2way, cont_na=cont_na, style=style,
     )
     resolve_options(key_list, target, **opts)  # fail on bad options before touching data
-    run = _Run.start(original, synthetic, key_list, [target], schema, n_blocks)
+    run = _Run.start(original, synthetic, key_list, [target], schema, n_blocks, engine)
     return run.evaluate([resolve_options(key_list, target, schema_cont_na=run.schema_cont_na, **opts)])[0]
 
 
@@ -160,6 +166,7 @@ def multi_disclosure(
     cont_na: Mapping[str, float | Sequence[float]] | None = None,
     style: str = "quantile",
     n_blocks: int | None = None,
+    engine: Engine = "auto",
 ) -> MultiDisclosureResult:
     """:func:`disclosure` for several targets with one key set (synthpop ``multi.disclosure``).
 
@@ -222,7 +229,7 @@ def multi_disclosure(
 
     for t in target_list:
         options_of(t, None)
-    run = _Run.start(original, synthetic, key_list, target_list, schema, n_blocks)
+    run = _Run.start(original, synthetic, key_list, target_list, schema, n_blocks, engine)
     results = run.evaluate([options_of(t, run.schema_cont_na) for t in target_list])
     return _summarise(dict(zip(target_list, results, strict=True)), key_list, ident_meas, attrib_meas, run)
 
@@ -299,10 +306,10 @@ class _Run:
 
     @classmethod
     def start(cls, original: Any, synthetic: Any, keys: Sequence[str], targets: Sequence[str],
-              schema: Schema | None, n_blocks: int | None) -> _Run:
+              schema: Schema | None, n_blocks: int | None, engine: Engine) -> _Run:
         if n_blocks is not None and (isinstance(n_blocks, bool) or not isinstance(n_blocks, int) or n_blocks < 1):
             raise ParameterError(f"n_blocks must be a whole number >= 1, got {n_blocks!r}")
-        inputs = prepare_inputs(original, synthetic, [*keys, *targets], schema)
+        inputs = prepare_inputs(original, synthetic, [*keys, *targets], schema, engine)
         data_order = tuple(c for c in inputs.columns if c in keys)
         return cls(inputs, data_order, gather_stats(inputs, [*keys, *targets]), n_blocks)
 
@@ -343,10 +350,16 @@ class _Run:
             counts = [count_records(f, coders, *layout) for f in frames]
             return [combine([block_summary(*counts, plan=p)]) for p in plans]
         meta = cell_counts_meta(encoded_meta(coders), self.keys)
-        counts = [f.map_partitions(count_records, coders, *layout, meta=meta) for f in frames]
-        n_blocks = self.n_blocks or max(f.npartitions for f in frames)
-        # the cell counts, not the records, are shuffled: equal key codes meet in one block
-        aligned = KeyBlocks(list(self.keys), n_blocks).partition(counts[0], counts[1:])
+        counts = dask.persist(*[f.map_partitions(count_records, coders, *layout, meta=meta) for f in frames])
+        # blocks are sized by cells, not records: the memory of a block is bounded by CELLS_PER_BLOCK
+        n_cells = sum(dask.compute(*[c.map_partitions(len).sum() for c in counts]))
+        n_blocks = self.n_blocks or max(1, math.ceil(n_cells / CELLS_PER_BLOCK))
+        counts = [c.repartition(npartitions=min(c.npartitions, n_blocks)) for c in counts]
+        blocks = KeyBlocks(list(self.keys), n_blocks)
+        if n_blocks == 1:  # one block holds every key group: nothing to shuffle
+            aligned = AlignedBlocks(blocks, counts[0], counts[1:])
+        else:  # the cell counts, not the records, are shuffled: equal key codes meet in one block
+            aligned = blocks.partition(counts[0], counts[1:])
         if len(plans) > 1:
             aligned = aligned.persist()  # shared by every target
         computed = dask.compute(*[aligned.map(block_summary, summary_meta(), plan=p) for p in plans])

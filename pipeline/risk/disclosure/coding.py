@@ -190,8 +190,8 @@ def value_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
     index[MISSING] = len(labels) - 1
     r_levels = []
     for st in stats:
-        observed = np.unique(codes[np.searchsorted(values, st.counts.index.to_numpy(dtype=np.float64))])
-        r_levels.append(tuple(_r_order([labels[c] for c in observed], None, st.n_missing > 0, index)))
+        seen = [labels[c] for c in np.unique(codes[np.searchsorted(values, st.counts.index.to_numpy(np.float64))])]
+        r_levels.append(tuple(index[lab] for lab in _r_order(seen, seen, st.n_missing > 0)))
     lookup = None
     if len(values) and np.all(values == np.round(values)) and values[-1] - values[0] < LOOKUP_SPAN:
         lookup = np.full(int(values[-1] - values[0]) + 1, -1, dtype=np.int64)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import dask
 import dask.dataframe as dd
@@ -88,14 +88,20 @@ def source_name(index: int) -> str:
     return "the original data" if index == 0 else f"synthetic set {index}"
 
 
-def prepare_inputs(
-    original: Any, synthetic: Any, variables: Sequence[str], schema: Schema | None = None
-) -> Inputs:
-    """Check and restrict the inputs to ``variables``.
+Engine = Literal["auto", "pandas", "dask"]
+#: with engine "auto", Dask inputs of at most this many records per data set are computed in memory
+IN_MEMORY_ROWS = 1_000_000
 
-    Dask frames of a single partition are brought into memory (a partition fits by
-    definition, and the Dask overhead would dominate); otherwise any Dask input selects the
-    key-block path.
+
+def prepare_inputs(
+    original: Any, synthetic: Any, variables: Sequence[str], schema: Schema | None = None, engine: Engine = "auto"
+) -> Inputs:
+    """Check and restrict the inputs to ``variables``, and choose where to compute.
+
+    ``engine="pandas"`` computes everything in memory, ``"dask"`` on key blocks.  ``"auto"``
+    uses key blocks for Dask input unless every data set has a single partition or at most
+    :data:`IN_MEMORY_ROWS` records (the Dask overhead of about a second per step would then
+    dominate); pandas input stays in memory.
 
     Raises
     ------
@@ -123,9 +129,16 @@ def prepare_inputs(
         if unknown:
             raise ParameterError(f"variable(s) {unknown} are not described by the schema")
 
+    if engine not in ("auto", "pandas", "dask"):
+        raise ParameterError(f"engine must be 'auto', 'pandas' or 'dask', got {engine!r}")
     frames = [orig, *syns]
-    lazy = any(isinstance(f, dd.DataFrame) and f.npartitions > 1 for f in frames)
     cols = list(variables)
+    if engine == "auto":
+        lazy = any(isinstance(f, dd.DataFrame) and f.npartitions > 1 for f in frames)
+        if lazy:
+            lazy = max(dask.compute(*[f.shape[0] for f in frames])) > IN_MEMORY_ROWS
+    else:
+        lazy = engine == "dask"
     if lazy:
         frames = [f if isinstance(f, dd.DataFrame) else dd.from_pandas(f, npartitions=1, sort=False) for f in frames]
         frames = [_cast_lazy(f[cols], schema, i) for i, f in enumerate(frames)]
@@ -221,10 +234,12 @@ def partition_counts(frame: pd.DataFrame, variables: Sequence[str]) -> dict[str,
     """Value counts (missing included) of ``variables`` in one partition, labels as plain values."""
     out = {}
     for v in variables:
-        counts = frame[v].value_counts(dropna=False, sort=False)
-        if isinstance(counts.index, pd.CategoricalIndex):
-            counts.index = pd.Index(counts.index.astype(object))
-        out[v] = counts
+        s = frame[v]
+        if isinstance(s.dtype, pd.CategoricalDtype):  # count the codes: -1 (missing) first
+            counts = np.bincount(s.cat.codes.to_numpy().astype(np.int64) + 1, minlength=len(s.cat.categories) + 1)
+            out[v] = pd.Series(counts, index=pd.Index([np.nan, *s.cat.categories.astype(object)], dtype=object))
+        else:
+            out[v] = s.value_counts(dropna=False, sort=False)
     return out
 
 

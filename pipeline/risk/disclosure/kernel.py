@@ -34,6 +34,8 @@ import pandas as pd
 SUMMARY_COLUMNS = ("set", "stat", "a", "b", "c", "value")
 #: columns of a cell-count table besides the key codes (dunder names cannot clash with variables)
 TARGET_INDEX, TARGET_CODE, COUNT = "__target__", "__t__", "__n__"
+#: cell spaces up to this size are counted densely (bincount) rather than hashed
+DENSE_CELLS = 1 << 20
 
 
 class Stat(IntEnum):
@@ -171,16 +173,31 @@ def cell_counts(
         ``__n__`` (number of records).
     """
     q, _ = key_groups((codes,), keys, key_sizes, max(target_sizes))
+    radix = math.prod(key_sizes) < 2**62 // max(target_sizes)
     parts = []
     for i, (target, size) in enumerate(zip(targets, target_sizes, strict=True)):
         t = codes[target].to_numpy().astype(np.int64)
-        inverse, groups = pd.factorize(q * size + t)  # hash group-by, no sort
-        rep = np.empty(len(groups), dtype=np.int64)
-        rep[inverse] = np.arange(len(inverse))
-        part = {k: codes[k].to_numpy()[rep] for k in keys}
-        part[TARGET_INDEX] = np.full(len(groups), i, dtype=np.int16)
-        part[TARGET_CODE] = t[rep].astype(np.int32)
-        part[COUNT] = np.bincount(inverse, minlength=len(groups)).astype(np.int64)
+        space = math.prod(key_sizes) * size
+        if radix and space <= max(DENSE_CELLS, 4 * len(t)):
+            # few possible cells: count them all and decode the key codes from the cell number
+            counts = np.bincount(q * size + t, minlength=space)
+            cells = np.flatnonzero(counts)
+            n = counts[cells]
+            t_cell, rest = cells % size, cells // size
+            part = {}
+            for k, k_size in zip(keys[::-1], key_sizes[::-1], strict=True):
+                part[k] = (rest % k_size).astype(codes[k].dtype)
+                rest //= k_size
+            part = {k: part[k] for k in keys}
+        else:
+            inverse, groups = pd.factorize(q * size + t)  # hash group-by, no sort
+            rep = np.empty(len(groups), dtype=np.int64)
+            rep[inverse] = np.arange(len(inverse))
+            part = {k: codes[k].to_numpy()[rep] for k in keys}
+            t_cell, n = t[rep], np.bincount(inverse, minlength=len(groups))
+        part[TARGET_INDEX] = np.full(len(n), i, dtype=np.int16)
+        part[TARGET_CODE] = t_cell.astype(np.int32)
+        part[COUNT] = n.astype(np.int64)
         parts.append(pd.DataFrame(part))
     if not parts:
         raise ValueError("cell_counts needs at least one target")

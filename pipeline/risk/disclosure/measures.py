@@ -95,22 +95,22 @@ def _check_1way(summary: Summary, j: int, target: Coder, thresh: tuple[float, fl
 def _original_key_target_counts(summary: Summary) -> tuple[dict, dict]:
     """Original records per (key, key level) and per (key, key level, target level)."""
     rows = _rows(summary, 0, Stat.GT_KT)
-    per_level: dict[tuple[int, int], int] = {}
-    per_cell: dict[tuple[int, int, int], int] = {}
-    for a, b, c, v in zip(rows.a.tolist(), rows.b.tolist(), rows.c.tolist(), rows.value.tolist(), strict=True):
-        per_level[a, b] = per_level.get((a, b), 0) + v
-        per_cell[a, b, c] = v
-    return per_level, per_cell
+    per_cell = dict(zip(zip(rows.a.tolist(), rows.b.tolist(), rows.c.tolist(), strict=True), rows.value.tolist(),
+                        strict=True))
+    levels = pd.Series(rows.value).groupby([rows.a, rows.b]).sum()
+    return dict(zip(levels.index.tolist(), levels.tolist(), strict=True)), per_cell
 
 
 def _check_2way(
     summary: Summary, j: int, keys: Sequence[str], coders: Mapping[str, Coder], target: Coder,
-    thresh: tuple[float, float], original_counts: tuple[dict, dict],
+    thresh: tuple[float, float], original_counts: dict,
 ) -> pd.DataFrame | None:
     pairs = _rows(summary, j, Stat.PAIRS)
     if not len(pairs.value):
         return None
-    per_level, per_cell = original_counts
+    if not original_counts:  # built once, and only when some cell is large enough to be checked
+        original_counts["levels"], original_counts["cells"] = _original_key_target_counts(summary)
+    per_level, per_cell = original_counts["levels"], original_counts["cells"]
     built = []
     for i, key in enumerate(keys):  # synthpop builds the pairs key by key, labels sorted
         labels = coders[key].labels
@@ -144,7 +144,7 @@ def build_result(
     uio = _scalar(summary, 0, Stat.UIO) / n_orig * 100
     ident, attrib, caps, nexcl, check_1way, check_2way = [], [], [], [], [], []
     check1 = check2 = ""
-    original_counts = _original_key_target_counts(summary)
+    original_counts: dict = {}
     for j in range(1, m + 1):
         n_syn = _scalar(summary, j, Stat.N_ROWS)
         ex = _nexclusions(summary, j)

@@ -56,6 +56,7 @@ class DisclosureParams(BaseModel):
     attrib_meas: Literal["DiSCO", "DiSDiO", "DCAP"] = "DiSCO"
     style: Literal["quantile", "equal"] = "quantile"
     n_blocks: int | None = Field(None, ge=1)
+    engine: Literal["auto", "pandas", "dask"] = "auto"
 
     @field_validator("keys")
     @classmethod
@@ -103,11 +104,12 @@ class DisclosureTaskResult:
 def evaluate(original: Dataset, synthetic: list[Dataset], params: DisclosureParams) -> DisclosureTaskResult:
     """Run the disclosure measures of ``params`` for every key set (Datasets carry their schema).
 
-    Data sets of one partition are brought into memory once for all key sets (the measures
-    would do it per call); larger ones stay on the cluster and use key blocks.
+    Data sets of one partition (or all, with ``engine: pandas``) are brought into memory once
+    for all key sets (the measures would do it per call); otherwise each measure decides.
     """
     data: tuple[Any, Any] = (original, synthetic)
-    if all(d.frame.npartitions == 1 for d in (original, *synthetic)):
+    if params.engine == "pandas" or (params.engine == "auto" and all(
+            d.frame.npartitions == 1 for d in (original, *synthetic))):
         frames = dask.compute(*[d.frame for d in (original, *synthetic)])
         data = (frames[0], list(frames[1:]))
     out = []
@@ -116,6 +118,7 @@ def evaluate(original: Dataset, synthetic: list[Dataset], params: DisclosurePara
             denom_lim=params.denom_lim, exclude_ov_denom_lim=params.exclude_ov_denom_lim, usekeysNA=params.usekeysNA,
             ngroups_keys=params.ngroups_keys, thresh_1way=params.thresh_1way, thresh_2way=params.thresh_2way,
             cont_na=params.cont_na, style=params.style, n_blocks=params.n_blocks, schema=original.schema,
+            engine=params.engine,
         )
         if params.target is not None:
             res: DisclosureResult | MultiDisclosureResult = disclosure(

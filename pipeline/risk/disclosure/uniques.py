@@ -32,7 +32,7 @@ from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.results import jsonable, tidy_frame
 from pipeline.risk.disclosure.coding import Coder, build_coders, encode_frame, encoded_meta
-from pipeline.risk.disclosure.inputs import first_frame, gather_stats, prepare_inputs, synthetic_list, unwrap
+from pipeline.risk.disclosure.inputs import Engine, first_frame, gather_stats, prepare_inputs, synthetic_list, unwrap
 from pipeline.risk.disclosure.kernel import key_groups
 from pipeline.risk.disclosure.options import as_key_list
 
@@ -142,6 +142,7 @@ def replicated_uniques(
     *,
     schema: Schema | None = None,
     n_blocks: int | None = None,
+    engine: Engine = "auto",
 ) -> ReplicatedUniquesResult:
     """Uniques of the original and of each synthetic set on ``keys``, and which are shared.
 
@@ -154,9 +155,11 @@ def replicated_uniques(
     schema : Schema, optional
     n_blocks : int, optional
         Number of key blocks on the Dask path.
+    engine : {"auto", "pandas", "dask"}
+        As in :func:`~pipeline.risk.disclosure.disclosure`.
     """
     key_list = as_key_list(list(unwrap(original, "original")[0].columns) if keys is None else keys)
-    inputs = prepare_inputs(original, synthetic, key_list, schema)
+    inputs = prepare_inputs(original, synthetic, key_list, schema, engine)
     stats = gather_stats(inputs, key_list)
     coders = build_coders(stats, key_list, {}, {}, allow_all_missing=True)
     rows, n = _flag_rows(inputs, coders, key_list, stats, n_blocks)
@@ -205,6 +208,7 @@ def remove_uniques(
     rm_replicated_uniques: bool = False,
     schema: Schema | None = None,
     n_blocks: int | None = None,
+    engine: Engine = "auto",
 ) -> RemovedUniques:
     """Remove uniques from the synthetic sets (synthpop ``sdc``, spec §13.2 step 2).
 
@@ -230,7 +234,7 @@ def remove_uniques(
         raise ParameterError("nothing to remove: set rm_uniques_in_orig or rm_replicated_uniques")
     sets = synthetic_list(synthetic)
     key_list = list(first_frame(sets).columns) if keys is None else keys
-    found = replicated_uniques(original, sets, key_list, schema=schema, n_blocks=n_blocks)
+    found = replicated_uniques(original, sets, key_list, schema=schema, n_blocks=n_blocks, engine=engine)
     removed = found.synU_rm if rm_uniques_in_orig else found.repU_rm
     kept = [_drop_rows(unwrap(s, f"synthetic set {i}")[0], r)
             for i, (s, r) in enumerate(zip(sets, removed, strict=True), start=1)]

@@ -90,6 +90,11 @@ def box_bounds(plan: MatchPlan, x: np.ndarray, radii: np.ndarray) -> tuple[np.nd
     every synthesised one ``R_S = sqrt(R_K + sum_syn rho^2)`` — R_K enters unsquared, as in the
     package's C++.
     """
+    with np.errstate(invalid="ignore"):  # non-finite x (na_action="no_match") gives NaN bounds: no match
+        return _box_bounds(plan, x, radii)
+
+
+def _box_bounds(plan: MatchPlan, x: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rho = radii[None, :] * x if plan.percentage else np.broadcast_to(radii[None, :], x.shape)
     if plan.euclidean:
         known = [k for k, is_known in enumerate(plan.continuous_known) if is_known]
@@ -154,10 +159,15 @@ class SetMatcher:
         self.visit = visit
         cand_valid = (cand_groups >= 0) & np.all(np.isfinite(cand_values), axis=1)
         self.index = BoxIndex(cand_groups[cand_valid], cand_values[cand_valid], n_groups)
-        # the target's own synthetic row: same key block and present in this partition
-        own_row = np.where(own >= 0, own, 0)
-        self.own_ok = (own >= 0) & query_valid & (cand_groups[own_row] == query_groups) & cand_valid[own_row]
-        self.own_values = cand_values[own_row]
+        # the target's own synthetic row: present in this partition, same key block, no NaN
+        if len(cand_groups):
+            own_row = np.where(own >= 0, own, 0)
+            same_block = cand_groups[own_row] == query_groups
+            self.own_ok = (own >= 0) & query_valid & same_block & cand_valid[own_row]
+            self.own_values = cand_values[own_row]
+        else:
+            self.own_ok = np.zeros(self.n, dtype=bool)
+            self.own_values = np.full(query_values.shape, np.nan)
         self.query_values = query_values
 
     def counts(self, combos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -210,7 +220,8 @@ class SetMatcher:
                 if key not in per_dim:
                     x = self.query_values[:, dim : dim + 1]
                     rho = r * x if self.plan.percentage else np.full(x.shape, r)
-                    per_dim[key] = _inside(self.plan, self.own_values[:, dim : dim + 1], x - rho, x + rho)
+                    with np.errstate(invalid="ignore"):  # non-finite x: NaN bounds, no match
+                        per_dim[key] = _inside(self.plan, self.own_values[:, dim : dim + 1], x - rho, x + rho)
                 t[k] &= per_dim[key]
         return t
 
@@ -265,21 +276,29 @@ def partition_counts(
     visit = [query_visit_order(q_groups[q_valid], x[q_valid, k], n_groups) for k in range(x.shape[1])]
     out = []
     for s, frame in enumerate(synthetic):
-        if ROW_COLUMN in original.columns and ROW_COLUMN in frame.columns:
-            own = pd.Index(frame[ROW_COLUMN].to_numpy()).get_indexer(original[ROW_COLUMN].to_numpy())
-        else:
-            own = np.arange(len(original)) if len(frame) == len(original) else np.full(len(original), -1)
-        own = own.astype(np.int64)
-        if len(frame) == 0:
-            own[:] = -1
-        y = _continuous_values(frame, plan)
-        cand_groups = groups[s + 1]
-        if len(frame) == 0:  # keep the own-row gather well defined
-            y = np.full((1, x.shape[1]), np.nan)
-            cand_groups = np.full(1, -1, dtype=np.int64)
-        matcher = SetMatcher(plan, q_groups, x, q_valid, visit, cand_groups, y, n_groups, own)
+        matcher = SetMatcher(
+            plan,
+            q_groups,
+            x,
+            q_valid,
+            visit,
+            groups[s + 1],
+            _continuous_values(frame, plan),
+            n_groups,
+            _own_rows(original, frame),
+        )
         out.append(matcher.counts(combos))
     return out
+
+
+def _own_rows(original: pd.DataFrame, synthetic: pd.DataFrame) -> np.ndarray:
+    """Position in ``synthetic`` of each original record's own synthetic row (-1: not here)."""
+    if ROW_COLUMN in original.columns and ROW_COLUMN in synthetic.columns:
+        own = pd.Index(synthetic[ROW_COLUMN].to_numpy()).get_indexer(original[ROW_COLUMN].to_numpy())
+        return own.astype(np.int64)
+    if len(synthetic) == len(original):
+        return np.arange(len(original), dtype=np.int64)
+    return np.full(len(original), -1, dtype=np.int64)
 
 
 def histogram(c: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -11,11 +11,10 @@ results do not depend on the partitioning.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import itertools
 
 import dask
 import dask.dataframe as dd
@@ -49,9 +48,10 @@ class _Inputs:
 
 
 def _is_categorical_dtype(dtype: Any) -> bool:
-    return not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)) or isinstance(
-        dtype, pd.CategoricalDtype
-    )
+    """Matched exactly unless numeric (R: anything but a factor/character is radius-matched)."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return True
+    return not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
 
 
 def _prepare(original: FrameLike, synthetic: FrameLike | Sequence[FrameLike], schema: Schema | None) -> _Inputs:
@@ -174,9 +174,12 @@ def _records_meta(m: int) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-def _histogram_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray):
+def _histogram_kernel(
+    original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray, combo_offset: int = 0
+):
     """Per partition: (set, combination, c, T) -> number of records; summed over partitions."""
-    return _histogram_frame(partition_counts(_drop_block(original), [_drop_block(s) for s in synthetic], plan, combos))
+    counts = partition_counts(_drop_block(original), [_drop_block(s) for s in synthetic], plan, combos)
+    return _histogram_frame(counts, combo_offset)
 
 
 def _histogram_frame(results: list[tuple[np.ndarray, np.ndarray]], combo_offset: int = 0) -> pd.DataFrame:

@@ -1,0 +1,155 @@
+"""Benchmark: the same large evaluation on 1 and 2 local workers: speed-up and per-worker peak memory.
+
+The evaluation is a task run by the real runner (``run_task``): key-block statistics
+(``key_blocks``, a Dask shuffle of every data set on its key blocks, then per-block counts) for
+two key sets, on SD2011 and two of its CART syntheses scaled to ``--rows`` records each.  The
+data are written once as Parquet folders (8 files per data set): records drawn with replacement
+from the bundled data (fixed seeds) and ``age`` jittered by up to 3 years.
+
+For each worker count a fresh ``LocalCluster`` (single-threaded worker processes) runs the task
+``--repeats`` times into fresh run folders (no cached units); the best time is reported, both
+for the whole run (reading, persisting, both units) and for the units alone.  Peak memory is each
+worker process's peak resident set size (``getrusage``) after the runs.  The result tables of
+all runs must be identical.  The machine's load average is printed before and after: other
+processes competing for the 2 cores lower the speed-up.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_scaling.py                   # 3M rows per data set
+    .venv/bin/python benchmarks/bench_scaling.py --rows 1000000 --repeats 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+from distributed import Client, LocalCluster
+
+from pipeline.datasets import load_demo, load_demo_synthetic
+from pipeline.runner import run_task
+from pipeline.tasks import load_task
+
+KEY_SETS = [["sex", "age", "edu", "marital", "region"], ["sex", "agegr", "placesize", "socprof", "marital"]]
+N_BLOCKS = 32
+FILES_PER_SET = 8
+
+
+def write_scaled_sd2011(folder: Path, rows: int, n_synthetic: int = 2) -> None:
+    """SD2011 and ``n_synthetic`` CART syntheses resampled to ``rows`` records, as Parquet folders."""
+    original = load_demo("sd2011_subset")
+    original.schema.to_json(folder / "sd2011.schema.json")
+    sources = {"original": original}
+    sources.update({f"syn{i + 1}": s for i, s in enumerate(load_demo_synthetic("sd2011_cart")[:n_synthetic])})
+    for seed, (name, ds) in enumerate(sources.items()):
+        pdf = ds.to_pandas()
+        rng = np.random.default_rng(seed)
+        big = pdf.iloc[rng.integers(0, len(pdf), rows)].reset_index(drop=True)
+        big["age"] = (big["age"] + rng.integers(-3, 4, rows)).clip(16, 97)
+        big = big.astype({c: object for c in big.columns if isinstance(big[c].dtype, pd.CategoricalDtype)})
+        (folder / name).mkdir()
+        for i, part in enumerate(np.array_split(np.arange(rows), FILES_PER_SET)):
+            big.iloc[part].to_parquet(folder / name / f"part-{i:03d}.parquet", index=False)
+
+
+def write_task(folder: Path, n_synthetic: int) -> Path:
+    spec = {
+        "name": "scaling",
+        "concurrency": 1,
+        "datasets": [
+            {
+                "name": "sd2011_big",
+                "original": {"path": "original", "schema": "sd2011.schema.json"},
+                "synthetic": [
+                    {
+                        "name": "cart",
+                        "paths": [f"syn{i + 1}" for i in range(n_synthetic)],
+                        "schema": "sd2011.schema.json",
+                    }
+                ],
+            }
+        ],
+        "measures": [{"type": "key_blocks", "params": {"n_blocks": N_BLOCKS}, "grid": {"keys": KEY_SETS}}],
+    }
+    path = folder / "scaling.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _peak_rss() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+
+
+def measure(task_file: Path, n_workers: int, repeats: int, memory_limit: str, scratch: Path) -> dict:
+    """Best whole-run and unit seconds over ``repeats`` runs, per-worker peak RSS, and the result table."""
+    task = load_task(task_file)
+    walls, units, table = [], [], None
+    with (
+        LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=memory_limit,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        config = {"type": "scheduler", "address": cluster.scheduler_address}
+        for r in range(repeats):
+            t0 = time.perf_counter()
+            out = scratch / f"w{n_workers}-r{r}"
+            outcome = run_task(task, cluster=config, out_dir=out, progress=False, report=False)
+            walls.append(time.perf_counter() - t0)
+            units.append(sum(u["seconds"] for u in outcome.manifest["units"].values()))
+            got = outcome.results.drop(columns="run_id")
+            if table is not None:
+                pd.testing.assert_frame_equal(got, table, check_exact=True)
+            table = got
+        peaks = sorted(client.run(_peak_rss).values())
+    return {"wall": min(walls), "units": min(units), "peaks": peaks, "table": table}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=3_000_000, help="records per data set")
+    ap.add_argument("--synthetic", type=int, default=2, help="number of synthetic sets (1..5)")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--memory-limit", default="6GiB", help="per worker")
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="bench_scaling_") as tmp:
+        folder = Path(tmp)
+        t0 = time.perf_counter()
+        write_scaled_sd2011(folder, args.rows, args.synthetic)
+        task = write_task(folder, args.synthetic)
+        print(
+            f"data: SD2011 + {args.synthetic} CART sets x {args.rows:,} records ({time.perf_counter() - t0:.1f} s); "
+            f"key_blocks n_blocks={N_BLOCKS} for {len(KEY_SETS)} key sets; best of {args.repeats}"
+        )
+        print(f"cores: {len(os.sched_getaffinity(0))}; load average before: {os.getloadavg()[0]:.2f}")
+        res = {n: measure(task, n, args.repeats, args.memory_limit, folder / "runs") for n in (1, 2)}
+        pd.testing.assert_frame_equal(res[1]["table"], res[2]["table"], check_exact=True)
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+    print(f"\n{'workers':>7}  {'run (s)':>8}  {'units (s)':>9}  per-worker peak RSS (MiB)")
+    for n, r in res.items():
+        peaks = ", ".join(f"{p / 2**20:.0f}" for p in r["peaks"])
+        print(f"{n:>7}  {r['wall']:8.2f}  {r['units']:9.2f}  {peaks}")
+    print(
+        f"\nspeed-up 1 -> 2 workers: whole run {res[1]['wall'] / res[2]['wall']:.2f}x, "
+        f"units {res[1]['units'] / res[2]['units']:.2f}x (target >= 1.6x); results identical"
+    )
+
+
+if __name__ == "__main__":
+    main()
