@@ -4,8 +4,10 @@ The SD2011 subset and its first CART synthetic set (bundled demo data) are scale
 each: records are drawn with replacement and slightly perturbed (age +-1 for 10 % of records,
 income x (1 +- 5 %) for 10 %, one key level re-drawn for 2 %), generated partition by
 partition on the cluster (250,000 records per partition) and persisted before timing, as the
-runner persists its inputs.  Inputs of one partition (50k) run in memory (pandas path);
-larger ones on key blocks (Dask path).
+runner persists its inputs.  With the default engine ("auto"), inputs of up to a million
+records per set are computed in memory (one transfer from the workers, then pandas);
+inputs with more than a million records per set on key blocks (Dask path); see the path
+column.
 
 Timed calls (keys sex, age, edu, marital):
   disclosure       target ls
@@ -40,6 +42,7 @@ from dask.distributed import Client, LocalCluster
 
 from pipeline.datasets import load_demo, load_demo_synthetic
 from pipeline.risk.disclosure import disclosure, multi_disclosure
+from pipeline.risk.disclosure.inputs import IN_MEMORY_ROWS
 
 KEYS = ["sex", "age", "edu", "marital"]
 TARGET = "ls"
@@ -146,7 +149,7 @@ def main() -> None:
         del small
         for n in sizes:
             orig, syn = dask.persist(scaled(original, n, 1), scaled(synthetic, n, 2))
-            path = "pandas (1 partition)" if orig.npartitions == 1 else f"Dask key blocks ({orig.npartitions} parts)"
+            path = f"Dask key blocks ({orig.npartitions} parts)" if n > IN_MEMORY_ROWS else "in memory (engine auto)"
             best_d = best_m = (np.inf, np.inf)
             with PeakMemory(client) as mem:
                 for _ in range(args.repeat):

@@ -83,6 +83,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[50_000, 500_000, 5_000_000])
     parser.add_argument("--grid-at", type=int, default=500_000, help="size for the 6x6 radius grid (0 = skip)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--pandas-up-to", type=int, default=500_000, help="also time the in-process pandas path up to this size"
+    )
     args = parser.parse_args()
 
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as cluster, Client(cluster):
@@ -91,7 +94,10 @@ def main() -> None:
         identification_risk(o, [s], KNOWN, SYNTHESISED, 0.1, n_blocks=4)
         radius_sweep(o, [s], KNOWN, SYNTHESISED, grid={"Income": GRID[:2], "Expenditure": GRID[:2]}, n_blocks=4)
 
-        print(f"{'n':>10} {'ours (s)':>9} {'R (s)':>9} {'R source':>16} {'R/ours':>8} {'exp.risk':>12} {'s':>8}")
+        print(
+            f"{'n':>10} {'Dask (s)':>9} {'R (s)':>9} {'R source':>16} {'R/Dask':>8} "
+            f"{'pandas (s)':>10} {'R/pandas':>9} {'exp.risk':>12} {'s':>8}"
+        )
         single: dict[int, float] = {}
         for n in args.sizes:
             orig, syn = dask.persist(*scaled_cedata(n))
@@ -101,9 +107,16 @@ def main() -> None:
             )
             single[n] = sec
             r_sec, source = r_seconds(n)
+            local = "-"
+            local_ratio = "-"
+            if n <= args.pandas_up_to:
+                po, ps = dask.compute(orig, syn)
+                pres, psec = timed(lambda o=po, s=ps: identification_risk(o, [s], KNOWN, SYNTHESISED, 0.1))
+                assert np.array_equal(pres.c, res.c), "pandas and Dask paths disagree"
+                local, local_ratio = f"{psec:.2f}", f"{r_sec / psec:.0f}"
             print(
                 f"{n:>10} {sec:>9.2f} {r_sec:>9.1f} {source:>16} {r_sec / sec:>8.1f} "
-                f"{res.exp_risk[0]:>12.3f} {res.s[0]:>8d}"
+                f"{local:>10} {local_ratio:>9} {res.exp_risk[0]:>12.3f} {res.s[0]:>8d}"
             )
             if n == args.grid_at:
                 sweep, gsec = timed(

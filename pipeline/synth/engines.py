@@ -8,7 +8,7 @@ Three engines share one interface (:meth:`run` a pass, :meth:`divide`, :attr:`n_
 * :class:`DaskEngine` - the full table as a chunked ``dask.array`` on the cluster, blocks of
   whole slabs, bit-for-bit the dense engine's fit (for tables that should live on workers).
 * :class:`SparseEngine` - only the cells that can be non-zero (the *support*), each with its
-  level codes: ``16 + p`` bytes per support cell (``p`` variables, up to 255 levels each).
+  level codes: ``16 + p`` bytes per support cell (``p`` variables; ``16 + 2p`` beyond 256 levels).
 
 Passes are slab-parallel numba kernels (:mod:`pipeline.synth._kernels`); the slab size is a
 function of the accumulator size only, so every result is identical for any thread count.

@@ -291,8 +291,7 @@ class UtilityTabResult:
         return self.stats[stat].to_numpy()
 
     def tidy(self) -> pd.DataFrame:
-        setting = "vars=" + ",".join(self.vars)
-        return _tidy_rows(self.stats, setting)
+        return _tidy_rows(self.stats)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -21,7 +21,9 @@ blocks or workers, give identical results.
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +37,7 @@ from pipeline.blocks import AlignedBlocks, KeyBlocks
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.risk.disclosure.coding import MISSING, Coder, build_coders, encode_frame, encoded_meta
-from pipeline.risk.disclosure.inputs import Engine, Inputs, first_frame, gather_stats, prepare_inputs
+from pipeline.risk.disclosure.inputs import IN_MEMORY_ROWS, Engine, Inputs, first_frame, gather_stats, prepare_inputs
 from pipeline.risk.disclosure.kernel import (
     KernelPlan,
     block_summary,
@@ -48,6 +50,7 @@ from pipeline.risk.disclosure.measures import build_result
 from pipeline.risk.disclosure.options import DisclosureOptions, as_key_list, resolve_options
 from pipeline.risk.disclosure.result import DisclosureResult, MultiDisclosureResult
 
+log = logging.getLogger(__name__)
 #: largest number of (q, target) cells per key block on the Dask path (bounds a block's memory)
 CELLS_PER_BLOCK = 1_000_000
 IDENT_MEASURES = {"repU": "repU", "UiOiS": "UiOiS", "UiSiO": "UiOiS", "baseCAPd": "baseCAPd"}
@@ -309,9 +312,14 @@ class _Run:
               schema: Schema | None, n_blocks: int | None, engine: Engine) -> _Run:
         if n_blocks is not None and (isinstance(n_blocks, bool) or not isinstance(n_blocks, int) or n_blocks < 1):
             raise ParameterError(f"n_blocks must be a whole number >= 1, got {n_blocks!r}")
+        t0 = time.perf_counter()
         inputs = prepare_inputs(original, synthetic, [*keys, *targets], schema, engine)
         data_order = tuple(c for c in inputs.columns if c in keys)
-        return cls(inputs, data_order, gather_stats(inputs, [*keys, *targets]), n_blocks)
+        stats = gather_stats(inputs, [*keys, *targets])
+        if engine == "auto" and max(s[keys[0]].n for s in stats) <= IN_MEMORY_ROWS:
+            inputs = inputs.in_memory()  # the Dask overhead would dominate
+        log.debug("inputs and value counts (%s): %.2f s", "dask" if inputs.lazy else "pandas", time.perf_counter() - t0)
+        return cls(inputs, data_order, stats, n_blocks)
 
     @property
     def m(self) -> int:
@@ -349,20 +357,30 @@ class _Run:
         if not self.inputs.lazy:
             counts = [count_records(f, coders, *layout) for f in frames]
             return [combine([block_summary(*counts, plan=p)]) for p in plans]
-        meta = cell_counts_meta(encoded_meta(coders), self.keys)
-        counts = dask.persist(*[f.map_partitions(count_records, coders, *layout, meta=meta) for f in frames])
-        # blocks are sized by cells, not records: the memory of a block is bounded by CELLS_PER_BLOCK
-        n_cells = sum(dask.compute(*[c.map_partitions(len).sum() for c in counts]))
-        n_blocks = self.n_blocks or max(1, math.ceil(n_cells / CELLS_PER_BLOCK))
+        meta = cell_counts_meta(encoded_meta(coders), self.keys, len(targets))
+        t0 = time.perf_counter()
+        counts = [f.map_partitions(count_records, coders, *layout, meta=meta) for f in frames]
+        # blocks are sized by cells, not records, so a block's memory is bounded by CELLS_PER_BLOCK;
+        # the cells of a target are at most its records and at most its possible cells
+        space = math.prod(layout[1])
+        bound = sum(min(st[self.keys[0]].n, space * size) for st in self.stats for size in layout[3])
+        n_blocks = self.n_blocks or 1
+        if self.n_blocks is None and bound > CELLS_PER_BLOCK:  # count them
+            counts = list(dask.persist(*counts))
+            n_cells = sum(dask.compute(*[c.map_partitions(len).sum() for c in counts]))
+            n_blocks = max(1, math.ceil(n_cells / CELLS_PER_BLOCK))
         counts = [c.repartition(npartitions=min(c.npartitions, n_blocks)) for c in counts]
         blocks = KeyBlocks(list(self.keys), n_blocks)
         if n_blocks == 1:  # one block holds every key group: nothing to shuffle
             aligned = AlignedBlocks(blocks, counts[0], counts[1:])
         else:  # the cell counts, not the records, are shuffled: equal key codes meet in one block
-            aligned = blocks.partition(counts[0], counts[1:])
+            # (cell tables are moderate: the task-based shuffle costs less than p2p's disk round trip)
+            with dask.config.set({"dataframe.shuffle.method": "tasks"}):
+                aligned = blocks.partition(counts[0], counts[1:])
         if len(plans) > 1:
             aligned = aligned.persist()  # shared by every target
         computed = dask.compute(*[aligned.map(block_summary, summary_meta(), plan=p) for p in plans])
+        log.debug("cell counts, %d key blocks, %d target(s): %.2f s", n_blocks, len(plans), time.perf_counter() - t0)
         return [combine([c]) for c in computed]
 
 

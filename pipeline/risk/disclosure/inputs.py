@@ -48,6 +48,13 @@ class Inputs:
     def frames(self) -> tuple[Frame, ...]:
         return (self.original, *self.synthetic)
 
+    def in_memory(self) -> Inputs:
+        """The same inputs computed into pandas frames (one transfer from the cluster)."""
+        if not self.lazy:
+            return self
+        frames = [f.reset_index(drop=True) for f in dask.compute(*self.frames)]
+        return Inputs(frames[0], tuple(frames[1:]), self.columns, self.schema, False)
+
 
 def _is_frame(obj: Any) -> bool:
     return isinstance(obj, (pd.DataFrame, dd.DataFrame))
@@ -99,9 +106,9 @@ def prepare_inputs(
     """Check and restrict the inputs to ``variables``, and choose where to compute.
 
     ``engine="pandas"`` computes everything in memory, ``"dask"`` on key blocks.  ``"auto"``
-    uses key blocks for Dask input unless every data set has a single partition or at most
-    :data:`IN_MEMORY_ROWS` records (the Dask overhead of about a second per step would then
-    dominate); pandas input stays in memory.
+    uses key blocks for Dask input unless every data set has a single partition; pandas input
+    stays in memory.  (With "auto", :meth:`Inputs.in_memory` is used later for Dask input of
+    at most :data:`IN_MEMORY_ROWS` records per set, once the value counts are known.)
 
     Raises
     ------
@@ -135,8 +142,6 @@ def prepare_inputs(
     cols = list(variables)
     if engine == "auto":
         lazy = any(isinstance(f, dd.DataFrame) and f.npartitions > 1 for f in frames)
-        if lazy:
-            lazy = max(dask.compute(*[f.shape[0] for f in frames])) > IN_MEMORY_ROWS
     else:
         lazy = engine == "dask"
     if lazy:

@@ -195,7 +195,7 @@ def cell_counts(
             rep[inverse] = np.arange(len(inverse))
             part = {k: codes[k].to_numpy()[rep] for k in keys}
             t_cell, n = t[rep], np.bincount(inverse, minlength=len(groups))
-        part[TARGET_INDEX] = np.full(len(n), i, dtype=np.int16)
+        part[TARGET_INDEX] = np.full(len(n), i, dtype=np.int8 if len(targets) < 128 else np.int16)
         part[TARGET_CODE] = t_cell.astype(np.int32)
         part[COUNT] = n.astype(np.int64)
         parts.append(pd.DataFrame(part))
@@ -204,10 +204,10 @@ def cell_counts(
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
-def cell_counts_meta(codes_meta: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
+def cell_counts_meta(codes_meta: pd.DataFrame, keys: tuple[str, ...], n_targets: int) -> pd.DataFrame:
     meta = {k: codes_meta[k] for k in keys}
-    meta.update({TARGET_INDEX: pd.Series(dtype=np.int16), TARGET_CODE: pd.Series(dtype=np.int32),
-                 COUNT: pd.Series(dtype=np.int64)})
+    meta.update({TARGET_INDEX: pd.Series(dtype=np.int8 if n_targets < 128 else np.int16),
+                 TARGET_CODE: pd.Series(dtype=np.int32), COUNT: pd.Series(dtype=np.int64)})
     return pd.DataFrame(meta)
 
 

@@ -92,38 +92,59 @@ def _check_1way(summary: Summary, j: int, target: Coder, thresh: tuple[float, fl
     )
 
 
-def _original_key_target_counts(summary: Summary) -> tuple[dict, dict]:
-    """Original records per (key, key level) and per (key, key level, target level)."""
-    rows = _rows(summary, 0, Stat.GT_KT)
-    per_cell = dict(zip(zip(rows.a.tolist(), rows.b.tolist(), rows.c.tolist(), strict=True), rows.value.tolist(),
-                        strict=True))
-    levels = pd.Series(rows.value).groupby([rows.a, rows.b]).sum()
-    return dict(zip(levels.index.tolist(), levels.tolist(), strict=True)), per_cell
+class _OriginalKeyTarget:
+    """Original records per (key, key level) and per (key, key level, target level), looked up vectorised."""
+
+    def __init__(self, summary: Summary) -> None:
+        rows = _rows(summary, 0, Stat.GT_KT)  # sorted by (a, b, c)
+        self.width = (int(rows.b.max()) + 1 if len(rows.b) else 1, int(rows.c.max()) + 1 if len(rows.c) else 1)
+        self.cell = (rows.a * self.width[0] + rows.b) * self.width[1] + rows.c
+        self.count = rows.value
+        level = rows.a * self.width[0] + rows.b
+        starts = np.flatnonzero(np.r_[True, level[1:] != level[:-1]]) if len(level) else level
+        self.level, self.level_total = level[starts], np.add.reduceat(rows.value, starts) if len(starts) else level
+
+    @staticmethod
+    def _find(sorted_keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+        pos = np.searchsorted(sorted_keys, wanted).clip(0, max(len(sorted_keys) - 1, 0))
+        found = sorted_keys[pos] == wanted if len(sorted_keys) else np.zeros(len(wanted), dtype=bool)
+        return np.where(found, values[pos] if len(values) else 0, 0)
+
+    def totals(self, key: np.ndarray, level: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(records with the key level, records with the key level and the target level)."""
+        lv = key * self.width[0] + level
+        return self._find(self.level, self.level_total, lv), self._find(self.cell, self.count, lv * self.width[1]
+                                                                           + target)
 
 
 def _check_2way(
     summary: Summary, j: int, keys: Sequence[str], coders: Mapping[str, Coder], target: Coder,
-    thresh: tuple[float, float], original_counts: dict,
+    thresh: tuple[float, float], original: list,
 ) -> pd.DataFrame | None:
     pairs = _rows(summary, j, Stat.PAIRS)
     if not len(pairs.value):
         return None
-    if not original_counts:  # built once, and only when some cell is large enough to be checked
-        original_counts["levels"], original_counts["cells"] = _original_key_target_counts(summary)
-    per_level, per_cell = original_counts["levels"], original_counts["cells"]
-    built = []
-    for i, key in enumerate(keys):  # synthpop builds the pairs key by key, labels sorted
-        labels = coders[key].labels
-        mine = pairs.a == i
-        per_label: dict[str, list[int]] = {}
-        for v, t, n in zip(pairs.b[mine].tolist(), pairs.c[mine].tolist(), pairs.value[mine].tolist(), strict=True):
-            per_label.setdefault(f"{target.labels[t]}|{labels[v]}", [v, t, 0])[2] += n
-        for label in sorted(per_label):
-            v, t, n = per_label[label]
-            total, with_target = per_level.get((i, v), 0), per_cell.get((i, v, t), 0)
-            built.append((label, n, key, with_target, total, with_target * 100 / total))
-    table = pd.DataFrame(built, columns=list(CHECK_2WAY_COLUMNS), index=pd.RangeIndex(1, len(built) + 1))
-    table = table.sort_values("npairs", ascending=False, kind="stable")
+    if not original:  # built once, and only when some cell is large enough to be checked
+        original.append(_OriginalKeyTarget(summary))
+    key_total, key_target_total = original[0].totals(pairs.a, pairs.b, pairs.c)
+    found = pd.DataFrame({
+        "key_index": pairs.a, "label": [f"{target.labels[t]}|{coders[keys[i]].labels[v]}"
+                                        for i, v, t in zip(pairs.a.tolist(), pairs.b.tolist(), pairs.c.tolist(),
+                                                           strict=True)],
+        "npairs": pairs.value, "key_target_total": key_target_total, "key_total": key_total,
+    })
+    # synthpop builds the pairs key by key, labels sorted (a label names one pair unless levels contain "|")
+    found = found.groupby(["key_index", "label"], sort=True).agg(
+        npairs=("npairs", "sum"), key_target_total=("key_target_total", "first"), key_total=("key_total", "first"))
+    table = pd.DataFrame({
+        "target_key_levs": found.index.get_level_values("label"),
+        "npairs": found["npairs"].to_numpy(),
+        "key": [keys[i] for i in found.index.get_level_values("key_index")],
+        "key_target_total": found["key_target_total"].to_numpy(),
+        "key_total": found["key_total"].to_numpy(),
+    }, index=pd.RangeIndex(1, len(found) + 1))
+    table["PctTargetKeyLevel"] = table["key_target_total"] * 100 / table["key_total"]
+    table = table[list(CHECK_2WAY_COLUMNS)].sort_values("npairs", ascending=False, kind="stable")
     flagged = table[table["PctTargetKeyLevel"] > thresh[1]]
     return flagged if len(flagged) else None
 
@@ -144,7 +165,7 @@ def build_result(
     uio = _scalar(summary, 0, Stat.UIO) / n_orig * 100
     ident, attrib, caps, nexcl, check_1way, check_2way = [], [], [], [], [], []
     check1 = check2 = ""
-    original_counts: dict = {}
+    original_counts: list = []
     for j in range(1, m + 1):
         n_syn = _scalar(summary, j, Stat.N_ROWS)
         ex = _nexclusions(summary, j)

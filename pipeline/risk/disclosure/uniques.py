@@ -32,7 +32,15 @@ from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.results import jsonable, tidy_frame
 from pipeline.risk.disclosure.coding import Coder, build_coders, encode_frame, encoded_meta
-from pipeline.risk.disclosure.inputs import Engine, first_frame, gather_stats, prepare_inputs, synthetic_list, unwrap
+from pipeline.risk.disclosure.inputs import (
+    IN_MEMORY_ROWS,
+    Engine,
+    first_frame,
+    gather_stats,
+    prepare_inputs,
+    synthetic_list,
+    unwrap,
+)
 from pipeline.risk.disclosure.kernel import key_groups
 from pipeline.risk.disclosure.options import as_key_list
 
@@ -161,6 +169,8 @@ def replicated_uniques(
     key_list = as_key_list(list(unwrap(original, "original")[0].columns) if keys is None else keys)
     inputs = prepare_inputs(original, synthetic, key_list, schema, engine)
     stats = gather_stats(inputs, key_list)
+    if engine == "auto" and max(st[key_list[0]].n for st in stats) <= IN_MEMORY_ROWS:
+        inputs = inputs.in_memory()
     coders = build_coders(stats, key_list, {}, {}, allow_all_missing=True)
     rows, n = _flag_rows(inputs, coders, key_list, stats, n_blocks)
     k = tuple(st[key_list[0]].n for st in stats[1:])

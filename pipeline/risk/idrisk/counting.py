@@ -19,8 +19,8 @@ Positions instead of values
 One dimension
     ``c = b - a``.
 Two dimensions
-    An offline sweep over the first dimension's order with a Fenwick tree over the second
-    dimension's positions (:func:`_sweep_2d`, compiled with numba).  Several second-dimension
+    An offline sweep over the first dimension's order with a Fenwick tree (over a bitmap) of
+    the second dimension's positions (:func:`_sweep_2d`, compiled with numba).  Several second-dimension
     ranges per query are answered in the same sweep, which makes radius grids cheap.
 Three or more
     Divide and conquer over the first dimension (CDQ), all chunks of a level at once, down to
@@ -85,15 +85,37 @@ def _block_search(sorted_values, starts, groups, keys, right):  # pragma: no cov
     return out
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _popcount(x):  # pragma: no cover - compiled
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _prefix(tree, bits, p):  # pragma: no cover - compiled
+    """Number of inserted positions < p: a Fenwick tree over 64-position words plus a popcount
+    inside the word (positions are distinct, so one bit per position suffices)."""
+    word = p >> 6
+    total = np.int64(_popcount(bits[word] & ((np.uint64(1) << np.uint64(p & 63)) - np.uint64(1))))
+    while word > 0:
+        total += tree[word]
+        word -= word & -word
+    return total
+
+
 @numba.njit(cache=True, nogil=True)
 def _sweep_2d(ypos, kx_hi, kx_lo, ky_hi, ky_lo):  # pragma: no cover - compiled
     """``out[i, j]`` = number of points at x-positions ``[kx_lo[i], kx_hi[i])`` whose
     y-position lies in ``[ky_lo[i, j], ky_hi[i, j])``.
 
-    ``ypos[k]`` is the y-position of the point at x-position k.  Query events (``+`` at
-    ``kx_hi``, ``-`` at ``kx_lo``) are bucketed by x-position (a counting sort), the points are
-    inserted in x order into a Fenwick tree over y-positions, and each event reads its prefix
-    counts when exactly the points before its x-position are in the tree.
+    ``ypos[k]`` is the (distinct) y-position of the point at x-position k.  Query events (``+``
+    at ``kx_hi``, ``-`` at ``kx_lo``) are bucketed by x-position (a counting sort), their y
+    bounds copied in event order (so the sweep reads memory sequentially), the points are
+    inserted in x order, and each event reads its counts when exactly the points before its
+    x-position are inserted.  The structure is a bitmap of inserted y-positions with a Fenwick
+    tree over its 64-bit words: small enough to stay in cache.
     """
     n = ypos.shape[0]
     q = kx_hi.shape[0]
@@ -111,32 +133,36 @@ def _sweep_2d(ypos, kx_hi, kx_lo, ky_hi, ky_lo):  # pragma: no cover - compiled
         fill[kx_hi[i]] += 1
         event[fill[kx_lo[i]]] = -i - 1
         fill[kx_lo[i]] += 1
-    tree = np.zeros(n + 1, dtype=np.int64)
-    out = np.zeros((q, n_j), dtype=np.int64)
+    bounds = np.empty((2 * q, 2 * n_j), dtype=np.int64)
+    for e in range(2 * q):
+        i = event[e] if event[e] >= 0 else -event[e] - 1
+        for j in range(n_j):
+            bounds[e, j] = ky_hi[i, j]
+            bounds[e, n_j + j] = ky_lo[i, j]
+    n_words = (n >> 6) + 1
+    tree = np.zeros(n_words + 1, dtype=np.int64)
+    bits = np.zeros(n_words, dtype=np.uint64)
+    found = np.empty((2 * q, n_j), dtype=np.int64)
     for k in range(n + 1):
         for e in range(start[k], start[k + 1]):
-            code = event[e]
-            sign = 1
-            i = code
-            if code < 0:
-                sign = -1
-                i = -code - 1
             for j in range(n_j):
-                total = 0
-                p = ky_hi[i, j]
-                while p > 0:
-                    total += tree[p]
-                    p -= p & -p
-                p = ky_lo[i, j]
-                while p > 0:
-                    total -= tree[p]
-                    p -= p & -p
-                out[i, j] += sign * total
+                found[e, j] = _prefix(tree, bits, bounds[e, j]) - _prefix(tree, bits, bounds[e, n_j + j])
         if k < n:
-            p = ypos[k] + 1
-            while p <= n:
-                tree[p] += 1
-                p += p & -p
+            y = ypos[k]
+            bits[y >> 6] |= np.uint64(1) << np.uint64(y & 63)
+            word = (y >> 6) + 1
+            while word <= n_words:
+                tree[word] += 1
+                word += word & -word
+    out = np.zeros((q, n_j), dtype=np.int64)
+    for e in range(2 * q):
+        code = event[e]
+        if code >= 0:
+            for j in range(n_j):
+                out[code, j] += found[e, j]
+        else:
+            for j in range(n_j):
+                out[-code - 1, j] -= found[e, j]
     return out
 
 
@@ -252,8 +278,11 @@ def _count_2d_grouped(pg: np.ndarray, pr: np.ndarray, qg: np.ndarray, a: np.ndar
     x = pg * m + pr[:, 0]
     y = pg * m + pr[:, 1]
     x_order = np.argsort(x)
-    sorted_y = np.sort(y)
-    ypos = np.searchsorted(sorted_y, y[x_order], side="left").astype(np.int64)
+    y_order = np.argsort(y)
+    sorted_y = y[y_order]
+    y_position = np.empty(len(y), dtype=np.int64)
+    y_position[y_order] = np.arange(len(y), dtype=np.int64)  # distinct positions, as the sweep needs
+    ypos = y_position[x_order]
     sorted_x = x[x_order]
     kx_hi = np.searchsorted(sorted_x, qg * m + b[:, 0], side="left").astype(np.int64)
     kx_lo = np.searchsorted(sorted_x, qg * m + a[:, 0], side="left").astype(np.int64)

@@ -11,7 +11,6 @@ results do not depend on the partitioning.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,8 +29,6 @@ from pipeline.risk.idrisk.plan import GridArg, MatchPlan, RadiusArg, make_grid, 
 from pipeline.risk.idrisk.result import IdentificationRiskResult, RadiusSweepResult, SetStatistics
 
 Frame = pd.DataFrame | dd.DataFrame
-#: Dask tasks per key-block partition in a radius sweep (each evaluates part of the grid)
-GRID_TASKS_PER_BLOCK = 3
 FrameLike = Frame | Dataset
 
 
@@ -174,15 +171,12 @@ def _records_meta(m: int) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-def _histogram_kernel(
-    original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray, combo_offset: int = 0
-):
+def _histogram_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray):
     """Per partition: (set, combination, c, T) -> number of records; summed over partitions."""
-    counts = partition_counts(_drop_block(original), [_drop_block(s) for s in synthetic], plan, combos)
-    return _histogram_frame(counts, combo_offset)
+    return _histogram_frame(partition_counts(_drop_block(original), [_drop_block(s) for s in synthetic], plan, combos))
 
 
-def _histogram_frame(results: list[tuple[np.ndarray, np.ndarray]], combo_offset: int = 0) -> pd.DataFrame:
+def _histogram_frame(results: list[tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
     parts = []
     for s, (c, t) in enumerate(results):
         for k in range(c.shape[0]):
@@ -191,7 +185,7 @@ def _histogram_frame(results: list[tuple[np.ndarray, np.ndarray]], combo_offset:
                 pd.DataFrame(
                     {
                         "set": np.full(len(cv), s),
-                        "combo": np.full(len(cv), k + combo_offset),
+                        "combo": np.full(len(cv), k),
                         "c": cv,
                         "t": tv,
                         "count": cnt,
@@ -267,16 +261,7 @@ def _run_histograms(
         )
     else:
         aligned = _blocks(inputs, plan, n_blocks)
-        # a few tasks per block partition, each a contiguous run of the grid (for a product grid:
-        # some values of the first variable with all of the others), so that a dominant key block
-        # does not leave the other workers idle; the shuffled blocks are shared by all of them
-        n_chunks = min(len(combos), GRID_TASKS_PER_BLOCK)
-        edges = np.linspace(0, len(combos), n_chunks + 1).round().astype(int)
-        parts = [
-            aligned.map(_histogram_kernel, meta=_HIST_META, plan=plan, combos=combos[lo:hi], combo_offset=int(lo))
-            for lo, hi in itertools.pairwise(edges)
-        ]
-        hist = pd.concat(dask.compute(*parts), ignore_index=True)
+        hist = aligned.map(_histogram_kernel, meta=_HIST_META, plan=plan, combos=combos).compute()
     totals = hist.groupby(["combo", "set", "c", "t"], sort=True)["count"].sum().reset_index()
     stats = []
     for k in range(len(combos)):
