@@ -85,7 +85,7 @@ def scaled(base: pd.DataFrame, n: int, seed: int) -> dd.DataFrame:
 class PeakMemory:
     """Polls the resident memory of every worker process while a block of code runs."""
 
-    def __init__(self, client: Client, every: float = 0.25) -> None:
+    def __init__(self, client: Client, every: float = 0.5) -> None:
         self.client, self.every, self.peak = client, every, 0
         self._stop = threading.Event()
 

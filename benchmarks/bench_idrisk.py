@@ -89,9 +89,10 @@ def main() -> None:
     args = parser.parse_args()
 
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as cluster, Client(cluster):
-        # warm-up: compile the numba kernels on every worker (cached on disk afterwards)
+        # warm-up: compile/load the numba kernels on every worker and in this process
         o, s = scaled_cedata(20_000, 10_000)
         identification_risk(o, [s], KNOWN, SYNTHESISED, 0.1, n_blocks=4)
+        identification_risk(*dask.compute(o, [s]), KNOWN, SYNTHESISED, 0.1)
         radius_sweep(o, [s], KNOWN, SYNTHESISED, grid={"Income": GRID[:2], "Expenditure": GRID[:2]}, n_blocks=4)
 
         print(

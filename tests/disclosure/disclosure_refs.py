@@ -78,6 +78,31 @@ def python_args(args: dict[str, Any], columns: list[str]) -> dict[str, Any]:
     return out
 
 
+def r_per_key_binding(kw: dict[str, Any], columns: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """The per-key options as synthpop 1.9-2 effectively applies them (spec §3.2 quirk).
+
+    synthpop re-orders the keys to data order, then maps ``usekeysNA`` with
+    ``usekeysNA[match(oldkeys, keys)]`` and does not re-map ``ngroups_keys`` at all.  Here the
+    options are bound to key names, so when the keys were not given in data order the R
+    numbers correspond to these (mis-bound) per-key values.  Returns the keyword arguments
+    that reproduce R's binding, and the names of the options that differ.
+    """
+    keys = kw["keys"]
+    data_order = [c for c in columns if c in keys]
+    out, changed = dict(kw), []
+    for name in ("usekeysNA", "ngroups_keys"):
+        value = kw.get(name)
+        if not isinstance(value, list) or len(value) <= 1 or keys == data_order:
+            continue
+        # usekeysNA[match(oldkeys, keys)]; ngroups_keys is not re-mapped (position j -> j-th key in data order)
+        effective = [value[data_order.index(k)] for k in keys] if name == "usekeysNA" else list(value)
+        r_binding = dict(zip(data_order, effective, strict=True))
+        if r_binding != dict(zip(keys, value, strict=True)):
+            out[name] = r_binding
+            changed.append(name)
+    return out, changed
+
+
 def r_frame(obj: dict[str, Any]) -> pd.DataFrame:
     """A data.frame of the JSON layout (row names as the index)."""
     return pd.DataFrame(obj["data"], columns=obj["columns"], index=obj["row_names"])

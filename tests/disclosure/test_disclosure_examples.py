@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from disclosure_refs import r_per_key_binding
 
 from pipeline.risk.disclosure import disclosure, multi_disclosure
 
@@ -154,6 +155,12 @@ def test_example_3_per_key_options_bound_by_name() -> None:
     assert res.Nexclusions[0].loc["synthetic", "missing in  keys"] == 1
     by_mapping = disclosure(data, data, ["k2", "k3", "k1"], "t", usekeysNA={"k2": False})
     assert by_mapping.measures().equals(res.measures())
+    # the reference tests' emulation of synthpop's binding reproduces R's 0
+    as_r, misbound = r_per_key_binding({"keys": ["k2", "k3", "k1"], "usekeysNA": [False, True, True]},
+                                       list(data.columns))
+    assert misbound == ["usekeysNA"] and as_r["usekeysNA"] == {"k1": True, "k2": True, "k3": False}
+    r_like = disclosure(data, data, target="t", **as_r)
+    assert r_like.Nexclusions[0].loc[["original", "synthetic"], "missing in  keys"].tolist() == [0, 0]
 
 
 def test_invariants_when_synthetic_equals_original(example2) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import example_tables
+from synth_helpers import example_tables
 
 from pipeline.errors import ParameterError
 from pipeline.synth import adjust_total, coarsen, control_margins, sdc_small

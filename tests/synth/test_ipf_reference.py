@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import example_tables, r_array, reference_case
+from synth_helpers import example_tables, r_array, reference_case
 
 from pipeline.synth import MarginTable, fit_ipf
 

@@ -8,7 +8,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import example_tables
+from synth_helpers import example_tables
 
 from pipeline.data.dataset import Dataset
 from pipeline.errors import ParameterError

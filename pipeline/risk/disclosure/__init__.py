@@ -16,5 +16,20 @@ See ``docs/disclosure.md`` and the specification ``shared/spec/disclosure.md``.
 
 from pipeline.risk.disclosure.api import disclosure, multi_disclosure
 from pipeline.risk.disclosure.result import DisclosureResult, MultiDisclosureResult
+from pipeline.risk.disclosure.uniques import (
+    RemovedUniques,
+    ReplicatedUniquesResult,
+    remove_uniques,
+    replicated_uniques,
+)
 
-__all__ = ["DisclosureResult", "MultiDisclosureResult", "disclosure", "multi_disclosure"]
+__all__ = [
+    "DisclosureResult",
+    "MultiDisclosureResult",
+    "RemovedUniques",
+    "ReplicatedUniquesResult",
+    "disclosure",
+    "multi_disclosure",
+    "remove_uniques",
+    "replicated_uniques",
+]

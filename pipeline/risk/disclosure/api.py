@@ -437,4 +437,4 @@ def _plan(
     )
 
 
-__all__ = ["MISSING", "disclosure", "multi_disclosure"]
+__all__ = ["disclosure", "multi_disclosure"]

@@ -134,8 +134,8 @@ class Coder:
             lookup = np.array([index.get(str(c), -1) for c in s.cat.categories], dtype=np.int64)
             codes = s.cat.codes.to_numpy()
             mapped = np.where(codes < 0, self.missing, lookup[codes] if len(lookup) else -1)
-        else:
-            text = s.astype(object).where(s.notna(), None).map(lambda v: None if v is None else str(v))
+        else:  # text (or other values): their string labels, as in the value counts
+            text = s.astype("string")
             codes = pd.Categorical(text, categories=list(self.labels)).codes
             mapped = np.where(text.isna().to_numpy(), self.missing, codes)
         if (mapped < 0).any():
@@ -164,19 +164,16 @@ def factor_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
     if MISSING not in labels:
         labels.append(MISSING)
     index = {lab: i for i, lab in enumerate(labels)}
-    r_levels = tuple(
-        tuple(index[lab] for lab in _r_order(
-            list(st.counts.index) if st.declared is None else [lab for lab in st.declared if lab in st.counts.index],
-            st.declared if st.declared is not None else sorted(st.counts.index),
-            st.n_missing > 0,
-        ))
-        for st in stats
-    )
-    return Coder(name, "factor", tuple(labels), index[MISSING], r_levels)
+    r_levels = []
+    for st in stats:
+        declared = st.declared if st.declared is not None else sorted(st.counts.index)  # R: factor() sorts text
+        observed = [lab for lab in declared if lab in st.counts.index]
+        r_levels.append(tuple(index[lab] for lab in _r_order(observed, declared, st.n_missing > 0)))
+    return Coder(name, "factor", tuple(labels), index[MISSING], tuple(r_levels))
 
 
-#: largest span of whole numbers coded by a direct look-up table
-LOOKUP_SPAN = 1 << 22
+#: largest span of whole numbers coded by a direct look-up table (the table travels with every task)
+LOOKUP_SPAN = 1 << 20
 
 
 def value_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
@@ -194,7 +191,7 @@ def value_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
         r_levels.append(tuple(index[lab] for lab in _r_order(seen, seen, st.n_missing > 0)))
     lookup = None
     if len(values) and np.all(values == np.round(values)) and values[-1] - values[0] < LOOKUP_SPAN:
-        lookup = np.full(int(values[-1] - values[0]) + 1, -1, dtype=np.int64)
+        lookup = np.full(int(values[-1] - values[0]) + 1, -1, dtype=np.int32)
         lookup[(values - values[0]).astype(np.int64)] = codes
     return Coder(name, "values", tuple(labels), index[MISSING], tuple(r_levels), values=values, value_codes=codes,
                  lookup=lookup)

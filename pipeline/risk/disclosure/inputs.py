@@ -226,7 +226,8 @@ def _stats(counts: pd.Series, dtype: Any, n: int) -> ColumnStats:
     observed = observed[observed > 0]
     declared = tuple(str(c) for c in dtype.categories) if isinstance(dtype, pd.CategoricalDtype) else None
     if categorical:
-        labels = [str(x) for x in observed.index]
+        labels = observed.index.astype("string").tolist() if not isinstance(dtype, pd.CategoricalDtype) \
+            else [str(x) for x in observed.index]
         if len(set(labels)) != len(labels):
             raise CompatibilityError("two different values share one label; the levels cannot be aligned by label")
         observed = pd.Series(observed.to_numpy(dtype=np.int64), index=pd.Index(labels, dtype=object))

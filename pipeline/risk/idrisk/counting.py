@@ -10,7 +10,7 @@ everything here counts without enumerating.
 Positions instead of values
     Per continuous dimension the candidate points are sorted by (block, value) once.  A
     query's interval then becomes a half-open range ``[a, b)`` of positions in that order,
-    found by a binary search inside the query's block slice whose side encodes the
+    found by a (galloping) binary search inside the query's block slice whose side encodes the
     strictness: open ``lo < v < hi`` gives ``a`` = first position with ``v > lo`` and ``b`` =
     first position with ``v >= hi``; closed swaps the sides.  The float64 comparisons are thus
     reproduced exactly, boundaries included, and a range never leaves its block, so blocks
@@ -20,8 +20,8 @@ One dimension
     ``c = b - a``.
 Two dimensions
     An offline sweep over the first dimension's order with a Fenwick tree (over a bitmap) of
-    the second dimension's positions (:func:`_sweep_2d`, compiled with numba).  Several second-dimension
-    ranges per query are answered in the same sweep, which makes radius grids cheap.
+    the second dimension's positions (:func:`_sweep_2d`, compiled with numba).  Several
+    second-dimension ranges per query are answered in the same sweep: cheap radius grids.
 Three or more
     Divide and conquer over the first dimension (CDQ), all chunks of a level at once, down to
     the two-dimensional sweep: O(n log^(d-1) n).
@@ -53,35 +53,59 @@ def _stable_group_sort(order, groups, n_groups):  # pragma: no cover - compiled
     return out, starts
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _before(value, key, right):  # pragma: no cover - compiled
+    return value <= key if right else value < key
+
+
 @numba.njit(cache=True, nogil=True)
 def _block_search(sorted_values, starts, groups, keys, right):  # pragma: no cover - compiled
     """Position of each ``keys[t]`` inside its block slice ``sorted_values[starts[g]:starts[g+1]]``:
     the first element ``> key`` (``right``) or ``>= key``, as a global position.
 
-    Callers pass the queries sorted by (block, centre) so that consecutive searches touch the
-    same memory.
+    A galloping search from the previous answer: callers pass the queries sorted by (block,
+    centre), so consecutive keys are close and each search costs O(log distance); any order
+    is still answered correctly.
     """
     out = np.empty(keys.shape[0], dtype=np.int64)
+    prev = 0
     for t in range(keys.shape[0]):
         g = groups[t]
-        lo = starts[g]
-        hi = starts[g + 1]
+        first = starts[g]
+        last = starts[g + 1]
         key = keys[t]
-        if right:
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if sorted_values[mid] <= key:
-                    lo = mid + 1
+        p = min(max(prev, first), last)
+        if p < last and _before(sorted_values[p], key, right):
+            lo = p + 1  # the answer is > p: gallop right
+            hi = last
+            step = 1
+            while lo + step - 1 < last:
+                probe = lo + step - 1
+                if _before(sorted_values[probe], key, right):
+                    lo = probe + 1
+                    step *= 2
                 else:
-                    hi = mid
+                    hi = probe
+                    break
         else:
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if sorted_values[mid] < key:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            hi = p  # the answer is <= p: gallop left
+            lo = first
+            step = 1
+            while hi - step >= first:
+                probe = hi - step
+                if _before(sorted_values[probe], key, right):
+                    lo = probe + 1
+                    break
+                hi = probe
+                step *= 2
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if _before(sorted_values[mid], key, right):
+                lo = mid + 1
+            else:
+                hi = mid
         out[t] = lo
+        prev = lo
     return out
 
 

@@ -247,17 +247,16 @@ class SetMatcher:
         xd = 0 if len(distinct[0]) <= len(distinct[1]) else 1
         yd = 1 - xd
         cache: dict[tuple[int, float], tuple[np.ndarray, np.ndarray]] = {}
+        stacked: dict[tuple[float, ...], tuple[np.ndarray, np.ndarray]] = {}
         out = np.zeros((len(combos), len(self.qi)), dtype=np.int64)
         for rx in distinct[xd]:
             rows = np.flatnonzero(combos[:, xd] == rx)
-            ry = combos[rows, yd]
+            ry = tuple(float(r) for r in combos[rows, yd])
+            if ry not in stacked:  # a product grid has the same y radii for every x radius
+                ranges = [self._dim_bounds(yd, r, cache) for r in ry]
+                stacked[ry] = (np.column_stack([a for a, _ in ranges]), np.column_stack([b for _, b in ranges]))
             ax, bx = self._dim_bounds(xd, float(rx), cache)
-            ay = np.empty((len(self.qi), len(rows)), dtype=np.int64)
-            by = np.empty((len(self.qi), len(rows)), dtype=np.int64)
-            for j, r in enumerate(ry):
-                ay[:, j], by[:, j] = self._dim_bounds(yd, float(r), cache)
-            counts = self.index.count_2d_many(ax, bx, ay, by, x_dim=xd)
-            out[rows] = counts.T
+            out[rows] = self.index.count_2d_many(ax, bx, *stacked[ry], x_dim=xd).T
         return out
 
 

@@ -1,0 +1,41 @@
+"""Helpers of the synthesis tests: paths, the worked example's tables, R arrays."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline.synth import MarginTable
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+DATASETS = Path(__file__).resolve().parents[2] / "pipeline" / "datasets"
+
+
+def shared_file(rel: str) -> Path:
+    path = SHARED / rel
+    if not path.exists():
+        pytest.skip(f"shared reference file {path} is not available")
+    return path
+
+
+def example_tables(example: dict, key: str, order=("AB", "AC", "BC")) -> list[MarginTable]:
+    levels = {k: tuple(v) for k, v in example["levels"].items()}
+    src = example[key] if key in example else example["margins"]
+    return [
+        MarginTable(
+            tuple(m), tuple(levels[v] for v in m), np.asarray(src[m], float).reshape([len(levels[v]) for v in m])
+        )
+        for m in order
+    ]
+
+
+def reference_case(case: str) -> dict:
+    return json.loads(shared_file(f"reference/syn_ipf/syn_ipf_{case}.json").read_text(encoding="utf-8"))
+
+
+def r_array(table: dict) -> np.ndarray:
+    """An R array written column-major (reference README) as a C-ordered numpy array."""
+    return np.asarray(table["data"], dtype=float).reshape(table["dim"][::-1]).transpose()
