@@ -26,13 +26,12 @@ from typing import Any
 
 import pandas as pd
 
-from pipeline import __version__
 from pipeline.data.compare import align_synthetic
 from pipeline.data.dataset import Dataset, read_dataset
 from pipeline.errors import PipelineError, TaskError
 from pipeline.measures import REGISTRY, check_variables
 from pipeline.results import RESULT_COLUMNS, atomic_write_parquet, atomic_write_text, check_tidy, jsonable
-from pipeline.tasks import LoadedTask, MeasureSpec, Unit, content_hash, expand
+from pipeline.tasks import LoadedTask, MeasureSpec, Unit, code_version, content_hash, expand
 
 log = logging.getLogger("pipeline")
 
@@ -192,7 +191,7 @@ def _versions() -> dict[str, str]:
     import sklearn
 
     return {
-        "sdc-pipeline": __version__,
+        "sdc-pipeline": code_version(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "dask": dask.__version__,

@@ -239,6 +239,17 @@ def setting_label(grid_keys: list[str], params: dict[str, Any]) -> str:
     return ";".join(f"{k}={fmt(params[k])}" for k in grid_keys)
 
 
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """The package version plus a hash of its source, so cached units never outlive a code change."""
+    h = hashlib.sha256(__version__.encode())
+    root = Path(__file__).resolve().parent
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode())
+        h.update(f.read_bytes())
+    return f"{__version__}+{h.hexdigest()[:12]}"
+
+
 @lru_cache(maxsize=256)
 def _file_hash(path: str, mtime_ns: int, size: int) -> str:
     h = hashlib.sha256()
@@ -311,7 +322,7 @@ def expand(task: LoadedTask, input_hashes: dict[tuple[str, str | None, int], str
                         "inputs": input_hashes[(d.name, src, rep)],
                         "measure": m.type,
                         "params": params,
-                        "version": __version__,
+                        "version": code_version(),
                     }
                     fp = hashlib.sha256(json.dumps(fp_data, sort_keys=True, default=str).encode()).hexdigest()[:20]
                     yield Unit(i, d.name, src, rep, m, params, setting_label(list(m.grid), params), fp)

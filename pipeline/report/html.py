@@ -120,7 +120,7 @@ def render(outcome: Any, extra_sections: list[str] | None = None) -> str:
         parts.append(f'<section id="{html.escape(family)}"><h2>{html.escape(title)}</h2>')
         if family in plots:
             parts += plots[family](sub, outcome)
-        parts.append("<details open><summary>All values</summary>")
+        parts.append("<details><summary>All values (table)</summary>")
         parts.append(table_html(wide_table(sub)))
         parts.append("</details></section>")
     body = "\n".join(parts)

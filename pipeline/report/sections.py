@@ -55,16 +55,27 @@ def disclosure_section(results: pd.DataFrame, outcome: Any) -> list[str]:
             out.append(figure_html(plot_disclosure_rows(rows, title), f"{title}: original vs synthetic"))
             target = rows["setting"].str.extract(r"target=([^;]+)", expand=False)
             per_set = rows[~rows["synthetic"].isin(["original", "mean"])]
-            summary = pd.DataFrame({
-                "target": sorted(target.dropna().unique()),
-            })
-            for measure, src in (("UiO", "original"), ("repU", "sets"), ("Dorig", "original"), ("DiSCO", "sets"),
-                                 ("check_1way", "sets"), ("check_2way", "sets")):
+            summary = pd.DataFrame(
+                {
+                    "target": sorted(target.dropna().unique()),
+                }
+            )
+            for measure, src in (
+                ("UiO", "original"),
+                ("repU", "sets"),
+                ("Dorig", "original"),
+                ("DiSCO", "sets"),
+                ("check_1way", "sets"),
+                ("check_2way", "sets"),
+            ):
                 base = rows if src == "original" else per_set
                 vals = base[base["measure"] == measure].assign(target=target).groupby("target")["value"]
-                agg = vals.first() if src == "original" else (vals.max() if measure.startswith("check") else vals.mean())
-                summary[measure if src == "original" or measure.startswith("check") else f"{measure} (mean)"] = (
-                    summary["target"].map(agg))
+                agg = (
+                    vals.first() if src == "original" else (vals.max() if measure.startswith("check") else vals.mean())
+                )
+                summary[measure if src == "original" or measure.startswith("check") else f"{measure} (mean)"] = summary[
+                    "target"
+                ].map(agg)
             out.append(f"<h3>{title}</h3>" + table_html(summary))
     return out
 

@@ -23,7 +23,7 @@ def shared_file(rel: str) -> Path:
 
 def example_tables(example: dict, key: str, order=("AB", "AC", "BC")) -> list[MarginTable]:
     levels = {k: tuple(v) for k, v in example["levels"].items()}
-    src = example[key] if key in example else example["margins"]
+    src = example[key]
     return [
         MarginTable(
             tuple(m), tuple(levels[v] for v in m), np.asarray(src[m], float).reshape([len(levels[v]) for v in m])

@@ -202,3 +202,30 @@ def test_dask_input_margins_equal_pandas(sd2011_subset) -> None:
     for x, y in zip(a.margins.tables, b.margins.tables, strict=True):
         np.testing.assert_array_equal(x.counts, y.counts)
     pd.testing.assert_frame_equal(a.synthetic[0], b.synthetic[0])
+
+
+@pytest.mark.parametrize("mode", ["midpoint", "bin"])
+def test_numeric_output_modes(sd2011_subset, mode: str) -> None:
+    df, schema = sd2011_subset
+    res = synthesise_frame(df, schema, params(variables=["sex", "income"], numeric_output=mode, m=1))
+    income = res.synthetic[0]["income"]
+    if mode == "bin":
+        assert list(income.cat.categories) == ["[0,800)", "[800,1.4e+03)", "[1.4e+03,2.5e+03)", "[2.5e+03,4e+03]", "-8"]
+        assert res.schema["income"].kind == "factor"
+    else:
+        assert set(income.dropna().unique()) <= {400.0, 1100.0, 1950.0, 3250.0, -8.0}
+        assert res.schema["income"].kind == "numeric"
+
+
+def test_integer_bins_give_integers() -> None:
+    from pipeline.synth.sdc import Bins
+
+    bins = Bins("n", "integer", (0.0, 2.5, 10.0), ("[0,2.5)", "[2.5,10]"), (-1.0,))
+    rng = np.random.default_rng(0)
+    values = bins.values(np.array([0, 1, 2, -1] * 500), rng, "uniform")
+    first, second = values[0::4], values[1::4]
+    assert set(first) == {0.0, 1.0, 2.0} and set(second) == set(np.arange(3.0, 11.0))
+    assert np.all(values[2::4] == -1) and np.all(np.isnan(values[3::4]))
+    assert bins.values(np.array([0, 1]), rng, "midpoint").tolist() == [1.0, 6.0]
+    with pytest.raises(ParameterError, match="no integer"):
+        Bins("n", "integer", (0.2, 0.7, 3.0), ("a", "b"), ()).check()
