@@ -312,7 +312,8 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
                     threads_per_worker=cfg.threads_per_worker,
                     memory_limit=mem,
                     processes=cfg.processes,
-                    dashboard_address=cfg.dashboard_address,
+                    # no fixed port unless asked for: ":0" picks a free one (8787 clashes between runs)
+                    dashboard_address=cfg.dashboard_address or ":0",
                     silence_logs=logging.ERROR,
                 )
             )

@@ -56,7 +56,7 @@ def test_invariant_to_partitions_and_workers(data, dask_client):
     b = _run(orig, syn, nparts=4, n_blocks=5)
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as one, Client(one):
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as one, Client(one):
         c = _run(orig, syn, nparts=2, n_blocks=5)
     pd.testing.assert_frame_equal(a, b)
     pd.testing.assert_frame_equal(a, c)

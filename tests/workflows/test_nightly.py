@@ -121,3 +121,43 @@ def test_history_query_command(tmp_path):
     lines = r.output.strip().splitlines()
     assert lines[0] == "run_date,task,dataset,source,setting,synthetic,measure,value"
     assert len(lines) == 1 + 2 and all(",unique_records_pct," in x for x in lines[1:])
+
+
+RISK_TASK = """
+name: nightly_risk
+history: history
+output: runs
+datasets:
+  - name: sd
+    original: {{path: {orig}, schema: {schema}, missing_codes: {{income: -8}}}}
+    synthetic:
+      - {{name: release, paths: [release.csv]}}
+measures:
+  - type: disclosure
+    params: {{keys: [sex, age, edu, marital], target: ls}}
+gates:
+  - {{measure: repU, above: 5}}
+  - {{measure: DiSCO, rise_above: 1}}
+"""
+
+
+def test_riskier_release_fails_the_repu_gate(tmp_path):
+    shutil.copy(demo_path("sd2011_cart_syn1.csv"), tmp_path / "release.csv")
+    task = tmp_path / "nightly.yaml"
+    task.write_text(
+        RISK_TASK.format(orig=demo_path("sd2011_subset.csv"), schema=demo_path("sd2011_subset.schema.json"))
+    )
+    (tmp_path / "local.yaml").write_text("type: local\nn_workers: 1\nprocesses: false\n")
+    r1 = _nightly(task, "--date", "2026-11-01")
+    assert r1.exit_code == 0, r1.output
+    # tonight's release copies the original records: every unique in the original is replicated
+    shutil.copy(demo_path("sd2011_subset.csv"), tmp_path / "release.csv")
+    r2 = _nightly(task, "--date", "2026-11-02")
+    assert r2.exit_code == 3, r2.output
+    assert "GATE FAILED repU [sd/release keys=sex+age+edu+marital;target=ls]: max repU = 8.6 > 5" in r2.output
+    assert "GATE FAILED DiSCO [sd/release keys=sex+age+edu+marital;target=ls]: DiSCO rose by" in r2.output
+    gates = json.loads((tmp_path / "runs" / "2026-11-02" / "gates.json").read_text())
+    by_measure = {g["measure"]: g for g in gates}
+    assert by_measure["repU"]["value"] == pytest.approx(8.6)  # a copy replicates all 8.6 % uniques (UiO)
+    assert by_measure["repU"]["previous"] == pytest.approx(2.44)  # CART synthesis 1 (the demo's reference value)
+    assert by_measure["DiSCO"]["failed"] and by_measure["DiSCO"]["value"] == pytest.approx(12.5)  # = Dorig
