@@ -11,9 +11,10 @@ For each worker count a fresh ``LocalCluster`` (single-threaded worker processes
 for the whole run (reading, persisting, both units) and for the units alone.  Peak memory is each
 worker process's peak resident set size (``getrusage``) after the runs.  The result tables of
 all runs must be identical.  The machine's load average is printed before and after, and the
-summed task time of both configurations: with free cores the same tasks take about as long on 2
-workers as on 1; when other processes compete for the 2 cores they take longer and the speed-up
-drops.
+summed task time and the workers' CPU time of both configurations: with free cores the same
+tasks take about as long on 2 workers as on 1 and the workers keep about n cores busy; when other
+processes compete for the 2 cores the tasks take longer, the workers get less CPU, and the
+speed-up drops.
 
 Usage::
 
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import psutil
 import yaml
 from distributed import Client, LocalCluster, get_task_stream
 
@@ -91,6 +93,12 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
 
 
+def _cpu_seconds() -> float:
+    """CPU time (user + system, all threads) of the calling process so far."""
+    t = psutil.Process().cpu_times()
+    return t.user + t.system
+
+
 def _busy_seconds(stream: list[dict]) -> float:
     """Sum of the task compute times recorded by the task stream (all workers)."""
     return sum(s["stop"] - s["start"] for d in stream for s in d["startstops"] if s["action"] == "compute")
@@ -99,7 +107,7 @@ def _busy_seconds(stream: list[dict]) -> float:
 def measure(task_file: Path, n_workers: int, repeats: int, memory_limit: str, scratch: Path) -> dict:
     """Best whole-run and unit seconds over ``repeats`` runs, task time, per-worker peak RSS, result table."""
     task = load_task(task_file)
-    walls, units, busy, table = [], [], [], None
+    walls, units, busy, cpu, table = [], [], [], [], None
     with (
         LocalCluster(
             n_workers=n_workers,
@@ -114,11 +122,13 @@ def measure(task_file: Path, n_workers: int, repeats: int, memory_limit: str, sc
         config = {"type": "scheduler", "address": cluster.scheduler_address}
         for r in range(repeats):
             out = scratch / f"w{n_workers}-r{r}"
+            cpu0 = client.run(_cpu_seconds)
             with get_task_stream(client) as stream:
                 t0 = time.perf_counter()
                 outcome = run_task(task, cluster=config, out_dir=out, progress=False, report=False)
                 walls.append(time.perf_counter() - t0)
             busy.append(_busy_seconds(stream.data))
+            cpu.append(sum(client.run(_cpu_seconds)[w] - cpu0[w] for w in cpu0))
             units.append(sum(u["seconds"] for u in outcome.manifest["units"].values()))
             got = outcome.results.drop(columns="run_id")
             if table is not None:
@@ -126,7 +136,7 @@ def measure(task_file: Path, n_workers: int, repeats: int, memory_limit: str, sc
             table = got
         peaks = sorted(client.run(_peak_rss).values())
     best = int(np.argmin(walls))
-    return {"wall": walls[best], "units": min(units), "busy": busy[best], "peaks": peaks, "table": table}
+    return {"wall": walls[best], "units": min(units), "busy": busy[best], "cpu": cpu[best], "peaks": peaks, "table": table}
 
 
 def main() -> None:
@@ -151,10 +161,12 @@ def main() -> None:
         pd.testing.assert_frame_equal(res[1]["table"], res[2]["table"], check_exact=True)
         print(f"load average after: {os.getloadavg()[0]:.2f}")
 
-    print(f"\n{'workers':>7}  {'run (s)':>8}  {'units (s)':>9}  {'task time (s)':>13}  per-worker peak RSS (MiB)")
+    head = f"{'workers':>7}  {'run (s)':>8}  {'units (s)':>9}  {'task time (s)':>13}  {'worker CPU (s)':>14}"
+    print(f"\n{head}  {'cores busy':>10}  per-worker peak RSS (MiB)")
     for n, r in res.items():
         peaks = ", ".join(f"{p / 2**20:.0f}" for p in r["peaks"])
-        print(f"{n:>7}  {r['wall']:8.2f}  {r['units']:9.2f}  {r['busy']:13.2f}  {peaks}")
+        row = f"{n:>7}  {r['wall']:8.2f}  {r['units']:9.2f}  {r['busy']:13.2f}  {r['cpu']:14.2f}"
+        print(f"{row}  {r['cpu'] / r['wall']:10.2f}  {peaks}")
     print(
         f"\nspeed-up 1 -> 2 workers: whole run {res[1]['wall'] / res[2]['wall']:.2f}x, "
         f"units {res[1]['units'] / res[2]['units']:.2f}x (target >= 1.6x); results identical"
