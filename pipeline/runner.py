@@ -94,13 +94,16 @@ def synthesis_seed(task: LoadedTask, src: Any, repetition: int) -> int:
     return (task.spec.seed if base is None else int(base)) + repetition
 
 
-def synthesise_source(original: Dataset, src: Any, seed: int) -> tuple[Any, Dataset, list[Dataset]]:
+def synthesise_source(original: Dataset, src: Any, seed: int, where: str) -> tuple[Any, Dataset, list[Dataset]]:
     """Run the coarsened-margins synthesiser of a source; return its result, the original restricted
     to the synthesised variables (levels aligned with the synthetic output) and the synthetic sets."""
     from pipeline.synth.task import SynthesiseParams, synthesise
 
     params = SynthesiseParams.model_validate({**src.synthesise, "seed": seed})
-    result = synthesise(original, params)
+    try:
+        result = synthesise(original, params)
+    except PipelineError as e:
+        raise type(e)(f"{where}: synthesise: {e}") from None
     sets = result.datasets(prefix=f"{src.name}_")
     # the synthetic sets hold the synthesised variables after SDC (merged levels, coded tails):
     # evaluate them against the original's same variables, levels aligned explicitly
@@ -119,7 +122,8 @@ def read_inputs(task: LoadedTask) -> Inputs:
             if src.synthesise is not None:
                 for rep in range(task.spec.repetitions):
                     seed = synthesis_seed(task, src, rep)
-                    result, aligned, sets = synthesise_source(original, src, seed)
+                    where = f"{task.path}: dataset {d.name!r} source {src.name!r}"
+                    result, aligned, sets = synthesise_source(original, src, seed, where)
                     inputs.synthesis[(d.name, src.name, rep)] = result
                     inputs.synthetic[(d.name, src.name, rep)] = (aligned, sets)
                     inputs.hashes[(d.name, src.name, rep)] = h + json.dumps(
@@ -353,6 +357,7 @@ def synthesise_task(
         originals = {d.name: _read_original(task, d)[0] for d, _ in sources}
         for d, src in sources:
             for rep in range(task.spec.repetitions):
-                result, _, _ = synthesise_source(originals[d.name], src, synthesis_seed(task, src, rep))
+                where = f"{task.path}: dataset {d.name!r} source {src.name!r}"
+                result, _, _ = synthesise_source(originals[d.name], src, synthesis_seed(task, src, rep), where)
                 written.append(result.write(out / d.name / src.name / f"rep{rep}", overwrite=True))
     return written
