@@ -7,7 +7,7 @@ data are written once as Parquet folders (8 files per data set): records drawn w
 from the bundled data (fixed seeds) and ``age`` jittered by up to 3 years.
 
 For each worker count a fresh ``LocalCluster`` (single-threaded worker processes) runs the task
-``--repeats`` times into fresh run folders (no cached units); the best time is reported, both
+``--repeats`` times into fresh run folders (no cached units); the fastest run is reported, both
 for the whole run (reading, persisting, both units) and for the units alone.  Peak memory is each
 worker process's peak resident set size (``getrusage``) after the runs.  The result tables of
 all runs must be identical.  The machine's load average is printed before and after, and the
@@ -136,7 +136,7 @@ def measure(task_file: Path, n_workers: int, repeats: int, memory_limit: str, sc
             table = got
         peaks = sorted(client.run(_peak_rss).values())
     best = int(np.argmin(walls))
-    return {"wall": walls[best], "units": min(units), "busy": busy[best], "cpu": cpu[best], "peaks": peaks, "table": table}
+    return dict(wall=walls[best], units=units[best], busy=busy[best], cpu=cpu[best], peaks=peaks, table=table)
 
 
 def main() -> None:

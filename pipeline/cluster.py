@@ -26,9 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from pipeline.config_io import read_yaml, validation_message
 from pipeline.errors import PipelineError, TaskError
 
 log = logging.getLogger(__name__)
@@ -142,14 +142,6 @@ _ADAPTER: TypeAdapter[Any] = TypeAdapter(ClusterConfig)
 DEFAULT_CONFIG: dict[str, Any] = {"type": "local"}
 
 
-def _format_validation(e: ValidationError, source: str) -> str:
-    parts = []
-    for err in e.errors():
-        loc = ".".join(str(x) for x in err["loc"] if not str(x).endswith("Config"))
-        parts.append(f"{loc or 'config'}: {err['msg']}")
-    return f"{source}: invalid cluster config: " + "; ".join(parts)
-
-
 def load_cluster_config(config: str | Path | dict[str, Any] | None) -> Any:
     """Validate a cluster config (a YAML path, a dict, or None for the local default).
 
@@ -162,13 +154,7 @@ def load_cluster_config(config: str | Path | dict[str, Any] | None) -> Any:
         data = config
     else:
         source = str(config)
-        p = Path(config)
-        if not p.exists():
-            raise TaskError(f"cluster config not found: {p}")
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as e:
-            raise TaskError(f"{p}: not valid YAML ({getattr(e, 'problem', e)})") from None
+        data = read_yaml(config, "cluster config")
     if not isinstance(data, dict) or "type" not in data:
         raise TaskError(f"{source}: expected a mapping with a 'type' (local, slurm, kubernetes, scheduler, ssh)")
     if data["type"] not in ("local", "slurm", "kubernetes", "scheduler", "ssh"):
@@ -178,7 +164,8 @@ def load_cluster_config(config: str | Path | dict[str, Any] | None) -> Any:
     try:
         cfg = _ADAPTER.validate_python(data)
     except ValidationError as e:
-        raise TaskError(_format_validation(e, source)) from None
+        skip = tuple(f"{c.__name__}" for c in (LocalConfig, SlurmConfig, KubernetesConfig, SchedulerConfig, SSHConfig))
+        raise TaskError(f"{source}: invalid cluster config: {validation_message(e, skip)}") from None
     if isinstance(config, (str, Path)) and getattr(cfg, "tls", None) is not None:
         # certificate paths in a config file are relative to that file (e.g. certs/ca.pem beside it)
         base = Path(config).resolve().parent

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from pipeline.config_io import validation_message
 from pipeline.data.dataset import Dataset
 from pipeline.errors import TaskError
 
@@ -63,11 +64,7 @@ class MeasureEntry:
         try:
             return self.params_model.model_validate(params)
         except ValidationError as e:
-            parts = []
-            for err in e.errors():
-                loc = ".".join(str(x) for x in err["loc"])
-                parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}" if loc else err["msg"])
-            raise TaskError(f"{where}: invalid parameters: " + "; ".join(parts)) from None
+            raise TaskError(f"{where}: invalid parameters: {validation_message(e)}") from None
 
 
 def referenced_variables(params: dict[str, Any]) -> list[str]:

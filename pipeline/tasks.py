@@ -21,10 +21,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipeline import __version__
+from pipeline.config_io import read_yaml, validation_message
 from pipeline.errors import TaskError
 
 
@@ -166,32 +166,16 @@ class LoadedTask:
         return out
 
 
-def _format_validation(e: ValidationError, source: str) -> str:
-    parts = []
-    for err in e.errors():
-        loc = ".".join(str(x) for x in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}" if loc else msg)
-    return f"{source}: invalid task: " + "; ".join(parts)
-
-
 def load_task(path: str | Path) -> LoadedTask:
     """Read and validate a task file (errors name the file and the offending setting)."""
     p = Path(path)
-    if not p.exists():
-        raise TaskError(f"task file not found: {p}")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise TaskError(f"{p}: not valid YAML{where}") from None
+    data = read_yaml(p, "task file")
     if not isinstance(data, dict):
         raise TaskError(f"{p}: a task file must be a YAML mapping with 'name', 'datasets' and 'measures'")
     try:
         spec = TaskSpec.model_validate(data)
     except ValidationError as e:
-        raise TaskError(_format_validation(e, str(p))) from None
+        raise TaskError(f"{p}: invalid task: {validation_message(e)}") from None
     task = LoadedTask(spec, p.resolve())
     from pipeline.measures import REGISTRY
 
@@ -213,9 +197,7 @@ def _validate_synthesise(src: SourceSpec, where: str) -> None:
     try:
         SynthesiseParams.model_validate(src.synthesise)
     except ValidationError as e:
-        raise TaskError(
-            _format_validation(e, where).replace(": invalid task:", ": invalid synthesise settings:")
-        ) from None
+        raise TaskError(f"{where}: invalid synthesise settings: {validation_message(e)}") from None
 
 
 def grid_points(m: MeasureSpec) -> list[dict[str, Any]]:
