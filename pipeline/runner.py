@@ -266,8 +266,8 @@ def run_task(
                     u = futures[f]
                     try:
                         table, summary, seconds, cached = f.result()
-                    except PipelineError:
-                        raise
+                    except PipelineError as e:
+                        raise type(e)(f"{task.path}: measure {u.label}: {e}") from e
                     except Exception as e:
                         raise PipelineError(f"measure {u.label} failed: {type(e).__name__}: {e}") from e
                     tables[u.index] = _with_unit_columns(table, task, run_id, u)

@@ -69,6 +69,10 @@ class DisclosureParams(BaseModel):
     def _one_or_several_targets(self) -> DisclosureParams:
         if self.target is not None and self.targets is not None:
             raise ValueError("give either target (one) or targets (several), not both")
+        for keys in self.key_sets:
+            clash = [t for t in ([self.target] if self.target else self.targets or []) if t in keys]
+            if clash:
+                raise ValueError(f"target(s) {clash} cannot also be keys {keys}")
         if self.target is not None:
             per_target = [name for name in ("not_targetlev", "usetargetNA", "exclude_keys", "exclude_keylevs",
                                             "exclude_targetlevs", "ngroups_target")
