@@ -42,9 +42,14 @@ def _write(tmp_path: Path, text: str) -> Path:
         (BASE + "  - {type: key_blocks, params: {keys: [sex], n_blocks: 0}}\n", "n_blocks: Input should be greater"),
         (BASE + "  - {type: key_blocks, grid: {keys: []}}\n", "grid 'keys' is empty"),
         (BASE + "  - {type: profile, datasets: [other]}\n", "unknown dataset(s) ['other']"),
-        (BASE + "  - {type: disclosure, params: {keys: [sex, ls], target: ls}}\n", "target(s) ['ls'] cannot also be keys"),
-        (BASE + "  - {type: identification_risk, params: {scenarios: {}}}\n",
-         "measure 'identification_risk': invalid parameters: scenarios: Dictionary should have at least 1 item"),
+        (
+            BASE + "  - {type: disclosure, params: {keys: [sex, ls], target: ls}}\n",
+            "target(s) ['ls'] cannot also be keys",
+        ),
+        (
+            BASE + "  - {type: identification_risk, params: {scenarios: {}}}\n",
+            "measure 'identification_risk': invalid parameters: scenarios: Dictionary should have at least 1 item",
+        ),
         ("name: t\ndatasets: []\nmeasures: [{type: profile}]\n", "datasets: List should have at least 1 item"),
     ],
 )
