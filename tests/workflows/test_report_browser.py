@@ -54,6 +54,19 @@ def test_report_renders_in_chromium_with_every_section(demo_run, tmp_path):
     for family in demo_run.results["family"].unique():
         assert f'<section id="{family}">' in html
     assert '<section id="metadata">' in html and demo_run.run_id in html
+    assert {"profile", "disclosure", "identification_risk", "utility", "synthesis"} <= set(demo_run.results["family"])
+    for caption in (
+        "Hornby &amp; Hu Fig. 6",
+        "Hornby &amp; Hu Fig. 7",
+        "Hornby &amp; Hu Figs. 8–9",
+        "Hornby &amp; Hu Fig. 10",
+        "keys: sex, age, edu, marital): original vs synthetic",
+        "S_pMSE of each synthetic set",
+        "synthesise: sd2011 / margins_L10: fit",
+        "ipf_iterations",
+        "margin_total_moved",
+    ):
+        assert caption in html, caption
     assert re.search(r"<td>5000</td>", html)  # SD2011 has 5000 records
     # the figures are real PNGs with content
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
