@@ -18,6 +18,7 @@ Run: ``python benchmarks/bench_idrisk.py [--sizes 50000 500000 5000000] [--grid-
 from __future__ import annotations
 
 import argparse
+import logging
 import time
 from pathlib import Path
 
@@ -89,6 +90,8 @@ def main() -> None:
     args = parser.parse_args()
 
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as cluster, Client(cluster):
+        # each p2p shuffle logs two WARNING lines from the in-process scheduler
+        logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
         # warm-up: compile/load the numba kernels on every worker and in this process
         o, s = scaled_cedata(20_000, 10_000)
         identification_risk(o, [s], KNOWN, SYNTHESISED, 0.1, n_blocks=4)
