@@ -37,30 +37,13 @@ import psutil
 import yaml
 from distributed import Client, LocalCluster, get_task_stream
 
-from pipeline.datasets import load_demo, load_demo_synthetic
+from pipeline.datasets.scaled import write_scaled_sd2011
 from pipeline.runner import run_task
 from pipeline.tasks import load_task
 
 KEY_SETS = [["sex", "age", "edu", "marital", "region"], ["sex", "agegr", "placesize", "socprof", "marital"]]
 N_BLOCKS = 32
 FILES_PER_SET = 8
-
-
-def write_scaled_sd2011(folder: Path, rows: int, n_synthetic: int = 2) -> None:
-    """SD2011 and ``n_synthetic`` CART syntheses resampled to ``rows`` records, as Parquet folders."""
-    original = load_demo("sd2011_subset")
-    original.schema.to_json(folder / "sd2011.schema.json")
-    sources = {"original": original}
-    sources.update({f"syn{i + 1}": s for i, s in enumerate(load_demo_synthetic("sd2011_cart")[:n_synthetic])})
-    for seed, (name, ds) in enumerate(sources.items()):
-        pdf = ds.to_pandas()
-        rng = np.random.default_rng(seed)
-        big = pdf.iloc[rng.integers(0, len(pdf), rows)].reset_index(drop=True)
-        big["age"] = (big["age"] + rng.integers(-3, 4, rows)).clip(16, 97)
-        big = big.astype({c: object for c in big.columns if isinstance(big[c].dtype, pd.CategoricalDtype)})
-        (folder / name).mkdir()
-        for i, part in enumerate(np.array_split(np.arange(rows), FILES_PER_SET)):
-            big.iloc[part].to_parquet(folder / name / f"part-{i:03d}.parquet", index=False)
 
 
 def write_task(folder: Path, n_synthetic: int) -> Path:
@@ -150,7 +133,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_scaling_") as tmp:
         folder = Path(tmp)
         t0 = time.perf_counter()
-        write_scaled_sd2011(folder, args.rows, args.synthetic)
+        write_scaled_sd2011(folder, args.rows, args.synthetic, FILES_PER_SET)
         task = write_task(folder, args.synthetic)
         print(
             f"data: SD2011 + {args.synthetic} CART sets x {args.rows:,} records ({time.perf_counter() - t0:.1f} s); "

@@ -24,9 +24,10 @@ from clusterkit import (
     cli_command,
     comparable,
     manifest,
-    write_scaled_sd2011,
     write_yaml,
 )
+
+from pipeline.datasets.scaled import write_scaled_sd2011
 
 pytestmark = pytest.mark.slow
 
