@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
     if cmd == "demo":
         ensure_env("")
         return subprocess.run([BIN / "sdc-pipeline", "run", "tasks/demo.yaml", *rest], cwd=ROOT).returncode
-    ensure_env("test,cluster,bench")
+    ensure_env("test,cluster")
     marker = ["-m", "slow"] if cmd == "slow" else []
     return subprocess.run([BIN / "python", "-m", "pytest", *marker, *rest], cwd=ROOT).returncode
 
