@@ -245,8 +245,8 @@ def read_dataset(
     if extra_needed:
         raise DataError(f"{p}: column(s) {', '.join(extra_needed)} required by the schema are missing")
     frame = raw[schema.names].map_partitions(schema.apply, str(p), meta=_meta(schema))
-    n = int(frame.map_partitions(len).sum().compute())
-    if n == 0:
+    # one record is enough to know it is not empty (reads only the first non-empty block)
+    if len(frame.head(1, npartitions=-1, compute=True)) == 0:
         raise DataError(f"{p}: the data set is empty (no records)")
     return Dataset(name or p.name.split(".")[0], frame, schema, str(p))
 
