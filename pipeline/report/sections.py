@@ -45,38 +45,38 @@ def _key_set(setting: str) -> str:
 
 
 def disclosure_section(results: pd.DataFrame, outcome: Any) -> list[str]:
-    """Per key set: repU/DiSCO (mean over sets) per target beside UiO/Dorig, and a summary table."""
+    """Per dataset, measure and key set: the repU/DiSCO vs UiO/Dorig plot of every source (first
+    repetition) and one table of every source, repetition and target."""
     from pipeline.risk.disclosure.plots import plot_disclosure_rows
 
     out = []
-    for key, sub in _groups(results):
-        for keys, rows in sub.groupby(sub["setting"].map(_key_set), sort=False):
-            title = f"{_title(key)} ({keys.replace('keys=', 'keys: ').replace('+', ', ')})"
-            out.append(figure_html(plot_disclosure_rows(rows, title), f"{title}: original vs synthetic"))
-            target = rows["setting"].str.extract(r"target=([^;]+)", expand=False)
-            per_set = rows[~rows["synthetic"].isin(["original", "mean"])]
-            summary = pd.DataFrame(
+    rows = results.assign(
+        keys=results["setting"].map(_key_set), target=results["setting"].str.extract(r"target=([^;]+)", expand=False)
+    )
+    for (dataset, name, keys), sub in rows.groupby(["dataset", "measure_name", "keys"], sort=False):
+        heading = f"{name}: {dataset} ({keys.replace('keys=', 'keys: ').replace('+', ', ')})"
+        for source, first in sub[sub["repetition"] == 0].groupby("source", sort=False):
+            title = f"{name}: {dataset} / {source} ({keys.replace('keys=', 'keys: ').replace('+', ', ')})"
+            out.append(figure_html(plot_disclosure_rows(first, title), f"{title}: original vs synthetic"))
+        table = []
+        for (source, rep, target), cell in sub.groupby(["source", "repetition", "target"], sort=False):
+            orig = cell[cell["synthetic"] == "original"].set_index("measure")["value"]
+            sets = cell[~cell["synthetic"].isin(["original", "mean"])].groupby("measure")["value"]
+            mean, high = sets.mean(), sets.max()
+            table.append(
                 {
-                    "target": sorted(target.dropna().unique()),
+                    "source": source,
+                    "repetition": rep,
+                    "target": target,
+                    "UiO": orig.get("UiO"),
+                    "repU (mean)": mean.get("repU"),
+                    "Dorig": orig.get("Dorig"),
+                    "DiSCO (mean)": mean.get("DiSCO"),
+                    "check_1way": high.get("check_1way"),
+                    "check_2way": high.get("check_2way"),
                 }
             )
-            for measure, src in (
-                ("UiO", "original"),
-                ("repU", "sets"),
-                ("Dorig", "original"),
-                ("DiSCO", "sets"),
-                ("check_1way", "sets"),
-                ("check_2way", "sets"),
-            ):
-                base = rows if src == "original" else per_set
-                vals = base[base["measure"] == measure].assign(target=target).groupby("target")["value"]
-                agg = (
-                    vals.first() if src == "original" else (vals.max() if measure.startswith("check") else vals.mean())
-                )
-                summary[measure if src == "original" or measure.startswith("check") else f"{measure} (mean)"] = summary[
-                    "target"
-                ].map(agg)
-            out.append(f"<h3>{title}</h3>" + table_html(summary))
+        out.append(f"<h3>{heading}</h3>" + table_html(pd.DataFrame(table)))
     return out
 
 
@@ -88,33 +88,39 @@ def identification_risk_section(results: pd.DataFrame, outcome: Any) -> list[str
 
 
 def utility_section(results: pd.DataFrame, outcome: Any) -> list[str]:
-    """S_pMSE per synthetic set for every utility measure, and a heat map for utility_tables."""
+    """Per dataset and utility measure: S_pMSE of every synthetic set, one row per source,
+    repetition and setting (sources side by side); a heat map per source for utility_tables."""
     out = []
-    for key, sub in _groups(results):
-        spmse = sub[(sub["measure"] == "S_pMSE") & ~sub["synthetic"].isin(["mean", "original"])]
-        if spmse.empty:
+    spmse = results[(results["measure"] == "S_pMSE") & ~results["synthetic"].isin(["mean", "original"])]
+    for (dataset, name), sub in spmse.groupby(["dataset", "measure_name"], sort=False):
+        if sub["setting"].nunique() > 12 and sub["setting"].str.contains("vars=").all():
+            for source, per_source in sub.groupby("source", sort=False):
+                out.append(_heatmap(per_source, f"{name}: {dataset} / {source}"))
             continue
-        settings = list(dict.fromkeys(spmse["setting"]))
-        if len(settings) > 12 and spmse["setting"].str.contains("vars=").all():
-            out.append(_heatmap(spmse, _title(key)))
-            continue
-        fig, ax = plt.subplots(figsize=(7, 0.6 + 0.4 * len(settings) + 1.5))
-        for i, st in enumerate(settings):
-            vals = spmse[spmse["setting"] == st]["value"].to_numpy()
-            ax.scatter(vals, np.full(len(vals), i), color="#d95f02", zorder=3)
+        rows = sub.assign(
+            label=[
+                src + (f" #{rep}" if rep else "") + (f" [{st}]" if st else "")
+                for src, rep, st in zip(sub["source"], sub["repetition"], sub["setting"], strict=True)
+            ]
+        )
+        labels = list(dict.fromkeys(rows["label"]))
+        fig, ax = plt.subplots(figsize=(7, 1.3 + 0.35 * len(labels)))
+        for i, label in enumerate(labels):
+            vals = rows.loc[rows["label"] == label, "value"].to_numpy()
+            ax.scatter(vals, np.full(len(vals), i), color="#d95f02", s=14, zorder=3)
             ax.plot([vals.mean()] * 2, [i - 0.3, i + 0.3], color="k")
-        ax.set_yticks(range(len(settings)), [s or "all variables" for s in settings])
+        ax.set_yticks(range(len(labels)), labels)
         ax.axvline(1, color="0.5", ls="--", lw=1)
         ax.set_xlabel("S_pMSE (1 = as expected for a correct synthesis model)")
-        ax.set_title(_title(key))
+        ax.set_title(f"{name}: {dataset}")
         ax.invert_yaxis()
-        out.append(figure_html(fig, f"{_title(key)}: S_pMSE of each synthetic set (bar: mean)"))
+        out.append(figure_html(fig, f"{name}: {dataset}: S_pMSE of each synthetic set by source (bar: mean)"))
     return out
 
 
 def _heatmap(spmse: pd.DataFrame, title: str) -> str:
     pairs = spmse.assign(v=spmse["setting"].str.extract(r"vars=([^;]+)", expand=False))
-    mean = pairs.groupby("v")["value"].mean()
+    mean = pairs.groupby("v")["value"].mean()  # over synthetic sets and repetitions
     split = [v.split(",") for v in mean.index]
     names = list(dict.fromkeys(x.split(".", 1)[-1] for p in split for x in p))
     mat = np.full((len(names), len(names)), np.nan)
@@ -128,7 +134,7 @@ def _heatmap(spmse: pd.DataFrame, title: str) -> str:
     ax.set_yticks(range(len(names)), names)
     fig.colorbar(im, ax=ax, label="S_pMSE (mean over sets)")
     ax.set_title(title)
-    return figure_html(fig, f"{title}: two-way table utility heat map")
+    return figure_html(fig, f"{title}: two-way table utility heat map (S_pMSE)")
 
 
 def synthesis_section(results: pd.DataFrame, outcome: Any) -> list[str]:
