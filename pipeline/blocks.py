@@ -186,18 +186,3 @@ class AlignedBlocks:
         return dd.map_partitions(
             kernel, self.original, *chosen, meta=meta, align_dataframes=False, enforce_metadata=False, **kwargs
         )
-
-    def map_each(
-        self,
-        kernel: Callable[..., pd.DataFrame],
-        meta: pd.DataFrame | dict[str, Any],
-        **kwargs: Any,
-    ) -> list[dd.DataFrame]:
-        """``kernel(original_block, synthetic_block_i)`` for each synthetic set i separately."""
-        return [self.map(kernel, meta, synthetic=[i], **kwargs) for i in range(len(self.synthetic))]
-
-
-def block_size_profile(frame: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
-    """Distribution of key-combination sizes: how many key combinations have 1, 2, ... records."""
-    sizes = frame.groupby(list(keys), observed=True, dropna=False).size()
-    return sizes.value_counts().sort_index().rename("n_combinations").rename_axis("records_per_combination")

@@ -177,10 +177,6 @@ class Schema:
                 new.append(v)
         return Schema(tuple(new))
 
-    def replace_variable(self, variable: Variable) -> Schema:
-        self.require([variable.name])
-        return Schema(tuple(variable if v.name == variable.name else v for v in self.variables))
-
     # ---- (de)serialisation --------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "schema") -> Schema:

@@ -29,10 +29,6 @@ def demo_path(filename: str) -> Path:
     return Path(str(files("pipeline.datasets").joinpath(filename)))
 
 
-def demo_names() -> list[str]:
-    return sorted([*ORIGINALS, *SYNTHETIC])
-
-
 def load_demo(name: str) -> Dataset:
     """Load a bundled original data set (``sd2011``, ``sd2011_subset`` or ``cedata``)."""
     if name not in ORIGINALS:
