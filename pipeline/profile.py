@@ -26,28 +26,36 @@ class KeyBlockParams(BaseModel):
     n_blocks: int = Field(16, ge=1)
 
 
-def _profile_rows(frame: pd.DataFrame, dataset: Dataset, label: str) -> list[tuple[str, str, str, float]]:
-    rows: list[tuple[str, str, str, float]] = [(label, "", "records", float(len(frame)))]
-    for v in dataset.schema:
-        s = frame[v.name]
-        st = f"variable={v.name}"
-        rows.append((label, st, "missing_pct", 100.0 * float(s.isna().mean()) if len(s) else np.nan))
+def evaluate_profile(original: Dataset, synthetic: list[Dataset], params: ProfileParams) -> TableResult:
+    """Records, missing share, special-missing counts and levels of every variable of the original.
+
+    Computed as Dask reductions over the partitions (nothing is gathered on the client).
+    """
+    import dask
+
+    frame = original.frame
+    wanted: dict[str, object] = {"records": frame.shape[0], "missing": frame.isna().sum()}
+    for v in original.schema:
         if v.missing_codes:
-            rows.append((label, st, "special_missing", float(s.isin(v.missing_codes).sum())))
+            wanted[f"special:{v.name}"] = frame[v.name].isin(list(v.missing_codes)).sum()
+        if v.is_factor or v.is_numeric:
+            wanted[f"distinct:{v.name}"] = frame[v.name].dropna().nunique()
+    (got,) = dask.compute(wanted)
+    n = int(got["records"])
+    label = "original"
+    rows: list[tuple[str, str, str, float]] = [(label, "", "records", float(n))]
+    for v in original.schema:
+        st = f"variable={v.name}"
+        rows.append((label, st, "missing_pct", 100.0 * float(got["missing"][v.name]) / n if n else np.nan))
+        if v.missing_codes:
+            rows.append((label, st, "special_missing", float(got[f"special:{v.name}"])))
         if v.is_factor:
             rows.append((label, st, "levels", float(len(v.levels or ()))))
-            rows.append((label, st, "levels_observed", float(s.nunique(dropna=True))))
+            rows.append((label, st, "levels_observed", float(got[f"distinct:{v.name}"])))
         elif v.is_numeric:
-            rows.append((label, st, "distinct", float(s.nunique(dropna=True))))
-    return rows
-
-
-def evaluate_profile(original: Dataset, synthetic: list[Dataset], params: ProfileParams) -> TableResult:
-    """Records, missing share, special-missing counts and levels of every variable of the original."""
-    frame = original.to_pandas()
-    table = tidy_frame(_profile_rows(frame, original, "original"))
-    summary = {"records": len(frame), "variables": {v.name: v.kind for v in original.schema}}
-    return TableResult(table, summary)
+            rows.append((label, st, "distinct", float(got[f"distinct:{v.name}"])))
+    summary = {"records": n, "variables": {v.name: v.kind for v in original.schema}}
+    return TableResult(tidy_frame(rows), summary)
 
 
 def _combination_sizes(part: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
