@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.errors import TaskError
-from pipeline.results import atomic_write_text, jsonable
+from pipeline.results import atomic_write_text, jsonable, per_set
 from pipeline.store import ResultsStore
 from pipeline.tasks import GateSpec, LoadedTask
 
@@ -43,10 +43,10 @@ class GateCheck:
 
 
 def _statistic(rows: pd.DataFrame, statistic: str) -> float:
-    per_set = rows[~rows["synthetic"].isin(["original", "mean"])]
+    sets = per_set(rows)
     if statistic == "mean" and (rows["synthetic"] == "mean").any():
         return float(rows.loc[rows["synthetic"] == "mean", "value"].iloc[0])
-    vals = (per_set if len(per_set) else rows)["value"].to_numpy(dtype=float)
+    vals = (sets if len(sets) else rows)["value"].to_numpy(dtype=float)
     vals = vals[~np.isnan(vals)]
     if not len(vals):
         return float("nan")
@@ -151,18 +151,15 @@ def run_nightly(
     except ValueError:
         raise TaskError(f"run date {date!r} is not a date (YYYY-MM-DD)") from None
     store = ResultsStore(hist_path)
-    runs = store.runs(task.spec.name) if (Path(hist_path) / "_sdc_results_store.json").exists() else None
-    if runs is not None and (runs["run_date"] == date).any() and not force:
+    runs = store.runs(task.spec.name, missing_ok=True)  # a folder that is not a store fails here
+    if (runs["run_date"] == date).any() and not force:
         return NightlyOutcome(True, date, [], message=f"{task.spec.name}: results for {date} already in {hist_path}")
     previous, previous_id = None, None
-    if runs is not None:
-        earlier = runs[runs["run_date"] <= date]
-        if len(earlier):
-            last = earlier.iloc[-1]
-            previous = store.read_run(last.path)  # a corrupted previous result fails here, before any work
-            previous_id = f"{last.run_date} ({last.run_id})"
-    elif Path(hist_path).exists() and any(Path(hist_path).iterdir()):
-        store.runs()  # raises: not a results store
+    earlier = runs[runs["run_date"] <= date]
+    if len(earlier):
+        last = earlier.iloc[-1]
+        previous = store.read_run(last.path)  # a corrupted previous result fails here, before any work
+        previous_id = f"{last.run_date} ({last.run_id})"
     out = Path(out_dir) if out_dir else default_out_dir(task) / date
     outcome = run_task(task, cluster=cluster, out_dir=out, report=False)
     checks = check_gates(outcome.results, previous, task.spec.gates)

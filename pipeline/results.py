@@ -30,6 +30,15 @@ RESULT_COLUMNS = [
 ]
 
 
+#: ``synthetic`` labels of rows that are not one synthetic set's value
+SUMMARY_LABELS = ("original", "mean")
+
+
+def per_set(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows holding one synthetic set's value (not the original's, not a mean over sets)."""
+    return rows[~rows["synthetic"].isin(SUMMARY_LABELS)]
+
+
 def tidy_frame(rows: list[tuple[str, str, str, float]]) -> pd.DataFrame:
     """A measure-level tidy frame from ``(synthetic, setting, measure, value)`` rows."""
     frame = pd.DataFrame(rows, columns=MEASURE_COLUMNS)

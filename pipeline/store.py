@@ -42,7 +42,8 @@ class ResultsStore:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
 
-    def _check(self, create: bool) -> None:
+    def _check(self, create: bool, missing_ok: bool = False) -> bool:
+        """Whether a store is here (creating it if asked); a foreign or corrupted folder is an error."""
         marker = self.root / MARKER
         if marker.exists():
             try:
@@ -51,12 +52,15 @@ class ResultsStore:
                 raise DataError(f"{marker}: corrupted results-store marker") from None
             if info.get("format") != FORMAT_VERSION:
                 raise DataError(f"{self.root}: results store format {info.get('format')} is not {FORMAT_VERSION}")
-            return
+            return True
         if self.root.exists() and any(self.root.iterdir()):
             raise DataError(f"{self.root} is not a results store (no {MARKER}); refusing to write into it")
-        if not create:
-            raise DataError(f"{self.root}: no results store here")
-        atomic_write_text(json.dumps({"format": FORMAT_VERSION, "columns": RESULT_COLUMNS}), marker)
+        if create:
+            atomic_write_text(json.dumps({"format": FORMAT_VERSION, "columns": RESULT_COLUMNS}), marker)
+            return True
+        if missing_ok:
+            return False
+        raise DataError(f"{self.root}: no results store here")
 
     def run_dir(self, run_date: str, task: str) -> Path:
         return self.root / f"run_date={run_date}" / f"task={task}"
@@ -74,11 +78,14 @@ class ResultsStore:
         atomic_write_text(json.dumps(jsonable(manifest), indent=1), folder / f"{manifest['run_id']}.manifest.json")
         return path
 
-    def runs(self, task: str | None = None) -> pd.DataFrame:
-        """One row per stored run: run_date, task, run_id, path (oldest first)."""
-        self._check(create=False)
+    def runs(self, task: str | None = None, missing_ok: bool = False) -> pd.DataFrame:
+        """One row per stored run: run_date, task, run_id, path (oldest first).
+
+        ``missing_ok``: no store yet (an absent or empty folder) gives no runs instead of an error.
+        """
+        present = self._check(create=False, missing_ok=missing_ok)
         rows = []
-        for f in sorted(self.root.glob("run_date=*/task=*/*.parquet")):
+        for f in sorted(self.root.glob("run_date=*/task=*/*.parquet")) if present else []:
             date = f.parent.parent.name.split("=", 1)[1]
             t = f.parent.name.split("=", 1)[1]
             if task is None or t == task:

@@ -11,12 +11,9 @@ from typing import Any
 import pandas as pd
 
 from pipeline.report.html import figure_html
+from pipeline.results import per_set
 
 RISK = "file_risk"
-
-
-def _per_set(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows[~rows["synthetic"].isin(["mean", "original"])]
 
 
 def _split_setting(rows: pd.DataFrame) -> pd.DataFrame:
@@ -28,9 +25,7 @@ def _split_setting(rows: pd.DataFrame) -> pd.DataFrame:
 
 def risk_points(results: pd.DataFrame) -> pd.DataFrame:
     """Per dataset/source/repetition/scenario and synthetic set: file risk at the maximising radius."""
-    rows = _split_setting(
-        _per_set(results[(results["family"] == "identification_risk") & (results["measure"] == RISK)])
-    )
+    rows = _split_setting(per_set(results[(results["family"] == "identification_risk") & (results["measure"] == RISK)]))
     keys = ["dataset", "source", "repetition", "measure_name", "scenario"]
     means = rows.groupby([*keys, "radius"], sort=False)["value"].mean().reset_index()
     best = means.loc[means.groupby(keys, sort=False)["value"].idxmax(), [*keys, "radius"]]
@@ -39,7 +34,7 @@ def risk_points(results: pd.DataFrame) -> pd.DataFrame:
 
 def utility_points(results: pd.DataFrame) -> pd.DataFrame:
     """Per dataset/source/repetition and synthetic set: S_pMSE of the run's utility_gen measures."""
-    util = _per_set(
+    util = per_set(
         results[(results["family"] == "utility") & (results["measure"] == "S_pMSE") & (results["setting"] == "")]
     )
     util = util.groupby(["dataset", "source", "repetition", "synthetic"], sort=False)["value"].first()
@@ -50,7 +45,7 @@ def identification_risk_figures(results: pd.DataFrame, outcome: Any) -> list[str
     from pipeline.risk.idrisk.plots import plot_2d_boxplot, plot_utility_risk
 
     out: list[str] = []
-    rows = _split_setting(_per_set(results[results["measure"] == RISK]))
+    rows = _split_setting(per_set(results[results["measure"] == RISK]))
     for (dataset, source, _rep, name), sub in rows.groupby(
         ["dataset", "source", "repetition", "measure_name"], sort=False
     ):

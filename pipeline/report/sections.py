@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.report.html import figure_html, table_html
+from pipeline.results import per_set
 
 RUN_GROUP = ["dataset", "source", "repetition", "measure_name"]
 
@@ -61,7 +62,7 @@ def disclosure_section(results: pd.DataFrame, outcome: Any) -> list[str]:
         table = []
         for (source, rep, target), cell in sub.groupby(["source", "repetition", "target"], sort=False):
             orig = cell[cell["synthetic"] == "original"].set_index("measure")["value"]
-            sets = cell[~cell["synthetic"].isin(["original", "mean"])].groupby("measure")["value"]
+            sets = per_set(cell).groupby("measure")["value"]
             mean, high = sets.mean(), sets.max()
             table.append(
                 {
@@ -91,7 +92,7 @@ def utility_section(results: pd.DataFrame, outcome: Any) -> list[str]:
     """Per dataset and utility measure: S_pMSE of every synthetic set, one row per source,
     repetition and setting (sources side by side); a heat map per source for utility_tables."""
     out = []
-    spmse = results[(results["measure"] == "S_pMSE") & ~results["synthetic"].isin(["mean", "original"])]
+    spmse = per_set(results[results["measure"] == "S_pMSE"])
     for (dataset, name), sub in spmse.groupby(["dataset", "measure_name"], sort=False):
         if sub["setting"].nunique() > 12 and sub["setting"].str.contains("vars=").all():
             for source, per_source in sub.groupby("source", sort=False):

@@ -11,19 +11,25 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from pipeline.results import per_set
 from pipeline.risk.disclosure.result import DisclosureResult, MultiDisclosureResult
 
 ORIGINAL_STYLE = {"color": "#1b9e77", "marker": "o"}
 SYNTHETIC_STYLE = {"color": "#d95f02", "marker": "^"}
 
 
-def _panel(ax, labels: list[str], original: list[float], synthetic: list[float], orig_name: str, syn_name: str,
-           title: str) -> None:
+def _panel(
+    ax, labels: list[str], original: list[float], synthetic: list[float], orig_name: str, syn_name: str, title: str
+) -> None:
     y = list(range(len(labels)))
     for yi, o, s in zip(y, original, synthetic, strict=True):
         lo, hi = (s, o) if s <= o else (o, s)
-        ax.annotate("", xy=(lo, yi), xytext=(hi, yi),
-                    arrowprops={"arrowstyle": "-|>", "color": "0.35", "lw": 1.2, "shrinkA": 0, "shrinkB": 4})
+        ax.annotate(
+            "",
+            xy=(lo, yi),
+            xytext=(hi, yi),
+            arrowprops={"arrowstyle": "-|>", "color": "0.35", "lw": 1.2, "shrinkA": 0, "shrinkB": 4},
+        )
     ax.scatter(original, y, s=45, label=f"{orig_name} (original)", zorder=3, **ORIGINAL_STYLE)
     ax.scatter(synthetic, y, s=45, label=f"{syn_name} (synthetic)", zorder=3, **SYNTHETIC_STYLE)
     ax.set_yticks(y, labels)
@@ -32,8 +38,13 @@ def _panel(ax, labels: list[str], original: list[float], synthetic: list[float],
     ax.set_title(title, fontsize=10)
     ax.set_ylim(len(labels) - 0.5, -0.5)  # first row on top
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 / max(1, len(labels)) ** 0.5 - 0.12), ncol=2,
-              fontsize=8, frameon=False)
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.35 / max(1, len(labels)) ** 0.5 - 0.12),
+        ncol=2,
+        fontsize=8,
+        frameon=False,
+    )
 
 
 def _figure(table: pd.DataFrame, ident: tuple[str, str], attrib: tuple[str, str], title: str) -> Figure:
@@ -42,8 +53,14 @@ def _figure(table: pd.DataFrame, ident: tuple[str, str], attrib: tuple[str, str]
     left, right = fig.subplots(1, 2, sharey=True)
     labels = list(table.index)
     _panel(left, labels, table[ident[0]].tolist(), table[ident[1]].tolist(), *ident, "Identity disclosure")
-    _panel(right, labels, table[attrib[0]].tolist(), table[attrib[1]].tolist(), *attrib,
-           "Comparison of attribute disclosure measures")
+    _panel(
+        right,
+        labels,
+        table[attrib[0]].tolist(),
+        table[attrib[1]].tolist(),
+        *attrib,
+        "Comparison of attribute disclosure measures",
+    )
     fig.suptitle(title)
     return fig
 
@@ -55,14 +72,20 @@ def plot_multi_disclosure(result: MultiDisclosureResult, title: str | None = Non
     synthetic values are means over the m synthetic sets.
     """
     orig_attrib = "CAPd" if result.attrib_meas == "DCAP" else "Dorig"
-    table = pd.DataFrame({
-        "UiO": result.ident_table["ident_orig"], result.ident_meas: result.ident_table["ident_syn"],
-    }).loc[result.attrib_table["target"]]
+    table = pd.DataFrame(
+        {
+            "UiO": result.ident_table["ident_orig"],
+            result.ident_meas: result.ident_table["ident_syn"],
+        }
+    ).loc[result.attrib_table["target"]]
     table[orig_attrib] = result.attrib_table["attrib_orig"].to_numpy()
     table[result.attrib_meas] = result.attrib_table["attrib_syn"].to_numpy()
     table.index = list(result.attrib_table.index)
-    heading = title or f"{result.attrib_meas} for synthetic data to {orig_attrib} for original data " \
-                       f"(keys: {', '.join(result.keys)}; m = {result.m})"
+    heading = (
+        title
+        or f"{result.attrib_meas} for synthetic data to {orig_attrib} for original data "
+        f"(keys: {', '.join(result.keys)}; m = {result.m})"
+    )
     return _figure(table, ("UiO", result.ident_meas), (orig_attrib, result.attrib_meas), heading)
 
 
@@ -84,8 +107,7 @@ def plot_disclosure_rows(tidy: pd.DataFrame, title: str = "") -> Figure:
     rows = tidy.assign(target=tidy["setting"].str.extract(r"target=([^;]+)", expand=False))
     rows = rows[rows["target"].notna()]
     orig = rows[rows["synthetic"] == "original"].pivot_table(index="target", columns="measure", values="value")
-    per_set = rows[~rows["synthetic"].isin(["original", "mean"])]
-    syn = per_set.pivot_table(index="target", columns="measure", values="value", aggfunc="mean")
+    syn = per_set(rows).pivot_table(index="target", columns="measure", values="value", aggfunc="mean")
     table = pd.DataFrame({"UiO": orig["UiO"], "repU": syn["repU"], "Dorig": orig["Dorig"], "DiSCO": syn["DiSCO"]})
     table = table.sort_values("DiSCO", kind="stable")
     return _figure(table, ("UiO", "repU"), ("Dorig", "DiSCO"), title)
