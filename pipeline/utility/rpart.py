@@ -100,13 +100,11 @@ def _mysort(x: np.ndarray, cvec: np.ndarray) -> None:  # pragma: no cover - comp
 
 
 @nb.njit(cache=True)
-def _gini_continuous(n, y, x, edge, aprior):  # pragma: no cover - compiled
-    left = np.zeros(2)
+def _all_right(n, y, aprior):  # pragma: no cover - compiled
+    """rpart's start of a split search: every record on the right; the node's Gini risk."""
     right = np.zeros(2)
-    lwt = 0.0
     rwt = 0.0
     rtot = 0
-    ltot = 0
     for i in range(n):
         j = y[i]
         rwt += aprior[j] * 1.0
@@ -116,6 +114,31 @@ def _gini_continuous(n, y, x, edge, aprior):  # pragma: no cover - compiled
     for i in range(2):
         temp = aprior[i] * right[i] / rwt
         total_ss += rwt * (temp * (1.0 - temp))
+    return right, rwt, rtot, total_ss
+
+
+@nb.njit(cache=True)
+def _split_gini(left, lwt, right, rwt, aprior):  # pragma: no cover - compiled
+    """Gini risk of a left/right split and both sides' class-1 rates (gini.c's order of sums)."""
+    temp = 0.0
+    lmean = 0.0
+    rmean = 0.0
+    for jj in range(2):
+        p = aprior[jj] * left[jj] / lwt
+        temp += lwt * (p * (1.0 - p))
+        lmean += p * jj
+        p = aprior[jj] * right[jj] / rwt
+        temp += rwt * (p * (1.0 - p))
+        rmean += p * jj
+    return temp, lmean, rmean
+
+
+@nb.njit(cache=True)
+def _gini_continuous(n, y, x, edge, aprior):  # pragma: no cover - compiled
+    left = np.zeros(2)
+    lwt = 0.0
+    ltot = 0
+    right, rwt, rtot, total_ss = _all_right(n, y, aprior)
     best = total_ss
     where = 0
     direction = LEFT
@@ -129,16 +152,7 @@ def _gini_continuous(n, y, x, edge, aprior):  # pragma: no cover - compiled
         right[j] -= 1.0
         left[j] += 1.0
         if ltot >= edge and x[i + 1] != x[i]:
-            temp = 0.0
-            lmean = 0.0
-            rmean = 0.0
-            for jj in range(2):
-                p = aprior[jj] * left[jj] / lwt
-                temp += lwt * (p * (1.0 - p))
-                lmean += p * jj
-                p = aprior[jj] * right[jj] / rwt
-                temp += rwt * (p * (1.0 - p))
-                rmean += p * jj
+            temp, lmean, rmean = _split_gini(left, lwt, right, rwt, aprior)
             if temp < best:
                 best = temp
                 where = i
@@ -154,20 +168,9 @@ def _gini_continuous(n, y, x, edge, aprior):  # pragma: no cover - compiled
 @nb.njit(cache=True)
 def _gini_categorical(n, y, x, numcat, edge, aprior, csplit):  # pragma: no cover - compiled
     left = np.zeros(2)
-    right = np.zeros(2)
     lwt = 0.0
-    rwt = 0.0
-    rtot = 0
     ltot = 0
-    for i in range(n):
-        j = y[i]
-        rwt += aprior[j] * 1.0
-        right[j] += 1.0
-        rtot += 1
-    total_ss = 0.0
-    for i in range(2):
-        temp = aprior[i] * right[i] / rwt
-        total_ss += rwt * (temp * (1.0 - temp))
+    right, rwt, rtot, total_ss = _all_right(n, y, aprior)
     best = total_ss
     awt = np.zeros(numcat)
     countn = np.zeros(numcat, dtype=np.int64)
@@ -237,16 +240,7 @@ def _gini_categorical(n, y, x, numcat, edge, aprior, csplit):  # pragma: no cove
             right[1] -= ccnt1[i]
             left[1] += ccnt1[i]
         if ltot >= edge and rtot >= edge:
-            temp = 0.0
-            lmean = 0.0
-            rmean = 0.0
-            for jj in range(2):
-                p = aprior[jj] * left[jj] / lwt
-                temp += lwt * (p * (1.0 - p))
-                lmean += p * jj
-                p = aprior[jj] * right[jj] / rwt
-                temp += rwt * (p * (1.0 - p))
-                rmean += p * jj
+            temp, lmean, rmean = _split_gini(left, lwt, right, rwt, aprior)
             if temp < best:
                 best = temp
                 if lmean < rmean:
