@@ -47,45 +47,45 @@ class Inputs:
     synthesis: dict[tuple[str, str, int], Any] = field(default_factory=dict)
 
 
-def _read_original(task: LoadedTask, spec: Any) -> tuple[Dataset, str]:
-    from pipeline.datasets import ORIGINALS, demo_path, load_demo
+def _fingerprint(datasets: list[Dataset]) -> str:
+    """Content hash of the data files plus the schemas they are read with (levels, missing codes)."""
+    schemas = json.dumps([d.schema.to_dict() for d in datasets], sort_keys=True)
+    return content_hash([Path(d.source) for d in datasets]) + schemas
+
+
+def _read_original(task: LoadedTask, spec: Any) -> Dataset:
+    from pipeline.datasets import load_demo
 
     o = spec.original
     if o.demo is not None:
         ds = load_demo(o.demo)
-        file, schema, _ = ORIGINALS[o.demo]
-        paths = [demo_path(file), demo_path(schema)]
     else:
-        path = task.resolve(o.path)
         schema = task.resolve(o.schema_file) if o.schema_file else None
-        ds = read_dataset(path, schema=schema, name=spec.name, missing_codes=o.missing_codes or None)
-        paths = [path] + ([schema] if schema else [])
+        ds = read_dataset(task.resolve(o.path), schema=schema, name=spec.name)
     if o.columns:
         ds = ds.select(o.columns)
-    if o.missing_codes and o.demo is not None:
-        ds = Dataset(ds.name, ds.frame, ds.schema.with_missing_codes(o.missing_codes), ds.source)
-    return ds, content_hash(paths) + json.dumps(o.model_dump(by_alias=True), sort_keys=True)
+    if o.missing_codes:
+        ds = replace(ds, schema=ds.schema.with_missing_codes(o.missing_codes))
+    return ds
 
 
-def _read_source(task: LoadedTask, original: Dataset, src: Any) -> tuple[Dataset, list[Dataset], str]:
-    from pipeline.datasets import SYNTHETIC, demo_path, load_demo_synthetic
+def _read_source(task: LoadedTask, original: Dataset, src: Any) -> tuple[Dataset, list[Dataset]]:
+    from pipeline.datasets import load_demo_synthetic
 
     if src.demo is not None:
         sets = load_demo_synthetic(src.demo)
-        pattern, m, _ = SYNTHETIC[src.demo]
-        paths = [demo_path(pattern.format(i=i)) for i in range(1, m + 1)]
     else:
-        paths = task.source_paths(src)
+        # a source's own schema gets the original's special missing codes; by default it is the original's
         schema = task.resolve(src.schema_file) if src.schema_file else original.schema
-        codes = original.schema.cont_na
+        codes = original.schema.cont_na if src.schema_file else None
         sets = [
-            read_dataset(p, schema=schema, name=f"{src.name}_{i + 1}", missing_codes=codes if src.schema_file else None)
-            for i, p in enumerate(paths)
+            read_dataset(p, schema=schema, name=f"{src.name}_{i + 1}", missing_codes=codes)
+            for i, p in enumerate(task.source_paths(src))
         ]
     original, sets, changes = align_synthetic(original, sets, src.compatibility)
     for c in changes:
         log.warning("aligned: %s", c)
-    return original, sets, content_hash(paths)
+    return original, sets
 
 
 def synthesis_seed(task: LoadedTask, src: Any, repetition: int) -> int:
@@ -115,7 +115,8 @@ def read_inputs(task: LoadedTask) -> Inputs:
     """Read every original and synthetic source of a task (synthesising where asked)."""
     inputs = Inputs()
     for d in task.spec.datasets:
-        original, h = _read_original(task, d)
+        original = _read_original(task, d)
+        h = _fingerprint([original])
         inputs.originals[d.name] = original
         inputs.hashes[(d.name, None, 0)] = h
         for src in d.synthetic:
@@ -130,9 +131,9 @@ def read_inputs(task: LoadedTask) -> Inputs:
                         {"synthesise": src.synthesise, "seed": seed}, sort_keys=True, default=str
                     )
             else:
-                aligned, sets, sh = _read_source(task, original, src)
+                aligned, sets = _read_source(task, original, src)
                 inputs.synthetic[(d.name, src.name, 0)] = (aligned, sets)
-                inputs.hashes[(d.name, src.name, 0)] = h + sh
+                inputs.hashes[(d.name, src.name, 0)] = h + _fingerprint(sets)
     return inputs
 
 
@@ -354,7 +355,7 @@ def synthesise_task(
     out = Path(out_dir) if out_dir is not None else default_out_dir(task) / "synthesis"
     written = []
     with connect(load_cluster_config(cluster_ref).model_dump()):
-        originals = {d.name: _read_original(task, d)[0] for d, _ in sources}
+        originals = {d.name: _read_original(task, d) for d, _ in sources}
         for d, src in sources:
             for rep in range(task.spec.repetitions):
                 where = f"{task.path}: dataset {d.name!r} source {src.name!r}"
