@@ -94,21 +94,32 @@ def synthesis_seed(task: LoadedTask, src: Any, repetition: int) -> int:
     return (task.spec.seed if base is None else int(base)) + repetition
 
 
-def synthesise_source(original: Dataset, src: Any, seed: int, where: str) -> tuple[Any, Dataset, list[Dataset]]:
-    """Run the coarsened-margins synthesiser of a source; return its result, the original restricted
-    to the synthesised variables (levels aligned with the synthetic output) and the synthetic sets."""
+def synthesise_source(
+    task: LoadedTask, dataset: str, original: Dataset, src: Any, repetition: int
+) -> tuple[Any, Dataset, list[Dataset]]:
+    """Run repetition r of a source's coarsened-margins synthesiser; return its result, the original
+    restricted to the synthesised variables (levels aligned with the synthetic output) and the sets."""
     from pipeline.synth.task import SynthesiseParams, synthesise
 
-    params = SynthesiseParams.model_validate({**src.synthesise, "seed": seed})
+    params = SynthesiseParams.model_validate({**src.synthesise, "seed": synthesis_seed(task, src, repetition)})
     try:
         result = synthesise(original, params)
     except PipelineError as e:
-        raise type(e)(f"{where}: synthesise: {e}") from None
+        raise type(e)(f"{task.path}: dataset {dataset!r} source {src.name!r}: synthesise: {e}") from None
     sets = result.datasets(prefix=f"{src.name}_")
     # the synthetic sets hold the synthesised variables after SDC (merged levels, coded tails):
     # evaluate them against the original's same variables, levels aligned explicitly
     aligned, sets, _ = align_synthetic(original.select(result.schema.names), sets, "align")
     return result, aligned, sets
+
+
+def _cluster_config(task: LoadedTask, cluster: str | Path | dict[str, Any] | None) -> Any:
+    """The cluster to use: the command line's, else the task's (relative to the task file), else local."""
+    from pipeline.cluster import load_cluster_config
+
+    if cluster is None and task.spec.cluster:
+        cluster = task.resolve(task.spec.cluster)
+    return load_cluster_config(cluster)
 
 
 def read_inputs(task: LoadedTask) -> Inputs:
@@ -122,13 +133,11 @@ def read_inputs(task: LoadedTask) -> Inputs:
         for src in d.synthetic:
             if src.synthesise is not None:
                 for rep in range(task.spec.repetitions):
-                    seed = synthesis_seed(task, src, rep)
-                    where = f"{task.path}: dataset {d.name!r} source {src.name!r}"
-                    result, aligned, sets = synthesise_source(original, src, seed, where)
+                    result, aligned, sets = synthesise_source(task, d.name, original, src, rep)
                     inputs.synthesis[(d.name, src.name, rep)] = result
                     inputs.synthetic[(d.name, src.name, rep)] = (aligned, sets)
                     inputs.hashes[(d.name, src.name, rep)] = h + json.dumps(
-                        {"synthesise": src.synthesise, "seed": seed}, sort_keys=True, default=str
+                        {"synthesise": src.synthesise, "seed": synthesis_seed(task, src, rep)}, sort_keys=True
                     )
             else:
                 aligned, sets = _read_source(task, original, src)
@@ -240,10 +249,9 @@ def run_task(
         For invalid inputs (before any result is written) or a failed unit (finished units
         stay cached for the next run; no results file is written for a failed run).
     """
-    from pipeline.cluster import connect, describe, load_cluster_config
+    from pipeline.cluster import connect, describe
 
-    cluster_ref = cluster if cluster is not None else (task.resolve(task.spec.cluster) if task.spec.cluster else None)
-    cluster_cfg = load_cluster_config(cluster_ref)
+    cluster_cfg = _cluster_config(task, cluster)
     out = Path(out_dir) if out_dir is not None else default_out_dir(task)
     started = dt.datetime.now(dt.UTC)
     run_id = started.strftime("%Y%m%dT%H%M%S%fZ")
@@ -270,7 +278,7 @@ def run_task(
                     except PipelineError as e:
                         raise type(e)(f"{task.path}: measure {u.label}: {e}") from e
                     except Exception as e:
-                        raise PipelineError(f"measure {u.label} failed: {type(e).__name__}: {e}") from e
+                        raise PipelineError(f"{task.path}: measure {u.label} failed: {type(e).__name__}: {e}") from e
                     tables[u.index] = _with_unit_columns(table, task, run_id, u)
                     summaries[u.label] = summary
                     timings[u.label] = {"seconds": round(seconds, 4), "cached": cached, "fingerprint": u.fingerprint}
@@ -346,19 +354,17 @@ def synthesise_task(
 ) -> list[Path]:
     """Only synthesise: write every ``synthesise`` source of ``task`` (each repetition) to
     ``<out>/<dataset>/<source>/rep<r>/`` — synthetic sets, released margins and the fit report."""
-    from pipeline.cluster import connect, load_cluster_config
+    from pipeline.cluster import connect
 
     sources = [(d, s) for d in task.spec.datasets for s in d.synthetic if s.synthesise is not None]
     if not sources:
         raise TaskError(f"{task.path}: no synthetic source has a 'synthesise' section")
-    cluster_ref = cluster if cluster is not None else (task.resolve(task.spec.cluster) if task.spec.cluster else None)
     out = Path(out_dir) if out_dir is not None else default_out_dir(task) / "synthesis"
     written = []
-    with connect(load_cluster_config(cluster_ref).model_dump()):
+    with connect(_cluster_config(task, cluster).model_dump()):
         originals = {d.name: _read_original(task, d) for d, _ in sources}
         for d, src in sources:
             for rep in range(task.spec.repetitions):
-                where = f"{task.path}: dataset {d.name!r} source {src.name!r}"
-                result, _, _ = synthesise_source(originals[d.name], src, synthesis_seed(task, src, rep), where)
+                result, _, _ = synthesise_source(task, d.name, originals[d.name], src, rep)
                 written.append(result.write(out / d.name / src.name / f"rep{rep}", overwrite=True))
     return written
