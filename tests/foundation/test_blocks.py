@@ -66,8 +66,23 @@ def test_hash_uses_labels_not_codes():
     a = pd.DataFrame({"k": pd.Categorical(["x", "y"], categories=["x", "y"])})
     b = pd.DataFrame({"k": pd.Categorical(["x", "y"], categories=["y", "x"])})
     np.testing.assert_array_equal(key_hash(a, ["k"]), key_hash(b, ["k"]))
-    # stable across processes and runs: a fixed value
+    # a plain string column with the same labels hashes the same as the categorical
     assert int(key_hash(pd.DataFrame({"k": ["x"]}), ["k"])[0]) == int(key_hash(a, ["k"])[0])
+
+
+def test_hash_is_the_same_in_another_process():
+    import subprocess
+    import sys
+
+    frame = pd.DataFrame({"sex": ["MALE", "FEMALE"], "age": [57.0, np.nan]})
+    here = [int(h) for h in key_hash(frame, ["sex", "age"])]
+    code = (
+        "import numpy as np, pandas as pd; from pipeline.blocks import key_hash; "
+        "f = pd.DataFrame({'sex': ['MALE', 'FEMALE'], 'age': [57.0, np.nan]}); "
+        "print(*[int(h) for h in key_hash(f, ['sex', 'age'])])"
+    )
+    there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert [int(h) for h in there] == here and here[0] != here[1]
 
 
 def test_row_ids_follow_records(data, dask_client):
