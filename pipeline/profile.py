@@ -1,105 +1,145 @@
 """Data-set profiles and key-block statistics: aggregate facts about the inputs.
 
 Only aggregates are reported (counts, shares, numbers of levels), never record values.
+Both measures follow the measure contract (:mod:`pipeline.evaluation.base`) and are the
+smallest examples of it: a pure per-partition (or per-block) kernel, an exact combine, and
+rows with structured params.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from pipeline.blocks import BLOCK_COLUMN, KeyBlocks
-from pipeline.data.dataset import Dataset
-from pipeline.results import TableResult, tidy_frame
+from pipeline.evaluation.base import Measure, Params, Result, Row
+from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.execution import Executor
 
 SIZE_BUCKETS = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 100), (101, np.inf)]
 
 
-class ProfileParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(frozen=True)
+class RowsResult(Result):
+    """A result that is already a list of rows, plus a JSON-able summary."""
+
+    row_list: tuple[Row, ...]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def rows(self) -> list[Row]:
+        return list(self.row_list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.summary
 
 
-class KeyBlockParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ProfileParams(Params):
+    """The ``profile`` measure has no parameters."""
+
+
+def _partition_profile(part: pd.DataFrame, codes: dict[str, list[float]]) -> dict[str, Any]:
+    """Records, missing values, special codes and the distinct values of one partition."""
+    return {
+        "records": len(part),
+        "missing": part.isna().sum().to_dict(),
+        "special": {v: int(part[v].isin(c).sum()) for v, c in codes.items()},
+        "distinct": {v: pd.unique(part[v].dropna().to_numpy()) for v in part.columns},
+    }
+
+
+def _combine_profiles(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    first = parts[0]
+    return {
+        "records": sum(p["records"] for p in parts),
+        "missing": {v: sum(p["missing"][v] for p in parts) for v in first["missing"]},
+        "special": {v: sum(p["special"][v] for p in parts) for v in first["special"]},
+        "distinct": {v: pd.unique(np.concatenate([p["distinct"][v] for p in parts])) for v in first["distinct"]},
+    }
+
+
+class Profile(Measure):
+    """Records, missing share, special-missing counts and levels of every variable of the original."""
+
+    type = "profile"
+    family = "profile"
+    params_model = ProfileParams
+    needs_synthetic = False
+    description = "per-variable counts, missing values and special codes"
+
+    def evaluate(self, data: EvalData, executor: Executor) -> RowsResult:
+        schema = data.schema
+        wanted = [v.name for v in schema if v.is_factor or v.is_numeric]
+        codes = {v.name: list(v.missing_codes) for v in schema if v.missing_codes}
+        frame = data.original
+        (got,) = executor.compute(executor.map_reduce(frame, _partition_profile, _combine_profiles, codes))
+        n = int(got["records"])
+        rows = [Row("original", "records", float(n))]
+        for v in schema:
+            p = {"variable": v.name}
+            rows.append(Row("original", "missing_pct", 100.0 * got["missing"][v.name] / n if n else np.nan, p))
+            if v.missing_codes:
+                rows.append(Row("original", "special_missing", float(got["special"][v.name]), p))
+            if v.name in wanted and v.is_factor:
+                rows.append(Row("original", "levels", float(len(v.levels or ())), p))
+                rows.append(Row("original", "levels_observed", float(len(got["distinct"][v.name])), p))
+            elif v.name in wanted:
+                rows.append(Row("original", "distinct", float(len(got["distinct"][v.name])), p))
+        summary = {"records": n, "variables": {v.name: v.kind for v in schema}}
+        return RowsResult(tuple(rows), summary)
+
+
+class KeyBlockParams(Params):
+    """Parameters of ``key_blocks``: the keys and (on the cluster) the number of blocks."""
+
     keys: list[str] = Field(min_length=1)
-    n_blocks: int = Field(16, ge=1)
+    n_blocks: int | None = Field(None, ge=1)
+
+    def variables(self) -> list[str]:
+        return list(self.keys)
 
 
-def evaluate_profile(original: Dataset, synthetic: list[Dataset], params: ProfileParams) -> TableResult:
-    """Records, missing share, special-missing counts and levels of every variable of the original.
-
-    Computed as Dask reductions over the partitions (nothing is gathered on the client).
-    """
-    import dask
-
-    frame = original.frame
-    wanted: dict[str, object] = {"records": frame.shape[0], "missing": frame.isna().sum()}
-    for v in original.schema:
-        if v.missing_codes:
-            wanted[f"special:{v.name}"] = frame[v.name].isin(list(v.missing_codes)).sum()
-        if v.is_factor or v.is_numeric:
-            wanted[f"distinct:{v.name}"] = frame[v.name].dropna().nunique()
-    (got,) = dask.compute(wanted)
-    n = int(got["records"])
-    label = "original"
-    rows: list[tuple[str, str, str, float]] = [(label, "", "records", float(n))]
-    for v in original.schema:
-        st = f"variable={v.name}"
-        rows.append((label, st, "missing_pct", 100.0 * float(got["missing"][v.name]) / n if n else np.nan))
-        if v.missing_codes:
-            rows.append((label, st, "special_missing", float(got[f"special:{v.name}"])))
-        if v.is_factor:
-            rows.append((label, st, "levels", float(len(v.levels or ()))))
-            rows.append((label, st, "levels_observed", float(got[f"distinct:{v.name}"])))
-        elif v.is_numeric:
-            rows.append((label, st, "distinct", float(got[f"distinct:{v.name}"])))
-    summary = {"records": n, "variables": {v.name: v.kind for v in original.schema}}
-    return TableResult(tidy_frame(rows), summary)
+def _combination_sizes(*frames: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per block (whole key combinations): the size of every key combination of every data set."""
+    parts = []
+    for i, f in enumerate(frames):
+        sizes = f.groupby(keys, observed=True, dropna=False).size().to_numpy(dtype=np.int64)
+        parts.append(pd.DataFrame({"set": np.full(len(sizes), i, dtype=np.int64), "size": sizes}))
+    return pd.concat(parts, ignore_index=True)
 
 
-def _combination_sizes(part: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per partition (whole key blocks): the size of every key combination."""
-    sizes = part.groupby(keys, observed=True, dropna=False).size()
-    return pd.DataFrame(
-        {
-            "size": sizes.to_numpy(dtype=np.int64),
-            "block": np.int64(part[BLOCK_COLUMN].iloc[0]) if len(part) else np.int64(-1),
-        }
-    )
-
-
-def _size_rows(sizes: np.ndarray, label: str) -> list[tuple[str, str, str, float]]:
+def _size_rows(sizes: np.ndarray, label: str) -> list[Row]:
     n = float(sizes.sum())
     rows = [
-        (label, "", "combinations", float(len(sizes))),
-        (label, "", "unique_records_pct", 100.0 * float((sizes == 1).sum()) / n if n else np.nan),
-        (label, "", "max_combination_size", float(sizes.max()) if len(sizes) else 0.0),
-        (label, "", "mean_combination_size", n / len(sizes) if len(sizes) else np.nan),
+        Row(label, "combinations", float(len(sizes))),
+        Row(label, "unique_records_pct", 100.0 * float((sizes == 1).sum()) / n if n else np.nan),
+        Row(label, "max_combination_size", float(sizes.max()) if len(sizes) else 0.0),
+        Row(label, "mean_combination_size", n / len(sizes) if len(sizes) else np.nan),
     ]
     for lo, hi in SIZE_BUCKETS:
-        name = f"size={lo}" if lo == hi else (f"size={lo}-{int(hi)}" if np.isfinite(hi) else f"size>={lo}")
-        rows.append((label, name, "combinations", float(((sizes >= lo) & (sizes <= hi)).sum())))
+        rows.append(Row(label, "combinations", float(((sizes >= lo) & (sizes <= hi)).sum()),
+                        {"size_from": lo, "size_to": None if not np.isfinite(hi) else int(hi)}))
     return rows
 
 
-def evaluate_key_blocks(original: Dataset, synthetic: list[Dataset], params: KeyBlockParams) -> TableResult:
+class KeyBlockSizes(Measure):
     """Key-combination size distribution of the original and each synthetic set, on key blocks."""
-    import dask
 
-    kb = KeyBlocks(params.keys, params.n_blocks)
-    cols = list(params.keys)
-    aligned = kb.partition(original.frame[cols], [s.frame[cols] for s in synthetic])
-    meta = pd.DataFrame({"size": pd.Series(dtype="int64"), "block": pd.Series(dtype="int64")})
-    frames = [aligned.original, *aligned.synthetic]
-    sized = [f.map_partitions(_combination_sizes, cols, meta=meta) for f in frames]
-    part_records = [f.map_partitions(len) for f in frames]
-    computed = dask.compute(*sized, *part_records)
-    sizes, records = computed[: len(frames)], computed[len(frames) :]
-    rows: list[tuple[str, str, str, float]] = []
-    labels = ["original"] + [str(i + 1) for i in range(len(synthetic))]
-    for label, sz, rec in zip(labels, sizes, records, strict=True):
-        rows += _size_rows(np.sort(sz["size"].to_numpy()), label)
-        rows.append((label, "", "largest_partition_records", float(np.max(rec))))
-    summary = {"keys": cols, "n_blocks": params.n_blocks}
-    return TableResult(tidy_frame(rows), summary)
+    type = "key_blocks"
+    family = "profile"
+    params_model = KeyBlockParams
+    description = "distribution of key-combination sizes, computed on key blocks"
+
+    def evaluate(self, data: EvalData, executor: Executor) -> RowsResult:
+        keys = list(self.params.keys)
+        blocks = executor.key_blocks(executor.prepare(data.select(keys)), keys, self.params.n_blocks)
+        meta = pd.DataFrame({"set": pd.Series(dtype="int64"), "size": pd.Series(dtype="int64")})
+        (sizes,) = executor.compute(blocks.map(_combination_sizes, meta, keys=keys))
+        rows: list[Row] = []
+        for i in range(len(data.frames)):
+            label = "original" if i == 0 else str(i)
+            rows += _size_rows(np.sort(sizes.loc[sizes["set"] == i, "size"].to_numpy()), label)
+        return RowsResult(tuple(rows), {"keys": keys, "n_blocks": self.params.n_blocks})

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-MEASURE_COLUMNS = ["synthetic", "setting", "measure", "value"]
+#: what a unit contributes: the display setting, the structured params (canonical JSON), the value
+MEASURE_COLUMNS = ["setting", "params", "synthetic", "measure", "value"]
 RESULT_COLUMNS = [
     "task",
     "run_id",
@@ -24,6 +25,7 @@ RESULT_COLUMNS = [
     "family",
     "measure_name",
     "setting",
+    "params",
     "synthetic",
     "measure",
     "value",
@@ -51,7 +53,7 @@ def check_tidy(frame: pd.DataFrame, where: str) -> pd.DataFrame:
     if list(frame.columns) != MEASURE_COLUMNS:
         raise TypeError(f"{where}: tidy() must return columns {MEASURE_COLUMNS}, got {list(frame.columns)}")
     out = frame.copy()
-    for c in ("synthetic", "setting", "measure"):
+    for c in ("setting", "params", "synthetic", "measure"):
         out[c] = out[c].astype(str)
     out["value"] = pd.to_numeric(out["value"], errors="coerce").astype("float64")
     return out

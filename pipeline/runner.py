@@ -29,7 +29,10 @@ import pandas as pd
 from pipeline.data.compare import align_synthetic
 from pipeline.data.dataset import Dataset, read_dataset
 from pipeline.errors import PipelineError, TaskError
-from pipeline.measures import REGISTRY, check_variables
+from pipeline.evaluation.base import Measure, canonical_json, setting_text
+from pipeline.evaluation.data import EvalData, as_eval_data
+from pipeline.evaluation.execution import Executor
+from pipeline.measures import REGISTRY
 from pipeline.results import RESULT_COLUMNS, atomic_write_parquet, atomic_write_text, check_tidy, jsonable
 from pipeline.tasks import LoadedTask, MeasureSpec, Unit, code_version, content_hash, expand
 
@@ -168,28 +171,53 @@ def _unit_data(unit: Unit, inputs: Inputs) -> tuple[Dataset, list[Dataset]]:
     return inputs.synthetic[(unit.dataset, unit.source, unit.repetition)]
 
 
+def _unit_measure(unit: Unit) -> Measure:
+    return REGISTRY[unit.measure.type].measure(unit.params)
+
+
+def _unit_eval_data(unit: Unit, inputs: Inputs) -> EvalData:
+    original, sets = _unit_data(unit, inputs)
+    return as_eval_data(original, sets, require_synthetic=False)
+
+
 def validate_units(task: LoadedTask, units: list[Unit], inputs: Inputs) -> None:
-    """Check every unit's variables against its data before any work starts."""
+    """Run every unit's checks (the same :meth:`Measure.check` as a run) before any work starts."""
     for u in units:
-        original, sets = _unit_data(u, inputs)
-        if REGISTRY[u.measure.type].needs_synthetic and not sets:
-            raise TaskError(f"{task.path}: measure {u.measure.label!r} needs synthetic data but {u.dataset!r} has none")
-        check_variables(u.params, [original, *sets], f"{task.path}: measure {u.measure.label!r}")
+        try:
+            _unit_measure(u).check(_unit_eval_data(u, inputs))
+        except PipelineError as e:
+            raise TaskError(f"{task.path}: measure {u.measure.label!r} on {u.dataset!r}: {e}") from None
 
 
-def _evaluate_unit(unit: Unit, inputs: Inputs, cache: Path) -> tuple[pd.DataFrame, dict[str, Any], float, bool]:
+def unit_table(rows: list[Any], unit: Unit) -> pd.DataFrame:
+    """A unit's rows as a tidy frame: the display setting and the structured params of each row
+    (the unit's own parameters updated with the row's inner setting)."""
+    frame = pd.DataFrame(
+        {
+            "setting": [";".join(x for x in (unit.setting, setting_text(r.params)) if x) for r in rows],
+            "params": [canonical_json({**unit.params, **r.params}) for r in rows],
+            "synthetic": [str(r.synthetic) for r in rows],
+            "measure": [str(r.measure) for r in rows],
+            "value": [float(r.value) for r in rows],
+        }
+    )
+    return check_tidy(frame, unit.label)
+
+
+def _evaluate_unit(
+    unit: Unit, inputs: Inputs, cache: Path, executor: Executor
+) -> tuple[pd.DataFrame, dict[str, Any], float, bool]:
     table_path = cache / f"{unit.fingerprint}.parquet"
     summary_path = cache / f"{unit.fingerprint}.json"
     if table_path.exists() and summary_path.exists():
         cached = json.loads(summary_path.read_text(encoding="utf-8"))
         return pd.read_parquet(table_path), cached["summary"], cached["seconds"], True
-    entry = REGISTRY[unit.measure.type]
-    params = entry.validate(unit.params, f"measure {unit.measure.label!r}")
-    original, sets = _unit_data(unit, inputs)
+    measure = _unit_measure(unit)
+    data = _unit_eval_data(unit, inputs)
     t0 = time.perf_counter()
-    result = entry.evaluate(original, sets, params)
+    result = measure.evaluate(data, executor)
     seconds = time.perf_counter() - t0
-    table = check_tidy(result.tidy(), unit.label)
+    table = unit_table(result.rows(), unit)
     summary = jsonable(result.to_dict())
     atomic_write_parquet(table, table_path)
     atomic_write_text(json.dumps({"summary": summary, "seconds": seconds}), summary_path)
@@ -256,7 +284,8 @@ def run_task(
     started = dt.datetime.now(dt.UTC)
     run_id = started.strftime("%Y%m%dT%H%M%S%fZ")
     t_start = time.perf_counter()
-    with connect(cluster_cfg.model_dump()):
+    with connect(cluster_cfg.model_dump()) as client:
+        executor = Executor(client)
         inputs = read_inputs(task)
         units = list(expand(task, inputs.hashes))
         if not units:
@@ -269,7 +298,7 @@ def run_task(
         summaries: dict[str, Any] = {}
         timings: dict[str, dict[str, Any]] = {}
         with ThreadPoolExecutor(max_workers=task.spec.concurrency) as pool:
-            futures = {pool.submit(_evaluate_unit, u, inputs, cache): u for u in units}
+            futures = {pool.submit(_evaluate_unit, u, inputs, cache, executor): u for u in units}
             try:
                 for done_count, f in enumerate(as_completed(futures), start=1):
                     u = futures[f]

@@ -1,0 +1,158 @@
+"""The measure contract: ``Params`` -> ``Measure.evaluate(data, executor)`` -> ``Result``.
+
+Every measure a task can name is a :class:`Measure` subclass with
+
+* a pydantic :class:`Params` model — the only validation of its parameters (synthpop's
+  spellings, including plural ones such as ``targets``/``ngroups_targets``, are aliases of
+  one field), which also declares the variables the measure uses (:meth:`Params.variables`);
+* :meth:`Measure.check` — the data-dependent checks (variables present, row alignment, …),
+  run by ``validate`` and by ``run`` alike, before any work;
+* :meth:`Measure.evaluate` over one :class:`~pipeline.evaluation.data.EvalData` and one
+  :class:`~pipeline.evaluation.execution.Executor`, returning a :class:`Result`.
+
+A result's :meth:`Result.rows` are tidy rows whose ``params`` is a **mapping** (the setting
+inside the call: a key set and target, a scenario and radius, a table's variables); the
+display ``setting`` string is derived from it by :func:`setting_text` and never parsed back.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from pipeline.config_io import validation_message
+from pipeline.errors import ParameterError
+from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.execution import Executor
+
+#: columns of :meth:`Result.rows`
+ROW_COLUMNS = ["synthetic", "params", "measure", "value"]
+#: columns of :meth:`Result.tidy` (the measure-level tidy table the runner stores)
+TIDY_COLUMNS = ["synthetic", "setting", "params", "measure", "value"]
+
+
+class Params(BaseModel):
+    """Base of every measure's parameter model (unknown parameters are errors)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def variables(self) -> list[str]:
+        """Every variable the measure reads (checked against the data before any work)."""
+        return []
+
+
+def canonical_json(params: Mapping[str, Any]) -> str:
+    """One text form of a params mapping: sorted keys, no spaces (equal params, equal text)."""
+    return json.dumps(params, sort_keys=True, separators=(",", ":"), default=_json_default)
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    raise TypeError(f"params value of type {type(obj).__name__} is not JSON-able")
+
+
+def _display(v: Any) -> str:
+    if isinstance(v, Mapping):
+        return ",".join(f"{k}:{_display(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return "+".join(_display(x) for x in v)
+    return str(v)
+
+
+def setting_text(params: Mapping[str, Any]) -> str:
+    """The display form of a row's params (``keys=sex+age;target=ls``): for people, never parsed."""
+    return ";".join(f"{k}={_display(v)}" for k, v in params.items())
+
+
+@dataclass(frozen=True)
+class Row:
+    """One tidy value: a synthetic set ("1".."m", "mean" or "original"), params, measure, value."""
+
+    synthetic: str
+    measure: str
+    value: float
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Result(ABC):
+    """What a measure returns: tidy rows with structured params, and a JSON summary."""
+
+    @abstractmethod
+    def rows(self) -> list[Row]:
+        """Every value of the result as a :class:`Row`."""
+
+    @abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able summary (aggregates only, never record values)."""
+
+    def tidy(self) -> pd.DataFrame:
+        """The rows as a frame with :data:`TIDY_COLUMNS` (``params`` as canonical JSON)."""
+        return rows_frame(self.rows())
+
+
+def rows_frame(rows: Sequence[Row]) -> pd.DataFrame:
+    """Rows as a frame with :data:`TIDY_COLUMNS`."""
+    frame = pd.DataFrame(
+        {
+            "synthetic": [str(r.synthetic) for r in rows],
+            "setting": [setting_text(r.params) for r in rows],
+            "params": [canonical_json(r.params) for r in rows],
+            "measure": [str(r.measure) for r in rows],
+            "value": [float(r.value) for r in rows],
+        },
+        columns=TIDY_COLUMNS,
+    )
+    frame["value"] = frame["value"].astype("float64")
+    return frame
+
+
+class Measure(ABC):
+    """A measure: validated params, data checks, and an evaluator over one executor.
+
+    Subclasses set :attr:`type` (the task-file name), :attr:`family`, :attr:`params_model`
+    and implement :meth:`evaluate`; they extend :meth:`check` for data-dependent checks.
+    """
+
+    type: ClassVar[str]
+    family: ClassVar[str]
+    params_model: ClassVar[type[Params]]
+    #: whether the measure compares synthetic sets with the original (else: the original alone)
+    needs_synthetic: ClassVar[bool] = True
+    description: ClassVar[str] = ""
+
+    def __init__(self, params: Params | Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self.params = self.parse(params if params is not None else kwargs)
+
+    @classmethod
+    def parse(cls, params: Params | Mapping[str, Any]) -> Params:
+        """Validate parameters (the only validation); errors name the parameter and the expectation."""
+        if isinstance(params, cls.params_model):
+            return params
+        try:
+            return cls.params_model.model_validate(dict(params))
+        except ValidationError as e:
+            raise ParameterError(f"{cls.type}: invalid parameters: {validation_message(e)}") from None
+
+    def check(self, data: EvalData) -> None:
+        """Checks that need the data's schema (and cheap aggregates); ``validate`` runs them too."""
+        if self.needs_synthetic and data.m == 0:
+            raise ParameterError(f"{self.type} needs at least one synthetic data set")
+        data.require(self.params.variables())
+
+    @abstractmethod
+    def evaluate(self, data: EvalData, executor: Executor) -> Result:
+        """Evaluate on ``data`` (already checked) with ``executor``."""
+
+    def run(self, data: EvalData, executor: Executor | None = None) -> Result:
+        """:meth:`check`, then :meth:`evaluate` (the synthpop-named wrappers call this)."""
+        self.check(data)
+        return self.evaluate(data, executor or Executor.current())

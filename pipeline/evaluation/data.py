@@ -1,0 +1,210 @@
+"""The one data boundary of every measure: :class:`EvalData`.
+
+:func:`as_eval_data` alone accepts what users pass — pandas frames, Dask frames or
+:class:`~pipeline.data.dataset.Dataset` objects — and returns the original and the m
+synthetic sets cast to one :class:`~pipeline.data.schema.Schema`, with synthpop's ``cont.na``
+codes merged into it.  A schema is inferred only for pandas input without one; Dask input
+and Datasets carry theirs (or must be given one).  Measures never look at frame types or
+dtypes again: they ask the schema what a variable is, and the
+:class:`~pipeline.evaluation.execution.Executor` how to compute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask.dataframe as dd
+import pandas as pd
+
+from pipeline.data.dataset import Dataset
+from pipeline.data.schema import Schema, cast_series
+from pipeline.errors import CompatibilityError, DataError, ParameterError
+from pipeline.rcompat import normalise_cont_na
+
+Frame = pd.DataFrame | dd.DataFrame
+
+
+def source_name(index: int) -> str:
+    """How messages name data set ``index`` (0 = original, 1.. = synthetic sets)."""
+    return "the original data" if index == 0 else f"synthetic set {index}"
+
+
+@dataclass(frozen=True)
+class EvalData:
+    """The original and the synthetic sets of one evaluation, cast to one schema.
+
+    Attributes
+    ----------
+    frames : tuple of frames
+        Original first, then synthetic sets 1..m; pandas or Dask frames (which one is the
+        executor's business, not the measure's), columns as in the original.
+    schema : Schema
+        Kinds, factor levels and special missing codes (``cont.na`` merged in).
+    """
+
+    frames: tuple[Frame, ...]
+    schema: Schema
+
+    @property
+    def original(self) -> Frame:
+        return self.frames[0]
+
+    @property
+    def synthetic(self) -> tuple[Frame, ...]:
+        return self.frames[1:]
+
+    @property
+    def m(self) -> int:
+        """Number of synthetic sets."""
+        return len(self.frames) - 1
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Variables of the original in data order (synthpop orders keys by it)."""
+        return tuple(str(c) for c in self.original.columns)
+
+    def require(self, variables: Sequence[str], what: str = "variable") -> None:
+        """Fail before any work when a variable is missing from the original or a synthetic set.
+
+        Raises
+        ------
+        ParameterError
+            A variable is not in the original (the message lists what it has).
+        CompatibilityError
+            A variable is in the original but not in a synthetic set.
+        """
+        missing = [v for v in dict.fromkeys(variables) if v not in self.schema]
+        if missing:
+            raise ParameterError(
+                f"{what}(s) {', '.join(map(repr, missing))} not found in the original data; "
+                f"it has: {', '.join(self.schema.names)}"
+            )
+        for i, f in enumerate(self.synthetic, start=1):
+            absent = [v for v in dict.fromkeys(variables) if v not in f.columns]
+            if absent:
+                raise CompatibilityError(
+                    f"{what}(s) {', '.join(map(repr, absent))} are in the original but not in {source_name(i)}"
+                )
+
+    def select(self, variables: Sequence[str]) -> EvalData:
+        """The same data restricted to ``variables`` (in the order given)."""
+        self.require(variables)
+        cols = list(dict.fromkeys(variables))
+        return EvalData(tuple(f[cols] for f in self.frames), self.schema.select(cols))
+
+    def with_frames(self, frames: Sequence[Frame]) -> EvalData:
+        """The same schema over other frames (the executor's in-memory or blocked copies)."""
+        return EvalData(tuple(frames), self.schema)
+
+
+def _unwrap(obj: Any, index: int) -> tuple[Frame, Schema | None]:
+    if isinstance(obj, Dataset):
+        return obj.frame, obj.schema
+    if isinstance(obj, (pd.DataFrame, dd.DataFrame)):
+        return obj, None
+    raise ParameterError(
+        f"{source_name(index)} must be a pandas or Dask DataFrame or a Dataset, got {type(obj).__name__}"
+    )
+
+
+def _synthetic_list(synthetic: Any) -> list[Any]:
+    if isinstance(synthetic, (pd.DataFrame, dd.DataFrame, Dataset)):
+        return [synthetic]
+    if synthetic is None:
+        return []
+    return list(synthetic)
+
+
+def as_eval_data(
+    original: Any,
+    synthetic: Any = (),
+    schema: Schema | None = None,
+    cont_na: Mapping[str, Any] | None = None,
+    *,
+    require_synthetic: bool = True,
+) -> EvalData:
+    """Check and cast a measure's inputs: the only place that accepts frames or Datasets.
+
+    Parameters
+    ----------
+    original : pandas/Dask DataFrame or Dataset
+    synthetic : frame, Dataset, or a sequence of them
+        The m synthetic sets (row order and columns as produced; extra columns are kept).
+    schema : Schema, optional
+        Default: the original Dataset's schema; for a pandas frame without one it is inferred
+        (:meth:`Schema.infer`) — the only inference in the package.  Dask frames need one.
+    cont_na : mapping variable -> code(s), optional
+        synthpop's special missing codes, merged into (and overriding) the schema's.
+    require_synthetic : bool
+        Whether at least one synthetic set is required.
+
+    Raises
+    ------
+    ParameterError
+        Inputs of the wrong type, no synthetic set, a Dask frame without a schema, duplicated
+        column names, or ``cont_na`` naming an unknown or non-numeric variable.
+    DataError, CompatibilityError
+        A value that does not fit the schema (in the original, resp. a synthetic set).
+    """
+    orig, carried = _unwrap(original, 0)
+    sets = [_unwrap(s, i) for i, s in enumerate(_synthetic_list(synthetic), start=1)]
+    if require_synthetic and not sets:
+        raise ParameterError("synthetic must hold at least one synthetic data set")
+    for i, f in enumerate([orig, *(s for s, _ in sets)]):
+        cols = [str(c) for c in f.columns]
+        dupes = sorted({c for c in cols if cols.count(c) > 1})
+        if dupes:
+            raise ParameterError(f"{source_name(i)}: duplicated column name(s) {', '.join(map(repr, dupes))}")
+    schema = schema or carried
+    if schema is None:
+        if isinstance(orig, dd.DataFrame):
+            raise ParameterError("a Dask original needs a schema (pass schema=, or a Dataset)")
+        schema = Schema.infer(orig)
+    schema = schema.select([c for c in schema.names if c in orig.columns])
+    codes = normalise_cont_na(cont_na)
+    if codes:
+        unknown = [v for v in codes if v not in schema]
+        if unknown:
+            raise ParameterError(f"cont_na: variable(s) {unknown} are not in the original data")
+        not_numeric = [v for v in codes if not schema[v].is_numeric]
+        if not_numeric:
+            raise ParameterError(f"cont_na: variable(s) {not_numeric} are not numeric")
+        schema = schema.with_missing_codes(codes)
+    frames = [_cast(f, schema, i) for i, f in enumerate([orig, *(s for s, _ in sets)])]
+    return EvalData(tuple(frames), schema)
+
+
+def _fits(dtype: Any, var: Any) -> bool:
+    if var.is_factor:
+        return isinstance(dtype, pd.CategoricalDtype) and [str(c) for c in dtype.categories] == list(var.levels)
+    if var.is_numeric:
+        return dtype == "float64"
+    return True
+
+
+def _cast_frame(frame: pd.DataFrame, schema: Schema, index: int) -> pd.DataFrame:
+    out = {}
+    for name in frame.columns:
+        s = frame[name]
+        if name not in schema or _fits(s.dtype, schema[name]):
+            out[name] = s
+            continue
+        try:
+            out[name] = cast_series(s, schema[name], source_name(index))
+        except DataError as e:
+            raise (DataError if index == 0 else CompatibilityError)(str(e)) from None
+    return pd.DataFrame(out, index=frame.index)
+
+
+def _cast(frame: Frame, schema: Schema, index: int) -> Frame:
+    """Cast the columns whose dtype differs from the schema's in-memory form (lazily for Dask)."""
+    if all(c not in schema or _fits(frame[c].dtype, schema[c]) for c in frame.columns):
+        return frame
+    if isinstance(frame, pd.DataFrame):
+        return _cast_frame(frame.reset_index(drop=True), schema, index)
+    meta = _cast_frame(frame._meta, schema, index) if len(frame._meta) else pd.DataFrame(
+        {c: pd.Series(dtype=schema[c].dtype if c in schema else frame._meta[c].dtype) for c in frame.columns}
+    )
+    return frame.map_partitions(_cast_frame, schema, index, meta=meta)

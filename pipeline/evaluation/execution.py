@@ -1,0 +1,278 @@
+"""The one executor of every measure: where and how the work runs.
+
+An :class:`Executor` is created by the runner with its Dask client (or by the synthpop-named
+functions with the current client, if any).  It alone decides
+
+* **in memory or on key blocks** — one threshold for every family
+  (:data:`IN_MEMORY_ROWS` records in the largest data set): small data run their kernels on
+  pandas frames directly (Dask adds about a second per operation on two cores), large data run
+  them per partition or per key block;
+* block sizing and the shuffle method;
+
+and offers the primitives measures compose their pure pandas/numpy kernels with:
+:meth:`Executor.map_reduce` (a kernel per partition, an exact combine),
+:meth:`Executor.key_blocks` / :meth:`Blocks.map` (aligned key blocks of the original and the
+synthetic sets), :meth:`Executor.partitions` + :meth:`Executor.compute` (rounds of an
+iterative fit such as IRLS: each round one map-combine over persisted partitions),
+:meth:`Executor.map_tasks` (independent fits as tasks) and :meth:`Executor.memory`.
+
+Measure modules never import Dask and never ask which kind of frame they hold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import psutil
+
+from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN, AlignedBlocks, KeyBlocks, key_hash
+from pipeline.errors import ParameterError
+from pipeline.evaluation.data import EvalData, Frame
+
+#: largest data set (records) evaluated in memory when the policy is "auto"
+IN_MEMORY_ROWS = 1_000_000
+#: records per key block (bounds a block's memory on a worker)
+BLOCK_ROWS = 1_000_000
+
+Policy = Literal["auto", "memory", "blocks"]
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A value the executor computes later (so that several are computed in one pass)."""
+
+    value: Any
+
+
+class Executor:
+    """Runs measure kernels in memory or over Dask partitions and key blocks.
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        The cluster to use; None runs Dask work on the current client if one is active, else
+        on Dask's local threaded scheduler.
+    policy : {"auto", "memory", "blocks"}
+        ``auto``: in memory when the largest data set has at most ``in_memory_rows`` records,
+        else on partitions/key blocks.  ``memory`` / ``blocks`` force one path (tests,
+        benchmarks, and users who know their data).
+    in_memory_rows : int
+    block_rows : int
+        Target records per key block.
+    shuffle : {"tasks", "p2p"}
+        Dask's shuffle method for key blocks.
+    """
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        policy: Policy = "auto",
+        in_memory_rows: int = IN_MEMORY_ROWS,
+        block_rows: int = BLOCK_ROWS,
+        shuffle: Literal["tasks", "p2p"] = "tasks",
+    ) -> None:
+        if policy not in ("auto", "memory", "blocks"):
+            raise ParameterError(f"executor policy must be 'auto', 'memory' or 'blocks', got {policy!r}")
+        self.client = client
+        self.policy = policy
+        self.in_memory_rows = int(in_memory_rows)
+        self.block_rows = int(block_rows)
+        self.shuffle = shuffle
+
+    @classmethod
+    def current(cls, **kw: Any) -> Executor:
+        """An executor on the active Dask client, if any (the package's only ``get_client``)."""
+        try:
+            from distributed import get_client
+
+            return cls(get_client(), **kw)
+        except (ImportError, ValueError):
+            return cls(None, **kw)
+
+    # ---- policy -----------------------------------------------------------------------------
+    def rows(self, data: EvalData) -> tuple[int, ...]:
+        """Number of records of every data set (one pass over persisted or in-memory frames)."""
+        lazy = [len(f) if isinstance(f, pd.DataFrame) else f.shape[0] for f in data.frames]
+        return tuple(int(n) for n in self.compute(*lazy))
+
+    def in_memory(self, data: EvalData) -> bool:
+        """Whether ``data`` is evaluated in memory (the one place that decides)."""
+        if self.policy != "auto":
+            return self.policy == "memory"
+        if all(isinstance(f, pd.DataFrame) for f in data.frames):
+            return max(len(f) for f in data.frames) <= self.in_memory_rows or self.client is None
+        return max(self.rows(data)) <= self.in_memory_rows
+
+    def prepare(self, data: EvalData) -> EvalData:
+        """``data`` in the form the policy chose: pandas frames, or Dask frames."""
+        if self.in_memory(data):
+            return self.collect(data)
+        return data.with_frames([_as_dask(f) for f in data.frames])
+
+    def collect(self, data: EvalData) -> EvalData:
+        """``data`` as pandas frames (one transfer from the cluster), index 0..n-1."""
+        lazy = [f for f in data.frames if isinstance(f, dd.DataFrame)]
+        got = iter(self.compute(*lazy))
+        frames = [(next(got) if isinstance(f, dd.DataFrame) else f).reset_index(drop=True) for f in data.frames]
+        return data.with_frames(frames)
+
+    @staticmethod
+    def is_lazy(data: EvalData) -> bool:
+        """Whether ``data`` (after :meth:`prepare`) is on the cluster."""
+        return any(isinstance(f, dd.DataFrame) for f in data.frames)
+
+    # ---- primitives -------------------------------------------------------------------------
+    def compute(self, *values: Any) -> list[Any]:
+        """Compute lazy values (Dask collections, delayed, :class:`Deferred`) together."""
+        unwrapped = [v.value if isinstance(v, Deferred) else v for v in values]
+        if not any(dask.is_dask_collection(v) for v in unwrapped):
+            return unwrapped
+        if self.client is not None:
+            return list(self.client.compute(unwrapped, sync=True))
+        return list(dask.compute(*unwrapped))
+
+    def persist(self, *frames: Frame) -> list[Frame]:
+        """Keep Dask frames in cluster memory (pandas frames pass through)."""
+        lazy = [f for f in frames if dask.is_dask_collection(f)]
+        if not lazy:
+            return list(frames)
+        done = iter(self.client.persist(lazy) if self.client is not None else dask.persist(*lazy))
+        out = [next(done) if dask.is_dask_collection(f) else f for f in frames]
+        if self.client is not None:
+            from distributed import wait
+
+            wait([f for f in out if dask.is_dask_collection(f)])
+        return out
+
+    def map_reduce(
+        self,
+        frame: Frame,
+        kernel: Callable[..., Any],
+        combine: Callable[[Sequence[Any]], Any],
+        *args: Any,
+        split_every: int = 8,
+        **kwargs: Any,
+    ) -> Deferred:
+        """``combine([kernel(partition, *args, **kwargs) for every partition])``, deferred.
+
+        A pandas frame is one partition and is computed at once.  ``combine`` must be exact
+        (integer sums, or float sums in partition order) so the result does not depend on the
+        partitioning.
+        """
+        if isinstance(frame, pd.DataFrame):
+            return Deferred(combine([kernel(frame, *args, **kwargs)]))
+        parts = [dask.delayed(kernel)(p, *args, **kwargs) for p in frame.to_delayed()]
+        while len(parts) > 1:
+            parts = [dask.delayed(combine)(parts[i : i + split_every]) for i in range(0, len(parts), split_every)]
+        return Deferred(parts[0] if parts else combine([]))
+
+    def partitions(self, frame: Frame) -> list[Any]:
+        """The partitions of a (persisted) frame as handles for :meth:`map_combine` rounds."""
+        if isinstance(frame, pd.DataFrame):
+            return [frame]
+        return list(frame.to_delayed())
+
+    def map_combine(
+        self, parts: Sequence[Any], kernel: Callable[..., Any], combine: Callable[[Sequence[Any]], Any],
+        per_part: Sequence[tuple] | None = None, *args: Any,
+    ) -> Deferred:
+        """One round of an iterative fit: ``combine([kernel(p, *per_part[i], *args)])`` over handles.
+
+        ``per_part`` gives extra positional arguments per partition (e.g. a label draw).
+        """
+        extra = per_part or [()] * len(parts)
+        if all(isinstance(p, pd.DataFrame) for p in parts):
+            return Deferred(combine([kernel(p, *e, *args) for p, e in zip(parts, extra, strict=True)]))
+        tasks = [dask.delayed(kernel)(p, *e, *args) for p, e in zip(parts, extra, strict=True)]
+        return Deferred(dask.delayed(combine)(tasks))
+
+    def map_tasks(self, fn: Callable[..., Any], jobs: Sequence[tuple], shared: Sequence[Any] = ()) -> list[Any]:
+        """``[fn(*shared, *job) for job in jobs]``, as parallel tasks when a cluster is there.
+
+        ``shared`` objects (e.g. the prepared data) are sent to the cluster once, not per job.
+        """
+        if self.client is None or len(jobs) < 2:
+            return [fn(*shared, *job) for job in jobs]
+        handles = [dask.delayed(s, traverse=False) for s in shared]
+        return self.compute(*[dask.delayed(fn)(*handles, *job) for job in jobs])
+
+    def key_blocks(
+        self, data: EvalData, keys: Sequence[str], n_blocks: int | None = None, with_row_id: bool = False
+    ) -> Blocks:
+        """Co-partition the original and the synthetic sets by a stable hash of ``keys``.
+
+        In memory the whole data are one block; otherwise ``n_blocks`` (default: one per
+        :attr:`block_rows` records of the largest set) aligned Dask partitions.  Column
+        ``__block__`` holds the key hash; ``with_row_id`` adds ``__row__`` (each record's
+        position in its own data set, for row-aligned partially synthetic data).
+        """
+        keys = list(keys)
+        if not self.is_lazy(data):
+            frames = []
+            for f in data.frames:
+                out = f.assign(**{BLOCK_COLUMN: key_hash(f, keys)})
+                if with_row_id:
+                    out[ROW_COLUMN] = np.arange(len(f), dtype=np.int64)
+                frames.append(out)
+            return Blocks(self, frames[0], frames[1:], None)
+        if n_blocks is None:
+            n_blocks = max(1, math.ceil(max(self.rows(data)) / self.block_rows))
+        with dask.config.set({"dataframe.shuffle.method": self.shuffle}):
+            aligned = KeyBlocks(keys, n_blocks).partition(data.original, list(data.synthetic), with_row_id)
+        return Blocks(self, aligned.original, aligned.synthetic, aligned)
+
+    def memory(self) -> int:
+        """Bytes the computation may use: the workers' memory limits, else this machine's free memory."""
+        if self.client is not None:
+            workers = self.client.scheduler_info()["workers"].values()
+            total = int(sum(w.get("memory_limit", 0) or 0 for w in workers))
+            if total:
+                return total
+        return int(psutil.virtual_memory().available)
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """The original and the synthetic sets in aligned key blocks (see :meth:`Executor.key_blocks`)."""
+
+    executor: Executor
+    original: Frame
+    synthetic: list[Frame]
+    aligned: AlignedBlocks | None
+
+    def persist(self) -> Blocks:
+        """Keep the shuffled blocks on the cluster (reused by several kernels)."""
+        if self.aligned is None:
+            return self
+        orig, *syns = self.executor.persist(self.original, *self.synthetic)
+        return Blocks(self.executor, orig, list(syns), AlignedBlocks(self.aligned.key_blocks, orig, list(syns)))
+
+    def map(
+        self,
+        kernel: Callable[..., pd.DataFrame],
+        meta: pd.DataFrame,
+        *,
+        synthetic: Sequence[int] | None = None,
+        **kwargs: Any,
+    ) -> Deferred:
+        """``kernel(original_block, *synthetic_blocks, **kwargs)`` per aligned block, concatenated.
+
+        The kernel returns a pandas frame like ``meta``; the deferred value is the
+        concatenation of all blocks' frames (sort before any order-dependent reduction).
+        """
+        chosen = self.synthetic if synthetic is None else [self.synthetic[i] for i in synthetic]
+        if self.aligned is None:
+            return Deferred(kernel(self.original, *chosen, **kwargs))
+        return Deferred(self.aligned.map(kernel, meta, synthetic=synthetic, **kwargs))
+
+
+def _as_dask(frame: Frame) -> dd.DataFrame:
+    return dd.from_pandas(frame, npartitions=1, sort=False) if isinstance(frame, pd.DataFrame) else frame

@@ -1,0 +1,145 @@
+"""The measure contract, checked for every registered measure (in the spirit of check_estimator).
+
+For each task ``type`` in the registry: an unknown parameter is rejected; the declared
+variables are the ones checked against the data; ``rows()`` carry JSON-able params and the
+tidy columns; and the table is the same in memory, on 1 and 3 partitions, and on 1 and 2
+workers.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import dask.dataframe as dd
+import pandas as pd
+import pytest
+from distributed import Client, LocalCluster
+
+from pipeline.datasets import load_demo, load_demo_synthetic
+from pipeline.errors import CompatibilityError, ParameterError
+from pipeline.evaluation.base import TIDY_COLUMNS, Measure, Row
+from pipeline.evaluation.data import EvalData, as_eval_data
+from pipeline.evaluation.execution import Executor
+from pipeline.measures import REGISTRY
+
+SD_ROWS = 800
+
+#: one small, real example per registered measure: (data, params)
+EXAMPLES: dict[str, tuple[str, dict]] = {
+    "profile": ("sd2011", {}),
+    "key_blocks": ("sd2011", {"keys": ["sex", "agegr", "edu"]}),
+    "disclosure": ("sd2011", {"keys": [["sex", "agegr", "edu"], ["sex", "marital"]], "targets": ["depress", "ls"]}),
+    "identification_risk": (
+        "cedata",
+        {
+            "scenarios": {"income": {"known": ["Urban", "Tenure", "Educ", "Marital"], "synthesised": ["Income"]}},
+            "radius_grid": [0.05, 0.2],
+        },
+    ),
+    "utility_gen": ("sd2011", {"method": "logit", "maxorder": 1, "vars": ["sex", "age", "edu", "income"]}),
+    "utility_tab": ("sd2011", {"vars": ["sex", "edu"]}),
+    "utility_tables": ("sd2011", {"tables": "twoway", "vars": ["sex", "agegr", "edu"]}),
+}
+
+
+@cache
+def _frames(name: str) -> tuple[tuple[pd.DataFrame, ...], object]:
+    if name == "sd2011":
+        orig, syn = load_demo("sd2011_subset"), load_demo_synthetic("sd2011_cart")[:2]
+        n = SD_ROWS
+    else:
+        orig, syn = load_demo("cedata"), load_demo_synthetic("cedata_syn_income")[:2]
+        n = None
+    frames = tuple(d.to_pandas().iloc[:n].reset_index(drop=True) for d in (orig, *syn))
+    return frames, orig.schema
+
+
+def _data(name: str, npartitions: int | None = None) -> EvalData:
+    frames, schema = _frames(name)
+    if npartitions is not None:
+        frames = tuple(dd.from_pandas(f, npartitions=npartitions, sort=False) for f in frames)
+    return as_eval_data(frames[0], list(frames[1:]), schema=schema)
+
+
+def _table(measure: Measure, data: EvalData, executor: Executor) -> pd.DataFrame:
+    measure.check(data)
+    table = measure.evaluate(data, executor).tidy()
+    return table.sort_values(["params", "synthetic", "measure"], kind="stable").reset_index(drop=True)
+
+
+def test_every_registered_measure_has_an_example() -> None:
+    assert set(EXAMPLES) == set(REGISTRY)
+
+
+@pytest.fixture(scope="module")
+def clients():
+    """A one-worker and a two-worker in-process cluster."""
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as one,
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as two,
+        Client(one, set_as_default=False) as c1,
+        Client(two, set_as_default=False) as c2,
+    ):
+        yield c1, c2
+
+
+@pytest.mark.parametrize("type_", sorted(EXAMPLES))
+def test_unknown_parameter_rejected(type_: str) -> None:
+    cls = REGISTRY[type_].measure
+    _, params = EXAMPLES[type_]
+    with pytest.raises(ParameterError, match="no_such_option"):
+        cls({**params, "no_such_option": 1})
+
+
+@pytest.mark.parametrize("type_", sorted(EXAMPLES))
+def test_declared_variables_are_checked(type_: str) -> None:
+    cls = REGISTRY[type_].measure
+    name, params = EXAMPLES[type_]
+    measure = cls(params)
+    declared = measure.params.variables()
+    data = _data(name)
+    assert set(declared) <= set(data.columns)
+    measure.check(data)
+    if not declared:
+        return
+    # a synthetic set without a declared variable fails the check before any work, naming it
+    gone = declared[-1]
+    frames, schema = _frames(name)
+    broken = as_eval_data(frames[0], [frames[1].drop(columns=[gone]), frames[2]], schema=schema)
+    with pytest.raises((ParameterError, CompatibilityError), match=repr(gone)):
+        measure.check(broken)
+
+
+@pytest.mark.parametrize("type_", sorted(EXAMPLES))
+def test_rows_carry_structured_params(type_: str) -> None:
+    cls = REGISTRY[type_].measure
+    name, params = EXAMPLES[type_]
+    measure = cls(params)
+    result = measure.evaluate(_data(name), Executor(policy="memory"))
+    rows = result.rows()
+    assert rows and all(isinstance(r, Row) for r in rows)
+    m = 2
+    allowed = {"original", "mean", *(str(i) for i in range(1, m + 1))}
+    for r in rows:
+        assert r.synthetic in allowed, r
+        assert isinstance(r.measure, str) and r.measure
+        json.dumps(dict(r.params))  # JSON-able mapping
+        assert all(isinstance(k, str) for k in r.params)
+    table = result.tidy()
+    assert list(table.columns) == TIDY_COLUMNS
+    assert table["value"].dtype == "float64"
+    json.dumps(result.to_dict(), allow_nan=True)
+
+
+@pytest.mark.parametrize("type_", sorted(EXAMPLES))
+def test_same_table_in_memory_on_partitions_and_workers(type_: str, clients) -> None:
+    cls = REGISTRY[type_].measure
+    name, params = EXAMPLES[type_]
+    measure = cls(params)
+    c1, c2 = clients
+    reference = _table(measure, _data(name), Executor(policy="memory"))
+    for client, parts in ((c1, 1), (c1, 3), (c2, 3), (c2, 1)):
+        got = _table(measure, _data(name, parts), Executor(client, policy="blocks", block_rows=300))
+        # counts are exact; float sums over partitions may differ in the last bits only
+        pd.testing.assert_frame_equal(got, reference, check_exact=False, rtol=1e-10, atol=1e-12)
