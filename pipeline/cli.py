@@ -10,7 +10,6 @@ import functools
 import json
 import logging
 import sys
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,6 @@ EXIT_GATE_FAILED = 3
 
 
 def _quiet_libraries() -> None:
-    warnings.filterwarnings("ignore", category=FutureWarning, module="dask_glm")
-    warnings.filterwarnings("ignore", message=".*fuse_ave_width.*")
     logging.getLogger("bokeh").setLevel(logging.ERROR)
 
 
