@@ -29,6 +29,7 @@ import pandas as pd
 from distributed import Client, LocalCluster
 
 from pipeline.data.schema import Schema
+from pipeline.evaluation.execution import Executor
 from pipeline.risk.idrisk import identification_risk, radius_sweep
 
 DATA = Path(__file__).resolve().parents[1] / "pipeline" / "datasets"
@@ -36,6 +37,7 @@ KNOWN = ["Urban", "Marital"]
 SYNTHESISED = ["Expenditure", "Income"]
 GRID = [0.01, 0.025, 0.05, 0.1, 0.2, 0.3]
 R_SECONDS = {5_000: 0.27, 50_000: 14.9}  # measured with the R package on this machine
+N_BLOCKS = 16  # 10 Urban x Marital keys: enough blocks to spread them over the workers
 
 
 def r_seconds(n: int) -> tuple[float, str]:
@@ -61,9 +63,13 @@ def _chunk(base: pd.DataFrame, schema: Schema, rows: int, seed: int) -> tuple[pd
     return schema.apply(orig), schema.apply(syn)
 
 
+def cedata_schema() -> Schema:
+    return Schema.from_json(DATA / "cedata_syn.schema.json")
+
+
 def scaled_cedata(n: int, partition_rows: int = 250_000) -> tuple[dd.DataFrame, dd.DataFrame]:
     """Original and row-aligned synthetic CEdata of n rows, generated partition by partition."""
-    schema = Schema.from_json(DATA / "cedata_syn.schema.json")
+    schema = cedata_schema()
     base = schema.apply(pd.read_csv(DATA / "cedata.csv", dtype=str))
     sizes = [partition_rows] * (n // partition_rows) + ([n % partition_rows] if n % partition_rows else [])
     pairs = [dask.delayed(_chunk, nout=2)(base, schema, rows, seed) for seed, rows in enumerate(sizes)]
@@ -89,14 +95,32 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as cluster, Client(cluster):
+    schema = cedata_schema()
+    with (
+        LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         # each p2p shuffle logs two WARNING lines from the in-process scheduler
         logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
+        in_memory = Executor(client, policy="memory")
+
+        def on_blocks(n: int) -> Executor:
+            """Key blocks on the cluster, N_BLOCKS of them for n records."""
+            return Executor(client, policy="blocks", block_rows=-(-n // N_BLOCKS))
+
         # warm-up: compile/load the numba kernels on every worker and in this process
         o, s = scaled_cedata(20_000, 10_000)
-        identification_risk(o, [s], KNOWN, SYNTHESISED, 0.1, n_blocks=4)
-        identification_risk(*dask.compute(o, [s]), KNOWN, SYNTHESISED, 0.1)
-        radius_sweep(o, [s], KNOWN, SYNTHESISED, grid={"Income": GRID[:2], "Expenditure": GRID[:2]}, n_blocks=4)
+        identification_risk(o, [s], KNOWN, SYNTHESISED, 0.1, schema=schema, executor=on_blocks(20_000))
+        identification_risk(o, [s], KNOWN, SYNTHESISED, 0.1, schema=schema, executor=in_memory)
+        radius_sweep(
+            o,
+            [s],
+            KNOWN,
+            SYNTHESISED,
+            grid={"Income": GRID[:2], "Expenditure": GRID[:2]},
+            schema=schema,
+            executor=on_blocks(20_000),
+        )
 
         print(
             f"{'n':>10} {'Dask (s)':>9} {'R (s)':>9} {'R source':>16} {'R/Dask':>8} "
@@ -105,9 +129,10 @@ def main() -> None:
         single: dict[int, float] = {}
         for n in args.sizes:
             orig, syn = dask.persist(*scaled_cedata(n))
-            n_blocks = 16  # 10 Urban x Marital keys: enough blocks to spread them over the workers
             res, sec = timed(
-                lambda o=orig, s=syn, b=n_blocks: identification_risk(o, [s], KNOWN, SYNTHESISED, 0.1, n_blocks=b)
+                lambda o=orig, s=syn, n=n: identification_risk(
+                    o, [s], KNOWN, SYNTHESISED, 0.1, schema=schema, executor=on_blocks(n)
+                )
             )
             single[n] = sec
             r_sec, source = r_seconds(n)
@@ -115,8 +140,12 @@ def main() -> None:
             local_ratio = "-"
             if n <= args.pandas_up_to:
                 po, ps = dask.compute(orig, syn)
-                pres, psec = timed(lambda o=po, s=ps: identification_risk(o, [s], KNOWN, SYNTHESISED, 0.1))
-                assert np.array_equal(pres.c, res.c), "pandas and Dask paths disagree"
+                pres, psec = timed(
+                    lambda o=po, s=ps: identification_risk(
+                        o, [s], KNOWN, SYNTHESISED, 0.1, schema=schema, executor=in_memory
+                    )
+                )
+                assert np.array_equal(pres.c, res.c), "in-memory and key-block results disagree"
                 local, local_ratio = f"{psec:.2f}", f"{r_sec / psec:.0f}"
             print(
                 f"{n:>10} {sec:>9.2f} {r_sec:>9.1f} {source:>16} {r_sec / sec:>8.1f} "
@@ -124,8 +153,14 @@ def main() -> None:
             )
             if n == args.grid_at:
                 sweep, gsec = timed(
-                    lambda o=orig, s=syn, b=n_blocks: radius_sweep(
-                        o, [s], KNOWN, SYNTHESISED, grid={"Income": GRID, "Expenditure": GRID}, n_blocks=b
+                    lambda o=orig, s=syn, n=n: radius_sweep(
+                        o,
+                        [s],
+                        KNOWN,
+                        SYNTHESISED,
+                        grid={"Income": GRID, "Expenditure": GRID},
+                        schema=schema,
+                        executor=on_blocks(n),
                     )
                 )
                 check = sweep.measure("exp.risk")[sweep.labels.index("r_Income=0.1;r_Expenditure=0.1"), 0]

@@ -21,6 +21,7 @@ Measure modules never import Dask and never ask which kind of frame they hold.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -225,7 +226,9 @@ class Executor:
             return Blocks(self, frames[0], frames[1:], None)
         if n_blocks is None:
             n_blocks = max(1, math.ceil(max(self.rows(data)) / self.block_rows))
-        with dask.config.set({"dataframe.shuffle.method": self.shuffle}):
+        # row ids count the records of each partition: on this executor's client, where persisted data live
+        on_client = self.client.as_current() if self.client is not None else contextlib.nullcontext()
+        with dask.config.set({"dataframe.shuffle.method": self.shuffle}), on_client:
             aligned = KeyBlocks(keys, n_blocks).partition(data.original, list(data.synthetic), with_row_id)
         return Blocks(self, aligned.original, aligned.synthetic, aligned)
 

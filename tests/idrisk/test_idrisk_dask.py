@@ -1,4 +1,4 @@
-"""The Dask path (key blocks) gives exactly the pandas results for any partitioning."""
+"""Key blocks on a cluster give exactly the in-memory results for any partitioning and block count."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pipeline.data.schema import Schema
+from pipeline.evaluation.execution import Executor
 from pipeline.risk.idrisk import identification_risk, radius_sweep
 
 
@@ -45,8 +47,9 @@ CASES = [
 @pytest.mark.parametrize(("known", "syn", "radius", "euc"), CASES)
 def test_dask_equals_pandas(dask_client, known, syn, radius, euc):
     orig, syns = _frames()
-    ref = identification_risk(orig, syns, known, syn, radius, euclidean=euc)
-    for n_parts, n_blocks in [(1, 1), (3, 4), (4, 7)]:
+    ref = identification_risk(orig, syns, known, syn, radius, euclidean=euc, executor=Executor(policy="memory"))
+    # 400 records: 1, 4 and 7 key blocks
+    for n_parts, block_rows in [(1, 400), (3, 100), (4, 58)]:
         res = identification_risk(
             dd.from_pandas(orig, npartitions=n_parts),
             [dd.from_pandas(s, npartitions=max(1, n_parts - 1)) for s in syns],
@@ -54,7 +57,8 @@ def test_dask_equals_pandas(dask_client, known, syn, radius, euc):
             syn,
             radius,
             euclidean=euc,
-            n_blocks=n_blocks,
+            schema=Schema.infer(orig),  # Dask input carries no inferred schema
+            executor=Executor(dask_client, policy="blocks", block_rows=block_rows),
         )
         np.testing.assert_array_equal(res.c, ref.c)
         np.testing.assert_array_equal(res.T, ref.T)
@@ -64,15 +68,19 @@ def test_dask_equals_pandas(dask_client, known, syn, radius, euc):
 def test_dask_sweep_equals_pandas(dask_client):
     orig, syns = _frames(seed=12)
     grid = {"income": [0.025, 0.05, 0.1], "spend": [0.05, 0.1]}
-    ref = radius_sweep(orig, syns, ["urban", "marital"], ["income", "spend"], grid=grid)
-    for n_parts, n_blocks in [(1, 1), (3, 5)]:
+    ref = radius_sweep(
+        orig, syns, ["urban", "marital"], ["income", "spend"], grid=grid, executor=Executor(policy="memory")
+    )
+    # 400 records: 1 and 5 key blocks
+    for n_parts, block_rows in [(1, 400), (3, 80)]:
         res = radius_sweep(
             dd.from_pandas(orig, npartitions=n_parts),
             [dd.from_pandas(s, npartitions=n_parts) for s in syns],
             ["urban", "marital"],
             ["income", "spend"],
             grid=grid,
-            n_blocks=n_blocks,
+            schema=Schema.infer(orig),
+            executor=Executor(dask_client, policy="blocks", block_rows=block_rows),
         )
         for name in ("exp.risk", "true.rate", "s"):
             np.testing.assert_array_equal(res.measure(name), ref.measure(name))

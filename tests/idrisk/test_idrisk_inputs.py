@@ -95,7 +95,7 @@ def test_row_counts_must_agree(frames):
 
 def test_synthetic_missing_variable(frames):
     orig, syn = frames
-    with pytest.raises(CompatibilityError, match="lacks the variable"):
+    with pytest.raises(CompatibilityError, match="'income' are in the original but not in synthetic set 1"):
         identification_risk(orig, [syn.drop(columns=["income"])], ["sex"], ["income"], 0.1)
 
 

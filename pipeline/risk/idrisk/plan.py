@@ -1,25 +1,32 @@
-"""Variable roles, radii and radius grids: validated once, before any data is touched.
+"""Variable roles, radii and radius grids of one scenario, from validated parameters and the schema.
 
 A :class:`MatchPlan` says which compared variables are matched exactly (categorical) and which
 within a radius (continuous), and how the radius is applied.  Radii are always held as a
 ``{variable: radius}`` mapping; the package's positional radius vector is converted by
 :func:`radius_from_package_vector` (column-order rule of IdentificationRiskCalculation).
+
+The parameter values themselves (numbers >= 0, fractions < 1, distinct grid values, disjoint
+variable lists) are validated once by the measure's Params model
+(:class:`pipeline.risk.idrisk.task.IdentificationRiskParams`); the functions here add only the
+checks that need the schema: which variables are continuous, and whether every continuous
+variable has a radius.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from numbers import Real
 from typing import Literal
 
 import numpy as np
 
+from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 
+#: a validated radius: None (exact matching), one number, ``{variable: r}`` or the package's vector
 RadiusArg = float | Mapping[str, float] | Sequence[float] | None
+#: a validated grid: one shared list of radii, or ``{variable: [radii]}``
 GridArg = Sequence[float] | Mapping[str, Sequence[float]]
 Interval = Literal["open", "closed"]
 NaAction = Literal["error", "no_match"]
@@ -45,7 +52,8 @@ class MatchPlan:
     percentage : bool
         Half-width ``r * x`` of the target's true value ``x`` (else ``r``).
     euclidean : bool
-        The package's ``euclideanDist``: one shared half-width per group (see :func:`box_bounds`).
+        The package's ``euclideanDist``: one shared half-width per group (see
+        :func:`~pipeline.risk.idrisk.matching.box_bounds`).
     closed : bool
         Closed intervals ``[x - rho, x + rho]`` (paper) instead of the package's open ones.
     na_action : {"error", "no_match"}
@@ -71,67 +79,44 @@ class MatchPlan:
     def interval(self) -> Interval:
         return "closed" if self.closed else "open"
 
-
-def _names(value: Sequence[str] | str, what: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    names = tuple(value)
-    if any(not isinstance(v, str) for v in names):
-        raise ParameterError(f"{what} must be a list of column names")
-    dupes = sorted({v for v in names if names.count(v) > 1})
-    if dupes:
-        raise ParameterError(f"{what} lists {', '.join(map(repr, dupes))} more than once")
-    return names
+    @property
+    def columns(self) -> list[str]:
+        """Every column the matching reads (categorical, then continuous)."""
+        return list(dict.fromkeys([*self.categorical, *self.continuous]))
 
 
 def make_plan(
+    schema: Schema,
     columns: Sequence[str],
-    is_categorical: Mapping[str, bool],
-    known: Sequence[str] | str,
-    synthesised: Sequence[str] | str,
+    known: Sequence[str],
+    synthesised: Sequence[str],
     exact: bool,
     percentage: bool = True,
     euclidean: bool = False,
-    interval: str = "open",
-    na_action: str = "error",
+    interval: Interval = "open",
+    na_action: NaAction = "error",
 ) -> MatchPlan:
-    """Validate the variable lists and options and build the :class:`MatchPlan`.
+    """The :class:`MatchPlan` of validated variable lists: kinds come from the schema.
 
     Parameters
     ----------
+    schema : Schema
+        Numeric variables (``integer``/``numeric``) are matched within a radius, every other
+        kind exactly.
     columns : sequence of str
-        Columns of the original data, in order.
-    is_categorical : mapping
-        For every column: True if it is matched exactly (factor/character), False if numeric.
+        Columns of the original data, in order (the order of the package's radius vector).
     known, synthesised : sequence of str
+        Disjoint variable lists, each variable of the schema.
     exact : bool
         No radius: every compared variable is matched exactly (package ``r = NULL``).
     """
-    known_t = _names(known, "known")
-    syn_t = _names(synthesised, "synthesised")
-    if not syn_t:
-        raise ParameterError("synthesised must name at least one variable")
-    both = [v for v in syn_t if v in known_t]
-    if both:
-        raise ParameterError(
-            f"variable(s) {', '.join(map(repr, both))} are listed as both known and synthesised; "
-            "a known variable is released unchanged, a synthesised one is replaced"
-        )
-    missing = [v for v in known_t + syn_t if v not in columns]
-    if missing:
-        raise ParameterError(
-            f"variable(s) {', '.join(map(repr, missing))} not found in the original data; columns: {', '.join(columns)}"
-        )
-    if interval not in ("open", "closed"):
-        raise ParameterError(f"interval must be 'open' (package) or 'closed' (paper), got {interval!r}")
-    if na_action not in ("error", "no_match"):
-        raise ParameterError(f"na_action must be 'error' or 'no_match', got {na_action!r}")
+    known_t, syn_t = tuple(known), tuple(synthesised)
     compared = known_t + syn_t
     if exact:
         categorical, continuous = compared, ()
     else:
-        categorical = tuple(v for v in compared if is_categorical[v])
-        continuous = tuple(c for c in columns if c in compared and not is_categorical[c])
+        categorical = tuple(v for v in compared if not schema[v].is_numeric)
+        continuous = tuple(c for c in columns if c in compared and schema[c].is_numeric)
     return MatchPlan(
         known=known_t,
         synthesised=syn_t,
@@ -141,35 +126,20 @@ def make_plan(
         percentage=bool(percentage),
         euclidean=bool(euclidean),
         closed=interval == "closed",
-        na_action=na_action,  # type: ignore[arg-type]
+        na_action=na_action,
     )
-
-
-def check_radius_value(variable: str, r: object, percentage: bool) -> float:
-    """A validated radius: a finite number >= 0, and < 1 when it is a fraction of the true value."""
-    if isinstance(r, bool) or not isinstance(r, Real):
-        raise ParameterError(f"radius for {variable!r} must be a number, got {type(r).__name__}")
-    value = float(r)
-    if not math.isfinite(value) or value < 0:
-        raise ParameterError(f"radius for {variable!r} must be a finite number >= 0")
-    if percentage and value >= 1:
-        raise ParameterError(
-            f"radius for {variable!r} is a fraction of the true value when percentage=True (0.1 = 10 %), "
-            f"so it must be < 1; use percentage=False for a radius in the variable's own units"
-        )
-    return value
 
 
 def radius_from_package_vector(plan: MatchPlan, vector: Sequence[float]) -> dict[str, float]:
     """The package's radius vector as a mapping: entry k belongs to the k-th continuous compared
     variable in the column order of the original data (not the order of known/syn)."""
-    values = list(vector)
+    values = [float(r) for r in vector]
     if len(values) != len(plan.continuous):
         raise ParameterError(
             f"a radius vector needs one entry per continuous compared variable in column order "
             f"({', '.join(plan.continuous) or 'none'}): expected {len(plan.continuous)}, got {len(values)}"
         )
-    return {v: check_radius_value(v, r, plan.percentage) for v, r in zip(plan.continuous, values, strict=True)}
+    return dict(zip(plan.continuous, values, strict=True))
 
 
 def resolve_radius(plan: MatchPlan, radius: RadiusArg, required: Sequence[str] | None = None) -> dict[str, float]:
@@ -177,31 +147,26 @@ def resolve_radius(plan: MatchPlan, radius: RadiusArg, required: Sequence[str] |
 
     A scalar (or a length-1 sequence, as in R) applies to every continuous compared variable
     (package rule); a mapping names variables; a longer sequence is the package's positional
-    vector.  ``required`` (default: all
-    continuous variables) are the variables that must end up with a radius.
+    vector.  ``required`` (default: all continuous variables) are the variables that must end
+    up with a radius.
     """
     required = plan.continuous if required is None else tuple(required)
     if radius is None:
         out: dict[str, float] = {}
     elif isinstance(radius, Mapping):
-        out = {}
-        for v, r in radius.items():
-            if v in plan.categorical:
-                raise ParameterError(
-                    f"radius given for categorical variable {v!r}; categorical variables are matched exactly"
-                )
-            if v not in plan.continuous:
-                raise ParameterError(
-                    f"radius given for {v!r}, which is not a continuous known or synthesised variable "
-                    f"({', '.join(plan.continuous) or 'none'})"
-                )
-            out[v] = check_radius_value(v, r, plan.percentage)
-    elif isinstance(radius, (Sequence, np.ndarray)) and not isinstance(radius, str):
+        categorical = [v for v in radius if v not in plan.continuous]
+        if categorical:
+            raise ParameterError(
+                f"radius given for categorical variable {', '.join(map(repr, categorical))}; "
+                "categorical variables are matched exactly"
+            )
+        out = {v: float(r) for v, r in radius.items()}
+    elif isinstance(radius, (Sequence, np.ndarray)):
         if len(radius) == 1:  # R has no scalars: a length-1 vector is the package's scalar rule
             return resolve_radius(plan, radius[0], required)
         out = radius_from_package_vector(plan, radius)
     else:
-        out = {v: check_radius_value(v, radius, plan.percentage) for v in plan.continuous}
+        out = dict.fromkeys(plan.continuous, float(radius))
     lacking = [v for v in required if v not in out]
     if lacking:
         raise ParameterError(f"no radius for continuous variable(s) {', '.join(map(repr, lacking))}")
@@ -222,7 +187,7 @@ class RadiusGrid:
     variables : tuple of str
         Variables whose radius varies.  For a shared grid these all take the same value.
     shared : bool
-        One grid for all synthesised continuous variables (setting ``r=0.1``) rather than a
+        One grid for all synthesised continuous variables (label ``r=0.1``) rather than a
         Cartesian product of per-variable grids (``r_Income=0.1;r_Expenditure=0.2``).
     values : tuple of tuple of float
         Grid values per variable (ascending); for a shared grid one tuple.
@@ -237,6 +202,7 @@ class RadiusGrid:
     combos: tuple[dict[str, float], ...]
 
     def label(self, k: int) -> str:
+        """Display label of combination k (for people and plot axes; never parsed)."""
         combo = self.combos[k]
         if self.shared:
             return f"r={format_radius(combo[self.variables[0]])}"
@@ -265,17 +231,6 @@ class RadiusGrid:
         return {v: combo[v] for v in self.variables}
 
 
-def _grid_values(variable: str, values: Sequence[float], percentage: bool) -> tuple[float, ...]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
-        raise ParameterError(f"radius grid for {variable!r} must be a list of numbers")
-    checked = [check_radius_value(variable, r, percentage) for r in values]
-    if not checked:
-        raise ParameterError(f"radius grid for {variable!r} is empty")
-    if len(set(checked)) != len(checked):
-        raise ParameterError(f"radius grid for {variable!r} has repeated values")
-    return tuple(sorted(checked))
-
-
 def make_grid(plan: MatchPlan, grid: GridArg, radius: RadiusArg) -> RadiusGrid:
     """Radius combinations of a sweep.
 
@@ -287,20 +242,17 @@ def make_grid(plan: MatchPlan, grid: GridArg, radius: RadiusArg) -> RadiusGrid:
     if not plan.continuous:
         raise ParameterError("a radius grid needs at least one continuous known or synthesised variable")
     if isinstance(grid, Mapping):
-        if not grid:
-            raise ParameterError("the radius grid mapping is empty")
         variables = tuple(grid)
-        bad = [v for v in variables if v not in plan.continuous]
-        if bad:
-            kind = "categorical" if all(v in plan.categorical for v in bad) else "not continuous compared"
-            raise ParameterError(f"radius grid given for {kind} variable(s) {', '.join(map(repr, bad))}")
-        values = tuple(_grid_values(v, grid[v], plan.percentage) for v in variables)
+        categorical = [v for v in variables if v not in plan.continuous]
+        if categorical:
+            raise ParameterError(f"radius grid given for categorical variable {', '.join(map(repr, categorical))}")
+        values = tuple(tuple(sorted(float(r) for r in grid[v])) for v in variables)
         shared = False
     else:
         variables = tuple(v for v, k in zip(plan.continuous, plan.continuous_known, strict=True) if not k)
         if not variables:
             raise ParameterError("a shared radius grid needs a continuous synthesised variable; give a mapping instead")
-        values = (_grid_values("r", grid, plan.percentage),)
+        values = (tuple(sorted(float(r) for r in grid)),)
         shared = True
     fixed = [v for v in plan.continuous if v not in variables]
     base = resolve_radius(plan, _without(radius, variables, plan), required=fixed)
@@ -308,7 +260,7 @@ def make_grid(plan: MatchPlan, grid: GridArg, radius: RadiusArg) -> RadiusGrid:
     for point in itertools.product(*values):
         combo = dict(base)
         if shared:
-            combo.update({v: point[0] for v in variables})
+            combo.update(dict.fromkeys(variables, point[0]))
         else:
             combo.update(dict(zip(variables, point, strict=True)))
         combos.append({v: combo[v] for v in plan.continuous})

@@ -1,9 +1,15 @@
-"""Result objects of identification risk: per record, per synthetic set, per radius."""
+"""Result objects of identification risk: per record, per synthetic set, per radius.
+
+Both results are :class:`~pipeline.evaluation.base.Result` objects: :meth:`rows` carry the radius
+as a mapping (``{"radius": {"Income": 0.1}}``; ``{}`` for exact matching), and the decision of a
+sweep — the maximising radius r* under the chosen criterion — is emitted as rows
+(``r_star``, ``r_star_at_boundary``, ``file_risk_at_max``) so that nothing downstream recomputes it.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -11,10 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pipeline.evaluation.base import Result, Row
 from pipeline.risk.idrisk.matching import expected_risk, histogram
 from pipeline.risk.idrisk.plan import MatchPlan, RadiusGrid, format_radius
 
-TIDY_COLUMNS = ["synthetic", "setting", "measure", "value"]
 #: measures reported per synthetic set (package names, plus the paper's file-level risk)
 MEASURES = ("exp.risk", "file_risk", "true.rate", "false.rate", "s")
 SUMMARIES = ("mean", "median", "q1", "q3", "min", "max")
@@ -121,13 +127,18 @@ class SetStatistics:
             "s": self.s.astype(np.float64),
         }
 
-    def tidy_rows(self, setting: str) -> list[dict[str, Any]]:
+    def rows(self, params: Mapping[str, Any]) -> list[Row]:
+        """Every measure per synthetic set ("1".."m") and its mean over the sets ("mean")."""
         rows = []
         for name, values in self.measures().items():
-            for k, v in enumerate(values):
-                rows.append({"synthetic": str(k + 1), "setting": setting, "measure": name, "value": float(v)})
-            rows.append({"synthetic": "mean", "setting": setting, "measure": name, "value": summarise(values)["mean"]})
+            rows.extend(Row(str(k + 1), name, float(v), params) for k, v in enumerate(values))
+            rows.append(Row("mean", name, summarise(values)["mean"], params))
         return rows
+
+    def at_max_rows(self, radius: Mapping[str, float]) -> list[Row]:
+        """``file_risk_at_max`` per synthetic set: these statistics are the ones at the maximising radius."""
+        params = {"radius": dict(radius)}
+        return [Row(str(k + 1), "file_risk_at_max", float(v), params) for k, v in enumerate(self.file_risk)]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -158,7 +169,7 @@ def _plan_dict(plan: MatchPlan) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class IdentificationRiskResult:
+class IdentificationRiskResult(Result):
     """Record- and file-level identification risk for one radius setting.
 
     Attributes
@@ -236,8 +247,10 @@ class IdentificationRiskResult:
         """Summaries over the m synthetic sets: one row per measure."""
         return pd.DataFrame({k: summarise(v) for k, v in self.statistics.measures().items()}).T
 
-    def tidy(self) -> pd.DataFrame:
-        return pd.DataFrame(self.statistics.tidy_rows(""), columns=TIDY_COLUMNS)
+    def rows(self) -> list[Row]:
+        """The per-set statistics at the radius (``{}`` = exact), and again as ``file_risk_at_max``."""
+        radius = dict(self.radius or {})
+        return [*self.statistics.rows({"radius": radius}), *self.statistics.at_max_rows(radius)]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -251,7 +264,7 @@ class IdentificationRiskResult:
 
 
 @dataclass(frozen=True)
-class RadiusSweepResult:
+class RadiusSweepResult(Result):
     """File-level identification risk over a grid of radii, and the maximising radius.
 
     Attributes
@@ -317,11 +330,29 @@ class RadiusSweepResult:
     def at_max(self) -> SetStatistics:
         return self.statistics[self.best]
 
-    def tidy(self, prefix: str = "") -> pd.DataFrame:
+    @property
+    def r_star_variables(self) -> tuple[str, ...]:
+        """Variables whose radius at r* is reported: the synthesised continuous ones and any swept
+        known one (in the column order of the original)."""
+        plan = self.plan
+        return tuple(
+            v
+            for v, known in zip(plan.continuous, plan.continuous_known, strict=True)
+            if not known or v in self.grid.variables
+        )
+
+    def rows(self) -> list[Row]:
+        """Per radius combination the per-set statistics (``radius`` = the full combination), then
+        the decision: ``r_star`` per variable, ``r_star_at_boundary`` (0/1) and the per-set
+        ``file_risk_at_max`` at r*."""
         rows = []
-        for label, stats in zip(self.labels, self.statistics, strict=True):
-            rows.extend(stats.tidy_rows(prefix + label))
-        return pd.DataFrame(rows, columns=TIDY_COLUMNS)
+        for combo, stats in zip(self.grid.combos, self.statistics, strict=True):
+            rows.extend(stats.rows({"radius": dict(combo)}))
+        best = self.grid.combos[self.best]
+        rows.extend(Row("mean", "r_star", best[v], {"variable": v}) for v in self.r_star_variables)
+        rows.append(Row("mean", "r_star_at_boundary", float(self.r_star_at_boundary), {}))
+        rows.extend(self.at_max.at_max_rows(best))
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,179 @@
+"""Identification risk over an executor: the data checks and the counts of one scenario.
+
+The per-block kernels wrap :func:`~pipeline.risk.idrisk.matching.partition_counts`; they are
+composed with :meth:`Executor.key_blocks` (one block per combination of the categorical
+compared variables, ``__row__`` giving each record's own synthetic row) and
+:meth:`Blocks.map`.  In memory the whole data are one block; on the cluster the blocks are
+aligned partitions.  Blocks return exact integers (c and T per record, or (c, T) histograms for
+sweeps), so the results do not depend on the partitioning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN
+from pipeline.errors import CompatibilityError, DataError
+from pipeline.evaluation.data import EvalData, source_name
+from pipeline.evaluation.execution import Deferred, Executor
+from pipeline.risk.idrisk.matching import histogram, partition_counts
+from pipeline.risk.idrisk.plan import MatchPlan
+from pipeline.risk.idrisk.result import SetStatistics
+
+ROWS = "__rows__"
+
+
+# ---- data checks --------------------------------------------------------------------------
+
+
+def _frame_checks(frame: pd.DataFrame, continuous: Sequence[str]) -> pd.Series:
+    """Row count and number of missing/non-finite values per continuous variable (one partition)."""
+    values = {ROWS: len(frame)}
+    for v in continuous:
+        x = frame[v].to_numpy(dtype=np.float64, na_value=np.nan)
+        values[v] = int((~np.isfinite(x)).sum())
+    return pd.Series(values, dtype=np.int64)
+
+
+def _sum_checks(parts: Sequence[pd.Series]) -> pd.Series:
+    return sum(parts[1:], parts[0])
+
+
+def check_frames(data: EvalData, executor: Executor, continuous: Sequence[str], na_action: str) -> int:
+    """Cheap aggregates before any matching: one pass over every data set.
+
+    Row counts must agree (row i of a partially synthetic set is the synthetic version of
+    original record i); missing or non-finite values of radius-matched variables are an error
+    unless ``na_action="no_match"``.
+
+    Returns
+    -------
+    int
+        The number n of records.
+
+    Raises
+    ------
+    CompatibilityError
+        A synthetic set has another number of records than the original.
+    DataError
+        Missing/non-finite continuous values under ``na_action="error"`` (names the data set,
+        the variables and counts).
+    """
+    cont = list(continuous)
+    checks = executor.compute(*[executor.map_reduce(f, _frame_checks, _sum_checks, cont) for f in data.frames])
+    n = int(checks[0][ROWS])
+    for i, chk in enumerate(checks[1:], start=1):
+        if int(chk[ROWS]) != n:
+            raise CompatibilityError(
+                f"{source_name(i)} has {int(chk[ROWS])} rows but the original has {n}: partially synthetic data "
+                "must be row-aligned (row i of every synthetic set is the synthetic version of original record i)"
+            )
+    if na_action == "error":
+        for i, chk in enumerate(checks):
+            bad = {v: int(chk[v]) for v in cont if int(chk[v])}
+            if bad:
+                detail = ", ".join(f"{v!r} ({k} records)" for v, k in bad.items())
+                raise DataError(
+                    f"{source_name(i)} has missing or non-finite values in continuous variable(s) {detail}; "
+                    "remove them or pass na_action='no_match' (such records then match nothing)"
+                )
+    return n
+
+
+# ---- kernels, one call per block ----------------------------------------------------------
+
+
+def _drop_block(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns=[BLOCK_COLUMN])
+
+
+def _records_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray):
+    """c and T of every original record of the block, with its row id."""
+    results = partition_counts(_drop_block(original), [_drop_block(s) for s in synthetic], plan, combos)
+    out = {ROW_COLUMN: original[ROW_COLUMN].to_numpy(dtype=np.int64)}
+    for s, (c, t) in enumerate(results):
+        out[f"c_{s}"] = c[0]
+        out[f"t_{s}"] = t[0]
+    return pd.DataFrame(out)
+
+
+def _records_meta(m: int) -> pd.DataFrame:
+    cols: dict[str, pd.Series] = {ROW_COLUMN: pd.Series(dtype=np.int64)}
+    for s in range(m):
+        cols[f"c_{s}"] = pd.Series(dtype=np.int64)
+        cols[f"t_{s}"] = pd.Series(dtype=bool)
+    return pd.DataFrame(cols)
+
+
+_HIST_META = pd.DataFrame(
+    {
+        "set": pd.Series(dtype=np.int64),
+        "combo": pd.Series(dtype=np.int64),
+        "c": pd.Series(dtype=np.int64),
+        "t": pd.Series(dtype=bool),
+        "count": pd.Series(dtype=np.int64),
+    }
+)
+
+
+def _histogram_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray):
+    """(set, combination, c, T) -> number of records of the block; summed over blocks."""
+    results = partition_counts(_drop_block(original), [_drop_block(s) for s in synthetic], plan, combos)
+    parts = []
+    for s, (c, t) in enumerate(results):
+        for k in range(c.shape[0]):
+            cv, tv, cnt = histogram(c[k], t[k])
+            n = len(cv)
+            parts.append(pd.DataFrame({"set": np.full(n, s), "combo": np.full(n, k), "c": cv, "t": tv, "count": cnt}))
+    return pd.concat(parts, ignore_index=True) if parts else _HIST_META.copy()
+
+
+# ---- one scenario -------------------------------------------------------------------------
+
+
+def combo_matrix(plan: MatchPlan, combos: Sequence[Mapping[str, float]]) -> np.ndarray:
+    """Radius combinations as rows of a matrix, columns in ``plan.continuous`` order."""
+    return np.array([[combo[v] for v in plan.continuous] for combo in combos], dtype=np.float64).reshape(
+        len(combos), len(plan.continuous)
+    )
+
+
+def count_records(data: EvalData, executor: Executor, plan: MatchPlan, radius: Mapping[str, float]) -> Deferred:
+    """Deferred frame of c and T per original record (columns ``__row__``, ``c_s``, ``t_s``)."""
+    blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True)
+    return blocks.map(_records_kernel, _records_meta(data.m), plan=plan, combos=combo_matrix(plan, [radius]))
+
+
+def records_matrices(frame: pd.DataFrame, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """c (int64) and T (bool), shape (n, m), from the computed frame of :func:`count_records`."""
+    frame = frame.sort_values(ROW_COLUMN, kind="stable")
+    rows = frame[ROW_COLUMN].to_numpy()
+    if len(rows) != n or not np.array_equal(rows, np.arange(n)):
+        raise DataError("internal error: the key blocks did not return every original record exactly once")
+    c = np.column_stack([frame[f"c_{s}"].to_numpy(dtype=np.int64) for s in range(m)]).reshape(n, m)
+    t = np.column_stack([frame[f"t_{s}"].to_numpy(dtype=bool) for s in range(m)]).reshape(n, m)
+    return c, t
+
+
+def count_histograms(
+    data: EvalData, executor: Executor, plan: MatchPlan, combos: Sequence[Mapping[str, float]]
+) -> Deferred:
+    """Deferred (set, combination, c, T, count) histogram of every radius combination."""
+    blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True)
+    return blocks.map(_histogram_kernel, _HIST_META, plan=plan, combos=combo_matrix(plan, combos))
+
+
+def sweep_statistics(hist: pd.DataFrame, n: int, m: int, n_combos: int) -> list[SetStatistics]:
+    """One :class:`SetStatistics` per radius combination from the computed histograms."""
+    totals = hist.groupby(["combo", "set", "c", "t"], sort=True)["count"].sum().reset_index()
+    stats = []
+    for k in range(n_combos):
+        per_set = []
+        for s in range(m):
+            h = totals[(totals["combo"] == k) & (totals["set"] == s)]
+            per_set.append((h["c"].to_numpy(np.int64), h["t"].to_numpy(bool), h["count"].to_numpy(np.int64)))
+        stats.append(SetStatistics.from_histograms(n, per_set))
+    return stats
