@@ -1,9 +1,11 @@
 """Nightly evaluations: run a task once per date, compare with the previous run, apply gates.
 
 A gate (``gates:`` in the task file) names a measure (optionally its family) and fails when,
-for any dataset × source × setting, the statistic over the synthetic sets (``max`` or
-``mean``) is ``above`` a threshold, or has risen by more than ``rise_above`` since the
-previous run in the history.  Gate results are written to ``gates.json`` in the run folder
+for any dataset × source × measure entry × params (the rows' structured parameters, not the
+display setting), the statistic over the synthetic sets (``max`` or ``mean``) is ``above`` a
+threshold, or has risen by more than ``rise_above`` since the previous run in the history.
+A previous run stored before results had params gives no previous value (see
+:func:`check_gates`).  Gate results are written to ``gates.json`` in the run folder
 and shown in the report; the CLI exits with status 3 when a gate fails.
 """
 
@@ -23,17 +25,23 @@ from pipeline.results import atomic_write_text, jsonable, per_set
 from pipeline.store import ResultsStore
 from pipeline.tasks import GateSpec, LoadedTask
 
-GROUP = ["dataset", "source", "setting"]
+#: what one gate value is computed over: one measure entry at one params on one dataset × source
+#: (its synthetic sets, over every repetition); ``params`` is the rows' canonical JSON, so two
+#: entries differing in any parameter are never pooled
+GROUP = ["dataset", "source", "measure_name", "params"]
 
 
 @dataclass(frozen=True)
 class GateCheck:
-    """One gate applied to one dataset × source × setting."""
+    """One gate applied to one measure entry (``measure_name``) at one ``params`` on one dataset ×
+    source; ``setting`` is the rows' display setting, for people."""
 
     measure: str
+    measure_name: str
     dataset: str
     source: str
     setting: str
+    params: str | None
     value: float
     previous: float | None
     above: float | None
@@ -43,9 +51,16 @@ class GateCheck:
 
 
 def _statistic(rows: pd.DataFrame, statistic: str) -> float:
+    """``max`` or ``mean`` of one gate group's values over its synthetic sets (every repetition).
+
+    ``mean`` takes the measure's own ``mean`` rows where it emits them (averaged over the
+    repetitions); rows with no per-set values (a measure's summary such as ``r_star``) are used
+    as they are.
+    """
+    means = rows.loc[rows["synthetic"] == "mean", "value"]
+    if statistic == "mean" and len(means):
+        return float(means.mean())
     sets = per_set(rows)
-    if statistic == "mean" and (rows["synthetic"] == "mean").any():
-        return float(rows.loc[rows["synthetic"] == "mean", "value"].iloc[0])
     vals = (sets if len(sets) else rows)["value"].to_numpy(dtype=float)
     vals = vals[~np.isnan(vals)]
     if not len(vals):
@@ -54,6 +69,7 @@ def _statistic(rows: pd.DataFrame, statistic: str) -> float:
 
 
 def _select(results: pd.DataFrame, gate: GateSpec) -> pd.DataFrame:
+    """The rows of the gate's measure (of its family, when the gate names one)."""
     sel = results[results["measure"] == gate.measure]
     if gate.family is not None:
         sel = sel[sel["family"] == gate.family]
@@ -61,30 +77,43 @@ def _select(results: pd.DataFrame, gate: GateSpec) -> pd.DataFrame:
 
 
 def check_gates(current: pd.DataFrame, previous: pd.DataFrame | None, gates: list[GateSpec]) -> list[GateCheck]:
-    """Apply every gate to the current results (and the previous run's, for ``rise_above``)."""
+    """Apply every gate to the current results (and the previous run's, for ``rise_above``).
+
+    The previous value is the previous run's at the same :data:`GROUP` key. Runs stored before the
+    results had ``params`` read with unknown params (None, see :meth:`ResultsStore.read_run`): they
+    match no key, so their gates have no previous value (``rise_above`` cannot fire) rather than
+    being compared by the display setting.
+    """
     checks: list[GateCheck] = []
     for gate in gates:
         sel = _select(current, gate)
         if sel.empty:
             known = ", ".join(sorted(current["measure"].unique()))
             raise TaskError(f"gate names measure {gate.measure!r}, which this run did not produce; measures: {known}")
-        prev_sel = _select(previous, gate) if previous is not None else None
+        before = dict(list(_select(previous, gate).groupby(GROUP, sort=False))) if previous is not None else {}
         for key, rows in sel.groupby(GROUP, sort=True):
             value = _statistic(rows, gate.statistic)
-            prev = None
-            if prev_sel is not None:
-                match = prev_sel
-                for col, v in zip(GROUP, key, strict=True):
-                    match = match[match[col] == v]
-                prev = _statistic(match, gate.statistic) if len(match) else None
+            prev = _statistic(before[key], gate.statistic) if key in before else None
             reasons = []
             if gate.above is not None and value > gate.above:
                 reasons.append(f"{gate.statistic} {gate.measure} = {value:.6g} > {gate.above:g}")
             if gate.rise_above is not None and prev is not None and value - prev > gate.rise_above:
                 reasons.append(f"{gate.measure} rose by {value - prev:.6g} (from {prev:.6g}) > {gate.rise_above:g}")
+            dataset, source, measure_name, params = key
             checks.append(
                 GateCheck(
-                    gate.measure, *key, value, prev, gate.above, gate.rise_above, bool(reasons), "; ".join(reasons)
+                    measure=gate.measure,
+                    measure_name=measure_name,
+                    dataset=dataset,
+                    source=source,
+                    setting=rows["setting"].iloc[0],
+                    params=params,
+                    value=value,
+                    previous=prev,
+                    above=gate.above,
+                    rise_above=gate.rise_above,
+                    failed=bool(reasons),
+                    reason="; ".join(reasons),
                 )
             )
     return checks
@@ -98,14 +127,15 @@ def gates_html(checks: list[GateCheck], previous_run: str | None) -> str:
         prev = "—" if c.previous is None else f"{c.previous:.6g}"
         change = "—" if c.previous is None else f"{c.value - c.previous:+.6g}"
         rows.append(
-            f"<tr><td class='l'>{html.escape(c.measure)}</td><td class='l'>{html.escape(c.dataset)}</td>"
+            f"<tr><td class='l'>{html.escape(c.measure)}</td><td class='l'>{html.escape(c.measure_name)}</td>"
+            f"<td class='l'>{html.escape(c.dataset)}</td>"
             f"<td class='l'>{html.escape(c.source)}</td><td class='l'>{html.escape(c.setting)}</td>"
             f"<td>{c.value:.6g}</td><td>{prev}</td><td>{change}</td>"
             f"<td>{'' if c.above is None else c.above}</td><td>{'' if c.rise_above is None else c.rise_above}</td>"
             f"<td>{status}</td><td class='l'>{html.escape(c.reason)}</td></tr>"
         )
     head = (
-        "<tr><th>measure</th><th>dataset</th><th>source</th><th>setting</th><th>tonight</th><th>previous</th>"
+        "<tr><th>measure</th><th>entry</th><th>dataset</th><th>source</th><th>setting</th><th>tonight</th><th>previous</th>"
         "<th>change</th><th>above</th><th>rise above</th><th>status</th><th>reason</th></tr>"
     )
     prev = html.escape(previous_run) if previous_run else "none (first run)"

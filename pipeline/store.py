@@ -27,6 +27,9 @@ from pipeline.results import RESULT_COLUMNS, atomic_write_parquet, atomic_write_
 
 MARKER = "_sdc_results_store.json"
 FORMAT_VERSION = 1
+#: result columns a stored run may lack: ``task`` (in the folder name) and ``params`` (runs
+#: stored before results had structured params; read as unknown)
+OPTIONAL_COLUMNS = ("task", "params")
 
 
 class ResultsStore:
@@ -95,17 +98,24 @@ class ResultsStore:
         )
 
     def read_run(self, path: str | Path) -> pd.DataFrame:
-        """The tidy results of one stored run (a corrupted file is a clear error)."""
+        """The tidy results of one stored run (a corrupted file is a clear error).
+
+        Runs stored before the results had structured ``params`` read with ``params`` = None
+        (unknown): nothing is guessed from their display ``setting``, so nightly gates find no
+        previous value for them instead of comparing different settings.
+        """
         p = Path(path)
         try:
             table = pq.read_table(p).to_pandas()
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"{p}: corrupted result file in the history ({type(e).__name__})") from None
-        missing = [c for c in RESULT_COLUMNS if c not in table.columns and c != "task"]
+        missing = [c for c in RESULT_COLUMNS if c not in table.columns and c not in OPTIONAL_COLUMNS]
         if missing:
             raise DataError(f"{p}: not a results file (missing columns {missing})")
         if "task" not in table.columns:
             table.insert(0, "task", p.parent.name.split("=", 1)[1])
+        if "params" not in table.columns:
+            table["params"] = None
         return table[RESULT_COLUMNS]
 
     def query(self, task: str | None = None) -> pd.DataFrame:

@@ -66,15 +66,16 @@ def table_html(frame: pd.DataFrame, float_format: str = "{:.6g}", css_class: str
 
 
 def wide_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Results of one family as a wide table: one row per (dataset, source, setting, measure)."""
+    """Results of one family as a wide table: one row per dataset, source, repetition, measure
+    entry, params and measure (labelled by the display setting), one column per synthetic set."""
     wide = results.pivot_table(
-        index=["dataset", "source", "repetition", "measure_name", "setting", "measure"],
+        index=["dataset", "source", "repetition", "measure_name", "params", "setting", "measure"],
         columns="synthetic",
         values="value",
         aggfunc="first",
         sort=False,
     )
-    return wide.reset_index()
+    return wide.reset_index().drop(columns="params")
 
 
 #: family -> function(results of the family, outcome) -> list of HTML fragments (plots)

@@ -1,7 +1,10 @@
-"""Identification-risk figures of the report (Hornby & Hu Figs. 6, 7, 8-9 and 10), from tidy rows.
+"""Identification-risk figures of the report (Hornby & Hu Figs. 6, 7, 8-9 and 10), from the rows
+the measure emits.
 
-The utility axis of the trade-off plots is synthpop's S_pMSE from a ``utility_gen`` measure of
-the same run on the same dataset, source and repetition (lower = more useful).
+The report never chooses a radius: Fig. 6 marks the measure's ``r_star`` rows (and says when
+``r_star_at_boundary``), Figs. 7-10 plot its ``file_risk_at_max`` rows.  The utility axis of the
+trade-off plots is synthpop's S_pMSE from a ``utility_gen`` measure of the same run on the same
+dataset, source and repetition (lower = more useful).
 """
 
 from __future__ import annotations
@@ -11,106 +14,139 @@ from typing import Any
 import pandas as pd
 
 from pipeline.report.html import figure_html
+from pipeline.report.params import UNIT, param_columns, unit_groups
 from pipeline.results import per_set
+from pipeline.risk.idrisk.plots import (
+    plot_2d_boxplot,
+    plot_risk_at_max_radius,
+    plot_risk_by_radius,
+    plot_utility_risk,
+    radius_text,
+)
 
-RISK = "file_risk"
+FAMILY = "identification_risk"
+RUN = ["dataset", "source", "repetition", "measure_name"]
+#: row-level params of the family's rows; the unit's own default ``radius`` is shadowed by the
+#: rows' radius, so it is left out of the unit of every row alike
+ROW_KEYS = ("scenario", "radius", "variable", "repetition")
+SCENARIO = [*RUN, UNIT, "scenario"]
 
 
-def _split_setting(rows: pd.DataFrame) -> pd.DataFrame:
-    parts = rows["setting"].str.split(";")
-    scenario = parts.map(lambda p: next((x.split("=", 1)[1] for x in p if x.startswith("scenario=")), ""))
-    radius = parts.map(lambda p: ";".join(x for x in p if x.startswith("r")) or "exact")
-    return rows.assign(scenario=scenario, radius=radius)
+def _rows(results: pd.DataFrame, measure: str) -> pd.DataFrame:
+    rows = results[(results["family"] == FAMILY) & (results["measure"] == measure)]
+    return param_columns(rows, "scenario", "radius", "variable", row_keys=ROW_KEYS)
+
+
+def _radius_label(radius: Any) -> str:
+    return radius_text(dict(radius) if radius else None)
+
+
+def r_star(results: pd.DataFrame) -> pd.DataFrame:
+    """The measure's maximising radius per scenario, from its ``r_star`` and ``r_star_at_boundary``
+    rows: the :data:`SCENARIO` columns, ``r_star`` (variable-radius pairs of the reported
+    variables) and ``at_boundary``."""
+    rows = _rows(results, "r_star")
+    found = [
+        {**dict(zip(SCENARIO, key, strict=True)), "r_star": tuple(zip(sub["variable"], sub["value"], strict=True))}
+        for key, sub in rows.groupby(SCENARIO, sort=False)
+    ]
+    best = pd.DataFrame(found, columns=[*SCENARIO, "r_star"])
+    boundary = _rows(results, "r_star_at_boundary")
+    boundary = boundary.assign(at_boundary=boundary["value"] > 0)[[*SCENARIO, "at_boundary"]]
+    return best.merge(boundary, on=SCENARIO, how="left")
+
+
+def _is_r_star(radius: Any, best: Any) -> bool:
+    """Whether a row's radius (the full combination) has r*'s radius for every reported variable."""
+    if not isinstance(best, tuple) or radius is None:
+        return False
+    combo = dict(radius)
+    return all(v in combo and combo[v] == r for v, r in best)
+
+
+def risk_by_radius(results: pd.DataFrame) -> pd.DataFrame:
+    """Per-set ``file_risk`` rows of every radius with the :data:`SCENARIO` columns, ``radius``
+    (label), ``risk``, ``r_star`` (the radius is the measure's maximising one) and ``at_boundary``."""
+    marked = per_set(_rows(results, "file_risk")).merge(r_star(results), on=SCENARIO, how="left")
+    return marked.assign(
+        r_star=[_is_r_star(r, b) for r, b in zip(marked["radius"], marked["r_star"], strict=True)],
+        at_boundary=marked["at_boundary"].eq(True),
+        radius=marked["radius"].map(_radius_label),
+        risk=marked["value"],
+    )
 
 
 def risk_points(results: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset/source/repetition/scenario and synthetic set: file risk at the maximising radius."""
-    rows = _split_setting(per_set(results[(results["family"] == "identification_risk") & (results["measure"] == RISK)]))
-    keys = ["dataset", "source", "repetition", "measure_name", "scenario"]
-    means = rows.groupby([*keys, "radius"], sort=False)["value"].mean().reset_index()
-    best = means.loc[means.groupby(keys, sort=False)["value"].idxmax(), [*keys, "radius"]]
-    return rows.merge(best, on=[*keys, "radius"])
+    """Per scenario and synthetic set: the measure's ``file_risk_at_max`` rows, with the
+    :data:`SCENARIO` columns, ``radius`` (label of r*), ``synthetic`` and ``risk``."""
+    rows = per_set(_rows(results, "file_risk_at_max"))
+    return rows.assign(radius=rows["radius"].map(_radius_label), risk=rows["value"])[
+        [*SCENARIO, "radius", "synthetic", "risk"]
+    ]
 
 
-def utility_points(results: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset/source/repetition and synthetic set: S_pMSE of the run's utility_gen measures."""
-    util = per_set(
-        results[(results["family"] == "utility") & (results["measure"] == "S_pMSE") & (results["setting"] == "")]
-    )
+def utility_points(results: pd.DataFrame, utility_gen: list[str]) -> pd.DataFrame:
+    """Per dataset/source/repetition and synthetic set: S_pMSE of the first of the run's
+    ``utility_gen`` entries (``utility_gen``: their measure names) on that data."""
+    util = per_set(results[results["measure_name"].isin(utility_gen) & (results["measure"] == "S_pMSE")])
     util = util.groupby(["dataset", "source", "repetition", "synthetic"], sort=False)["value"].first()
     return util.rename("utility").reset_index()
 
 
-def identification_risk_figures(results: pd.DataFrame, outcome: Any) -> list[str]:
-    from pipeline.risk.idrisk.plots import plot_2d_boxplot, plot_utility_risk
+def _title(dataset: str, source: str, rep: int, name: str, unit: str) -> str:
+    return f"{name}: {dataset} / {source}" + (f" (repetition {rep})" if rep else "") + (f" [{unit}]" if unit else "")
 
+
+def identification_risk_figures(results: pd.DataFrame, utility_gen: list[str]) -> list[str]:
+    """Figs. 6-10 of the run's identification-risk rows (``utility_gen``: the measure names of the
+    run's utility_gen entries, for the utility axis of Figs. 8-10)."""
     out: list[str] = []
-    rows = _split_setting(per_set(results[results["measure"] == RISK]))
-    for (dataset, source, _rep, name), sub in rows.groupby(
-        ["dataset", "source", "repetition", "measure_name"], sort=False
-    ):
-        for scenario, sc in sub.groupby("scenario", sort=False):
-            radii = list(dict.fromkeys(sc["radius"]))
-            if len(radii) < 2:
-                continue
-            out.append(_risk_by_radius(sc, radii, f"{name}: {dataset} / {source}, scenario {scenario}"))
-    best = risk_points(outcome.results)
-    if not best.empty:
-        out.append(_risk_at_max(best))
-        util = utility_points(outcome.results)
-        joined = best.merge(util, on=["dataset", "source", "repetition", "synthetic"])
-        if not joined.empty:
-            pts = joined.assign(scenario=joined["source"] + ": " + joined["scenario"], risk=joined["value"])
-            fig = plot_utility_risk(pts[["scenario", "utility", "risk"]], utility_label="S_pMSE (lower = more useful)")
-            out.append(
-                figure_html(
-                    fig,
-                    "Utility–risk trade-off: one point per synthetic set at the maximising "
-                    "radius; rectangles span the quartiles of both axes (Hornby & Hu Figs. 8–9)",
-                )
+    for (dataset, source, rep, name), unit, sub in unit_groups(risk_by_radius(results), RUN):
+        swept = sub.groupby("scenario", sort=False)["radius"].nunique()
+        sub = sub[sub["scenario"].isin(swept.index[swept > 1])]
+        if sub.empty:
+            continue
+        title = _title(dataset, source, rep, name, unit)
+        out.append(
+            figure_html(
+                plot_risk_by_radius(sub, title=title),
+                f"{title}: risk across synthetic sets for each radius, r* marked (Hornby & Hu Fig. 6)",
             )
-            box = pts.assign(source=joined["source"])[["source", "utility", "risk"]]
-            fig = plot_2d_boxplot(box, group="source", utility_label="S_pMSE (lower = more useful)")
-            out.append(
-                figure_html(
-                    fig,
-                    "2D boxplot per synthetic source: interquartile rectangles and min–max "
-                    "whiskers of utility and risk (Hornby & Hu Fig. 10)",
-                )
+        )
+    best = risk_points(results)
+    if best.empty:
+        return out
+    labelled = pd.concat(
+        [
+            part.assign(
+                scenario=[f"{dataset}/{source}: {sc}" + (f" [{unit}]" if unit else "") for sc in part["scenario"]]
             )
-        else:
-            out.append("<p>Utility–risk plots need a utility_gen measure on the same data and sources.</p>")
+            for (dataset, source, _), unit, part in unit_groups(best, ["dataset", "source", "measure_name"])
+        ]
+    )
+    out.append(
+        figure_html(
+            plot_risk_at_max_radius(labelled),
+            "Identification risk per scenario at its maximising radius (Hornby & Hu Fig. 7)",
+        )
+    )
+    joined = labelled.merge(utility_points(results, utility_gen), on=["dataset", "source", "repetition", "synthetic"])
+    if joined.empty:
+        out.append("<p>Utility–risk plots need a utility_gen measure on the same data and sources.</p>")
+        return out
+    label = "S_pMSE (lower = more useful)"
+    out.append(
+        figure_html(
+            plot_utility_risk(joined[["scenario", "utility", "risk"]], utility_label=label),
+            "Utility–risk trade-off: one point per synthetic set at the maximising "
+            "radius; rectangles span the quartiles of both axes (Hornby & Hu Figs. 8–9)",
+        )
+    )
+    out.append(
+        figure_html(
+            plot_2d_boxplot(joined[["source", "utility", "risk"]], group="source", utility_label=label),
+            "2D boxplot per synthetic source: interquartile rectangles and min–max "
+            "whiskers of utility and risk (Hornby & Hu Fig. 10)",
+        )
+    )
     return out
-
-
-def _risk_by_radius(sc: pd.DataFrame, radii: list[str], title: str) -> str:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(max(6, 0.9 * len(radii)), 3.6), layout="constrained")
-    ax = fig.subplots()
-    data = [sc.loc[sc["radius"] == r, "value"].to_numpy() for r in radii]
-    ax.boxplot(data, tick_labels=radii)
-    means = [d.mean() for d in data]
-    best = max(range(len(means)), key=means.__getitem__)
-    ax.get_xticklabels()[best].set_fontweight("bold")
-    ax.scatter([best + 1], [means[best]], marker="*", s=120, color="C3", zorder=3, label="maximising radius")
-    ax.set_ylabel("file-level identification risk")
-    ax.set_xlabel("radius")
-    ax.tick_params(axis="x", rotation=30)
-    ax.legend(loc="best", fontsize=8)
-    ax.set_title(title, fontsize=10)
-    return figure_html(fig, f"{title}: risk across synthetic sets for each radius (Hornby & Hu Fig. 6)")
-
-
-def _risk_at_max(best: pd.DataFrame) -> str:
-    from matplotlib.figure import Figure
-
-    labels = best["dataset"] + "/" + best["source"] + ": " + best["scenario"] + " (" + best["radius"] + ")"
-    groups = list(dict.fromkeys(labels))
-    fig = Figure(figsize=(max(6, 1.4 * len(groups)), 3.8), layout="constrained")
-    ax = fig.subplots()
-    ax.boxplot([best.loc[labels == g, "value"].to_numpy() for g in groups], tick_labels=groups)
-    ax.tick_params(axis="x", rotation=20)
-    ax.set_ylabel("file-level identification risk")
-    ax.set_title("Risk at each scenario's maximising radius", fontsize=10)
-    return figure_html(fig, "Identification risk per scenario at its maximising radius (Hornby & Hu Fig. 7)")

@@ -1,9 +1,13 @@
 """Plots per measure family, made from the tidy results only (so cached and resumed units
-report exactly like fresh ones)."""
+report exactly like fresh ones).
+
+Every section reads the rows' structured ``params`` through :mod:`pipeline.report.params` and
+shows the display ``setting`` only as a label; it shows aggregates only (the rows' values and
+their means or maxima over synthetic sets), never record values.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -11,53 +15,59 @@ import numpy as np
 import pandas as pd
 
 from pipeline.report.html import figure_html, table_html
+from pipeline.report.params import UNIT, param_columns, unit_groups, value_text
 from pipeline.results import per_set
 
 RUN_GROUP = ["dataset", "source", "repetition", "measure_name"]
 
 
-def _groups(results: pd.DataFrame) -> Iterator[tuple[tuple[Any, ...], pd.DataFrame]]:
-    yield from results.groupby(RUN_GROUP, sort=False)
+def measure_types(outcome: Any) -> dict[str, str]:
+    """Measure name of each task entry (its ``name``, else its type) -> its task type, from the
+    task recorded in the run's manifest."""
+    return {m.get("name") or m["type"]: m["type"] for m in outcome.manifest["task_spec"]["measures"]}
 
 
-def _title(key: tuple[Any, ...]) -> str:
-    dataset, source, rep, name = key
-    return f"{name}: {dataset} / {source}" + (f" (repetition {rep})" if rep else "")
+def _title(dataset: str, source: str, rep: int, name: str, unit: str = "") -> str:
+    where = f"{dataset} / {source}" if source else dataset
+    return f"{name}: {where}" + (f" (repetition {rep})" if rep else "") + (f" [{unit}]" if unit else "")
+
+
+def _size_label(size_from: int, size_to: int | None) -> str:
+    if size_to is None:
+        return f"{size_from}+"
+    return str(size_from) if size_from == size_to else f"{size_from}–{size_to}"
 
 
 def profile_section(results: pd.DataFrame, outcome: Any) -> list[str]:
-    """Key-combination size distribution, original vs synthetic sets."""
+    """Key-combination size distribution (the ``combinations`` rows of each size bucket),
+    original vs synthetic sets."""
     out = []
-    dist = results[(results["measure"] == "combinations") & results["setting"].str.contains("size")]
-    for key, sub in _groups(dist):
+    buckets = param_columns(results[results["measure"] == "combinations"], "size_from", "size_to")
+    buckets = buckets[buckets["size_from"].notna()]
+    for key, unit, sub in unit_groups(buckets, RUN_GROUP):
+        title = _title(*key, unit)
+        sizes = sub.assign(size=[_size_label(a, b) for a, b in zip(sub["size_from"], sub["size_to"], strict=True)])
         fig, ax = plt.subplots(figsize=(7, 3.2))
-        piv = sub.pivot_table(index="setting", columns="synthetic", values="value", sort=False)
-        piv.index = [s.split(";")[-1].removeprefix("size=").removeprefix("size") for s in piv.index]
-        piv.plot.bar(ax=ax, rot=0)
+        sizes.pivot_table(index="size", columns="synthetic", values="value", sort=False).plot.bar(ax=ax, rot=0)
         ax.set_xlabel("records per key combination")
         ax.set_ylabel("key combinations")
-        ax.set_title(_title(key))
-        out.append(figure_html(fig, f"{_title(key)}: key-combination sizes, original vs synthetic sets"))
+        ax.set_title(title)
+        out.append(figure_html(fig, f"{title}: key-combination sizes, original vs synthetic sets"))
     return out
 
 
-def _key_set(setting: str) -> str:
-    return next((p for p in setting.split(";") if p.startswith("keys=")), "")
-
-
 def disclosure_section(results: pd.DataFrame, outcome: Any) -> list[str]:
-    """Per dataset, measure and key set: the repU/DiSCO vs UiO/Dorig plot of every source (first
-    repetition) and one table of every source, repetition and target."""
+    """Per dataset, measure entry and key set: the repU/DiSCO vs UiO/Dorig plot of every source
+    (first repetition) and one table of every source, repetition and target."""
     from pipeline.risk.disclosure.plots import plot_disclosure_rows
 
     out = []
-    rows = results.assign(
-        keys=results["setting"].map(_key_set), target=results["setting"].str.extract(r"target=([^;]+)", expand=False)
-    )
-    for (dataset, name, keys), sub in rows.groupby(["dataset", "measure_name", "keys"], sort=False):
-        heading = f"{name}: {dataset} ({keys.replace('keys=', 'keys: ').replace('+', ', ')})"
+    rows = param_columns(results, "keys", "target")
+    rows = rows[rows["target"].notna()]
+    for (dataset, name, keys), unit, sub in unit_groups(rows, ["dataset", "measure_name", "keys"]):
+        about = f"keys: {value_text(keys)}" + (f"; {unit}" if unit else "")
         for source, first in sub[sub["repetition"] == 0].groupby("source", sort=False):
-            title = f"{name}: {dataset} / {source} ({keys.replace('keys=', 'keys: ').replace('+', ', ')})"
+            title = f"{name}: {dataset} / {source} ({about})"
             out.append(figure_html(plot_disclosure_rows(first, title), f"{title}: original vs synthetic"))
         table = []
         for (source, rep, target), cell in sub.groupby(["source", "repetition", "target"], sort=False):
@@ -77,37 +87,33 @@ def disclosure_section(results: pd.DataFrame, outcome: Any) -> list[str]:
                     "check_2way": high.get("check_2way"),
                 }
             )
-        out.append(f"<h3>{heading}</h3>" + table_html(pd.DataFrame(table)))
+        out.append(f"<h3>{name}: {dataset} ({about})</h3>" + table_html(pd.DataFrame(table)))
     return out
 
 
 def identification_risk_section(results: pd.DataFrame, outcome: Any) -> list[str]:
-    """Risk by radius (distribution over sets), risk at the maximising radius, and the 2D boxplot."""
+    """Risk by radius (r* marked), risk at the maximising radius, and the utility–risk plots."""
     from pipeline.report.idrisk import identification_risk_figures
 
-    return identification_risk_figures(results, outcome)
+    utility_gen = [name for name, kind in measure_types(outcome).items() if kind == "utility_gen"]
+    return identification_risk_figures(outcome.results, utility_gen)
 
 
 def utility_section(results: pd.DataFrame, outcome: Any) -> list[str]:
-    """Per dataset and utility measure: S_pMSE of every synthetic set, one row per source,
-    repetition and setting (sources side by side); a heat map per source for utility_tables."""
+    """Per dataset and utility_gen / utility_tab entry: S_pMSE of every synthetic set, one row per
+    source, repetition and setting (sources side by side); per utility_tables entry and source
+    its heat map."""
+    tables = [name for name, kind in measure_types(outcome).items() if kind == "utility_tables"]
     out = []
-    spmse = per_set(results[results["measure"] == "S_pMSE"])
+    spmse = per_set(results[(results["measure"] == "S_pMSE") & ~results["measure_name"].isin(tables)])
     for (dataset, name), sub in spmse.groupby(["dataset", "measure_name"], sort=False):
-        if sub["setting"].nunique() > 12 and sub["setting"].str.contains("vars=").all():
-            for source, per_source in sub.groupby("source", sort=False):
-                out.append(_heatmap(per_source, f"{name}: {dataset} / {source}"))
-            continue
-        rows = sub.assign(
-            label=[
-                src + (f" #{rep}" if rep else "") + (f" [{st}]" if st else "")
-                for src, rep, st in zip(sub["source"], sub["repetition"], sub["setting"], strict=True)
-            ]
-        )
-        labels = list(dict.fromkeys(rows["label"]))
+        labels, values = [], []
+        for (source, rep, _), cell in sub.groupby(["source", "repetition", "params"], sort=False):
+            setting = cell["setting"].iloc[0]
+            labels.append(source + (f" #{rep}" if rep else "") + (f" [{setting}]" if setting else ""))
+            values.append(cell["value"].to_numpy())
         fig, ax = plt.subplots(figsize=(7, 1.3 + 0.35 * len(labels)))
-        for i, label in enumerate(labels):
-            vals = rows.loc[rows["label"] == label, "value"].to_numpy()
+        for i, vals in enumerate(values):
             ax.scatter(vals, np.full(len(vals), i), color="#d95f02", s=14, zorder=3)
             ax.plot([vals.mean()] * 2, [i - 0.3, i + 0.3], color="k")
         ax.set_yticks(range(len(labels)), labels)
@@ -116,39 +122,47 @@ def utility_section(results: pd.DataFrame, outcome: Any) -> list[str]:
         ax.set_title(f"{name}: {dataset}")
         ax.invert_yaxis()
         out.append(figure_html(fig, f"{name}: {dataset}: S_pMSE of each synthetic set by source (bar: mean)"))
+    out += _table_heat_maps(per_set(results[results["measure_name"].isin(tables)]))
     return out
 
 
-def _heatmap(spmse: pd.DataFrame, title: str) -> str:
-    pairs = spmse.assign(v=spmse["setting"].str.extract(r"vars=([^;]+)", expand=False))
-    mean = pairs.groupby("v")["value"].mean()  # over synthetic sets and repetitions
-    split = [v.split(",") for v in mean.index]
-    names = list(dict.fromkeys(x.split(".", 1)[-1] for p in split for x in p))
-    mat = np.full((len(names), len(names)), np.nan)
-    for p, val in zip(split, mean.to_numpy(), strict=True):
-        if len(p) == 2:
-            a, b = (names.index(x.split(".", 1)[-1]) for x in p)
-            mat[b, a] = val
-    fig, ax = plt.subplots(figsize=(1.2 + 0.55 * len(names), 1 + 0.5 * len(names)))
-    im = ax.imshow(mat, cmap="Reds")
-    ax.set_xticks(range(len(names)), names, rotation=60, ha="right")
-    ax.set_yticks(range(len(names)), names)
-    fig.colorbar(im, ax=ax, label="S_pMSE (mean over sets)")
-    ax.set_title(title)
-    return figure_html(fig, f"{title}: two-way table utility heat map (S_pMSE)")
+def _table_heat_maps(rows: pd.DataFrame) -> list[str]:
+    """synthpop's utility.tables heat map per entry, setting and source, of the entry's
+    ``plot_stat`` (else S_pMSE) averaged over synthetic sets and repetitions."""
+    from pipeline.utility.plots import plot_utility_tables
+
+    out = []
+    for (dataset, name, source), unit, sub in unit_groups(
+        param_columns(rows, "vars"), ["dataset", "measure_name", "source"]
+    ):
+        settings = dict(sub[UNIT].iloc[0])
+        stat, third = settings.get("plot_stat", "S_pMSE"), settings.get("third_var")
+        values = sub[sub["measure"] == stat].groupby("vars", sort=False)["value"].mean()
+        if values.empty:
+            continue
+        title = _title(dataset, source, 0, name, unit)
+        if len(values.index[0]) == 3 and third is None:
+            out.append(f"<p>{title}: the three-way heat map needs the task to name its <code>third_var</code>.</p>")
+            continue
+        tables = pd.DataFrame({"vars": list(values.index), "value": values.to_numpy()})
+        fig = plot_utility_tables(tables, third_var=third, stat=stat, title=title)
+        out.append(figure_html(fig, f"{title}: table utility heat map ({stat}, mean over synthetic sets)"))
+    return out
 
 
 def synthesis_section(results: pd.DataFrame, outcome: Any) -> list[str]:
     """IPF fit diagnostics and how far the released margins' totals moved."""
     out = []
-    for key, sub in _groups(results):
-        orig = sub[sub["synthetic"] == "original"]
-        diag = orig[~orig["setting"].str.contains("margin=")][["setting", "measure", "value"]]
-        out.append(f"<h3>{_title(key)}: fit</h3>" + table_html(diag.reset_index(drop=True)))
-        per_margin = orig[orig["setting"].str.contains("margin=")]
+    rows = param_columns(results[results["synthetic"] == "original"], "margin")
+    for key, unit, sub in unit_groups(rows, RUN_GROUP):
+        title = _title(*key, unit)
+        fit = sub[sub["margin"].isna()]
+        out.append(f"<h3>{title}: fit</h3>" + table_html(fit[["measure", "value"]].reset_index(drop=True)))
+        per_margin = sub[sub["margin"].notna()]
         if not per_margin.empty:
-            wide = per_margin.pivot_table(index="setting", columns="measure", values="value", sort=False)
-            out.append(f"<h3>{_title(key)}: margins</h3>" + table_html(wide.reset_index()))
+            margins = per_margin.assign(margin=per_margin["margin"].map(value_text))
+            wide = margins.pivot_table(index="margin", columns="measure", values="value", sort=False)
+            out.append(f"<h3>{title}: margins</h3>" + table_html(wide.reset_index()))
     return out
 
 

@@ -8,9 +8,11 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
+from pipeline.errors import ParameterError
 from pipeline.utility.tab import UtilityTablesResult
 
 _TITLES = {
@@ -20,33 +22,53 @@ _TITLES = {
 }
 
 
-def heatmap_matrix(result: UtilityTablesResult) -> tuple[list[str], list[str], np.ndarray]:
+_KINDS = {1: "oneway", 2: "twoway", 3: "threeway"}
+
+
+def tables_frame(result: UtilityTablesResult) -> pd.DataFrame:
+    """A utility_tables result as the frame the heat map draws: one row per table with its
+    variables (``vars``, a tuple) and the value of the result's ``plot_stat`` (``value``)."""
+    return pd.DataFrame({"vars": list(result.combinations), "value": result.values.to_numpy()})
+
+
+def heatmap_matrix(
+    tables: UtilityTablesResult | pd.DataFrame, third_var: str | None = None
+) -> tuple[list[str], list[str], np.ndarray]:
     """Row labels, column labels and the matrix of plotted values (NaN = no tile).
 
-    One-way: a single column; two-way: a symmetric matrix with an empty diagonal; three-way:
-    the combinations containing ``third_var``, the two other variables as axes (mirrored).
+    ``tables``: one row per table with columns ``vars`` (the table's variables, a tuple) and
+    ``value`` (see :func:`tables_frame`), or a utility_tables result. One-way tables give a single
+    column; two-way tables a symmetric matrix with an empty diagonal; three-way tables the
+    combinations containing ``third_var`` (a result's own by default), the two other variables
+    as axes (mirrored).
     """
-    vals = result.values
-    labels = list(result.labels)
-    if result.tables == "oneway":
-        mat = np.array([[vals.get(lab, np.nan)] for lab in labels])
-        return labels, [""], mat
-    axis = labels if result.tables == "twoway" else [lab for lab in labels if lab != result.third_var]
-    pos = {lab: i for i, lab in enumerate(axis)}
+    if isinstance(tables, UtilityTablesResult):
+        tables, third_var = tables_frame(tables), third_var or tables.third_var
+    combos = list(tables["vars"])
+    axis = list(dict.fromkeys(v for combo in combos for v in combo))
+    if len(combos[0]) == 1:
+        return axis, [""], tables["value"].to_numpy(dtype=float).reshape(-1, 1)
+    if len(combos[0]) == 3:
+        if third_var is None:
+            raise ParameterError("a three-way heat map needs third_var")
+        axis.remove(third_var)
+    pos = {v: i for i, v in enumerate(axis)}
     mat = np.full((len(axis), len(axis)), np.nan)
-    for combo, value in zip(result.combinations, vals.to_numpy(), strict=True):
-        if result.tables == "threeway":
-            if result.third_var not in combo:
+    for combo, value in zip(combos, tables["value"].to_numpy(dtype=float), strict=True):
+        if len(combo) == 3:
+            if third_var not in combo:
                 continue
-            combo = tuple(c for c in combo if c != result.third_var)
+            combo = tuple(c for c in combo if c != third_var)
         i, j = pos[combo[0]], pos[combo[1]]
         mat[i, j] = mat[j, i] = value
     return axis, axis, mat
 
 
 def plot_utility_tables(
-    result: UtilityTablesResult,
+    tables: UtilityTablesResult | pd.DataFrame,
     *,
+    third_var: str | None = None,
+    stat: str | None = None,
     max_scale: float | None = None,
     min_scale: float = 0.0,
     low: str = "#EBEBEB",
@@ -55,10 +77,20 @@ def plot_utility_tables(
 ) -> Figure:
     """synthpop's ``utility.tables`` heat map: one tile per variable combination.
 
-    The colour runs from ``low`` (0) to ``high`` (``max_scale``, default the largest value);
-    values outside ``[min_scale, max_scale]`` are clamped, as synthpop does.
+    ``tables`` and ``third_var`` as in :func:`heatmap_matrix` (the report passes the mean over
+    synthetic sets of each table's rows); ``stat`` names the plotted statistic in the title (a
+    result's ``plot_stat`` by default). The colour runs from ``low`` (0) to ``high``
+    (``max_scale``, default the largest value); values outside ``[min_scale, max_scale]`` are
+    clamped, as synthpop does.
     """
-    rows, cols, mat = heatmap_matrix(result)
+    if isinstance(tables, UtilityTablesResult):
+        stat = stat or tables.plot_stat
+        third_var = third_var or tables.third_var
+        third_name = (third_var or "").split(".", 1)[-1]  # the result labels variables "<position>.<name>"
+        tables = tables_frame(tables)
+    else:
+        third_name = third_var or ""
+    rows, cols, mat = heatmap_matrix(tables, third_var)
     finite = mat[np.isfinite(mat)]
     top = float(max_scale) if max_scale is not None else (float(finite.max()) if finite.size else 1.0)
     shown = np.clip(mat, min_scale if min_scale else -np.inf, top)
@@ -70,8 +102,8 @@ def plot_utility_tables(
     ax.set_yticks(range(len(rows)), rows)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    third = (result.third_var or "").split(".", 1)[-1]
-    ax.set_title(title or _TITLES[result.tables].format(stat=result.plot_stat, third=third), fontsize=11)
+    kind = _KINDS[len(tables["vars"].iloc[0])]
+    ax.set_title(title or _TITLES[kind].format(stat=stat or "value", third=third_name), fontsize=11)
     fig.colorbar(im, ax=ax)
     fig.tight_layout()
     return fig

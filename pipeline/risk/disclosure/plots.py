@@ -3,7 +3,7 @@
 :func:`plot_multi_disclosure` draws synthpop's ``attrib.plot`` and its identity counterpart:
 one row per target, the original's measure and the synthetic measure joined by an arrow
 that points at the lower value.  :func:`plot_disclosure_rows` draws the same from the tidy
-results table, so a report can plot stored results.
+results table (the targets from the rows' params), so a report can plot stored results.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from pipeline.report.params import param_columns
 from pipeline.results import per_set
 from pipeline.risk.disclosure.result import DisclosureResult, MultiDisclosureResult
 
@@ -98,13 +99,13 @@ def plot_disclosure(result: DisclosureResult, title: str | None = None) -> Figur
 
 
 def plot_disclosure_rows(tidy: pd.DataFrame, title: str = "") -> Figure:
-    """The multi-target plot from tidy rows of a disclosure task (one key set).
+    """The multi-target plot from tidy rows of a disclosure measure (one key set).
 
-    Uses the ``original`` rows of ``UiO`` and ``Dorig`` and the ``mean`` rows of ``repU``
-    and ``DiSCO`` (or the per-set rows averaged when there are no mean rows), per
-    ``target=<name>`` in the setting.
+    ``tidy``: rows with a ``params`` column (the results table's, or a result's ``tidy()``).
+    Uses the ``original`` rows of ``UiO`` and ``Dorig`` and the per-set rows of ``repU`` and
+    ``DiSCO`` averaged, per ``target`` of the rows' params.
     """
-    rows = tidy.assign(target=tidy["setting"].str.extract(r"target=([^;]+)", expand=False))
+    rows = param_columns(tidy, "target")
     rows = rows[rows["target"].notna()]
     orig = rows[rows["synthetic"] == "original"].pivot_table(index="target", columns="measure", values="value")
     syn = per_set(rows).pivot_table(index="target", columns="measure", values="value", aggfunc="mean")

@@ -29,48 +29,103 @@ def _scenarios(result: Sweeps) -> dict[str, RadiusSweepResult | IdentificationRi
     return dict(result)
 
 
-def plot_risk_by_radius(result: Sweeps) -> Figure:
+def radius_text(radius: Mapping[str, float] | None) -> str:
+    """A radius for people (``Income=0.1``; ``exact`` for exact matching)."""
+    return ", ".join(f"{v}={r:g}" for v, r in radius.items()) if radius else "exact"
+
+
+def risk_by_radius_frame(result: Sweeps) -> pd.DataFrame:
+    """The per-set file-level risks of every radius of a result's sweeps, as
+    :func:`plot_risk_by_radius` draws them (``r_star``: the sweep's maximising radius)."""
+    frames = [
+        pd.DataFrame(
+            {
+                "scenario": name,
+                "radius": label,
+                "risk": risks,
+                "r_star": k == sweep.best,
+                "at_boundary": sweep.r_star_at_boundary,
+            }
+        )
+        for name, sweep in _scenarios(result).items()
+        if isinstance(sweep, RadiusSweepResult)
+        for k, (label, risks) in enumerate(zip(sweep.labels, sweep.file_risk, strict=True))
+    ]
+    if not frames:
+        raise ParameterError("plot_risk_by_radius needs at least one scenario with a radius grid")
+    return pd.concat(frames, ignore_index=True)
+
+
+def risk_at_max_frame(result: Sweeps) -> pd.DataFrame:
+    """The per-set file-level risks of every scenario at its maximising (or only) radius, as
+    :func:`plot_risk_at_max_radius` draws them."""
+    frames = []
+    for name, res in _scenarios(result).items():
+        if isinstance(res, RadiusSweepResult):
+            radius, risks = radius_text(res.r_star), res.at_max.file_risk
+        else:
+            radius, risks = radius_text(res.radius), res.file_risk
+        frames.append(pd.DataFrame({"scenario": name, "radius": radius, "risk": risks}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def plot_risk_by_radius(risk: pd.DataFrame | Sweeps, title: str = "") -> Figure:
     """Fig. 6: distribution of the file-level risk across synthetic sets for every radius.
 
-    One panel per scenario with a radius sweep; one box per radius setting; the maximising
-    setting is highlighted.
+    One panel per scenario, one box per radius; the measure's maximising radius r* is shaded
+    (and the panel says when r* lies at an end of the grid).
+
+    Parameters
+    ----------
+    risk : DataFrame or result
+        One row per radius and synthetic set with columns ``scenario``, ``radius`` (label, in grid
+        order), ``risk``, ``r_star`` (bool) and optionally ``at_boundary`` (bool), as made from the
+        measure's rows by the report or by :func:`risk_by_radius_frame` from a result.
+    title : str
+        Title over the panels.
     """
-    sweeps = {k: v for k, v in _scenarios(result).items() if isinstance(v, RadiusSweepResult)}
-    if not sweeps:
-        raise ParameterError("plot_risk_by_radius needs at least one scenario with a radius grid")
-    fig = Figure(figsize=(4.5 * len(sweeps), 4))
-    axes = fig.subplots(1, len(sweeps), squeeze=False)
-    for ax, (name, sw) in zip(axes[0], sweeps.items(), strict=True):
-        risk = sw.file_risk
-        ax.boxplot([row for row in risk], tick_labels=sw.labels)
-        best = sw.best
-        ax.plot(best + 1, sw.criterion_values[best], marker="*", markersize=12, color="tab:red", label="r*")
-        ax.set_title(name or "identification risk")
+    frame = risk if isinstance(risk, pd.DataFrame) else risk_by_radius_frame(risk)
+    scenarios = list(dict.fromkeys(frame["scenario"]))
+    fig = Figure(figsize=(max(4.5, 0.8 * frame["radius"].nunique()) * len(scenarios), 4), layout="constrained")
+    axes = fig.subplots(1, len(scenarios), squeeze=False)
+    for ax, name in zip(axes[0], scenarios, strict=True):
+        sc = frame[frame["scenario"] == name]
+        radii = list(dict.fromkeys(sc["radius"]))
+        ax.boxplot([sc.loc[sc["radius"] == r, "risk"].to_numpy() for r in radii], tick_labels=radii)
+        best = [k for k, r in enumerate(radii) if sc.loc[sc["radius"] == r, "r_star"].any()]
+        boundary = "at_boundary" in sc.columns and bool(sc["at_boundary"].any())
+        for k in best:
+            ax.axvspan(
+                k + 0.5, k + 1.5, color="tab:red", alpha=0.15, label="r*" + (" (grid boundary)" if boundary else "")
+            )
+            ax.get_xticklabels()[k].set_fontweight("bold")
+        ax.set_title(str(name) or "identification risk", fontsize=10)
         ax.set_xlabel("radius")
         ax.set_ylabel("file-level identification risk")
         ax.tick_params(axis="x", labelrotation=45)
-        ax.legend(loc="best")
-    fig.tight_layout()
+        if best:
+            ax.legend(loc="best", fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
     return fig
 
 
-def plot_risk_at_max_radius(result: Sweeps) -> Figure:
-    """Fig. 7: file-level risk across synthetic sets per scenario, each at its maximising radius."""
-    scen = _scenarios(result)
-    data, labels = [], []
-    for name, res in scen.items():
-        if isinstance(res, RadiusSweepResult):
-            data.append(res.at_max.file_risk)
-            labels.append(f"{name}\n{res.r_star_setting}")
-        else:
-            data.append(res.file_risk)
-            labels.append(name)
-    fig = Figure(figsize=(max(4.0, 1.6 * len(data)), 4))
+def plot_risk_at_max_radius(at_max: pd.DataFrame | Sweeps) -> Figure:
+    """Fig. 7: file-level risk across synthetic sets per scenario, each at its maximising radius.
+
+    ``at_max``: one row per scenario and synthetic set with columns ``scenario``, ``radius``
+    (label of r*) and ``risk``, as made from the measure's ``file_risk_at_max`` rows by the report
+    or by :func:`risk_at_max_frame` from a result.
+    """
+    frame = at_max if isinstance(at_max, pd.DataFrame) else risk_at_max_frame(at_max)
+    groups = list(dict.fromkeys(zip(frame["scenario"], frame["radius"], strict=True)))
+    fig = Figure(figsize=(max(4.0, 1.6 * len(groups)), 4), layout="constrained")
     ax = fig.subplots()
-    ax.boxplot(data, tick_labels=labels)
+    data = [frame.loc[(frame["scenario"] == s) & (frame["radius"] == r), "risk"].to_numpy() for s, r in groups]
+    ax.boxplot(data, tick_labels=[f"{s}\n{r}" if s else r for s, r in groups])
+    ax.tick_params(axis="x", labelrotation=20)
     ax.set_ylabel("file-level identification risk")
-    ax.set_title("risk at the maximising radius")
-    fig.tight_layout()
+    ax.set_title("risk at the maximising radius", fontsize=10)
     return fig
 
 
