@@ -5,33 +5,33 @@ Each synthetic set is stacked above the original (``t = 1`` / ``t = 0``), a prop
 ``S_pMSE`` (the pMSE ratio) divides pMSE by its null expectation: analytic for logit,
 permutation or pairs-of-syntheses resampling otherwise.
 
-Execution:
+Execution (the executor's policy decides where the data are):
 
-* pandas input (or Dask input small enough, or CART, or ``aggregate``): the model fits run in
-  memory; when a Dask client is active each fit (per synthetic set, per null resample, per
-  pair) is a separate ``dask.delayed`` task;
-* Dask input with ``method="logit"``: every IRLS pass is a reduction over partitions, and the
-  passes of all fits (sets and resamples) share Dask rounds.
+* data in memory, or CART, or ``aggregate``: each model fit (per synthetic set, per null
+  resample, per pair) runs in memory, as one task per fit on a cluster
+  (:meth:`~pipeline.evaluation.execution.Executor.map_tasks`);
+* data on the cluster with ``method="logit"``: every IRLS pass is a kernel per partition and
+  an exact combine (:meth:`~pipeline.evaluation.execution.Executor.map_combine`), and the
+  passes of all fits (sets and resamples) are computed together, round by round.
 """
 
 from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
+from pipeline.evaluation.base import Result, Row
+from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.execution import Executor
 from pipeline.utility.design import Design, Predictor, n_params
 from pipeline.utility.glm import (
-    FREQ,
     IRLS,
     LABEL,
     WEIGHT,
@@ -42,7 +42,7 @@ from pipeline.utility.glm import (
     logit_pass,
     null_deviance,
 )
-from pipeline.utility.inputs import collect_inputs, resolve_vars
+from pipeline.utility.params import UtilityGenParams, check_unsynthesised, compared_variables
 from pipeline.utility.prepare import GenPlan, build_plan
 from pipeline.utility.rpart import fit_rpart
 from pipeline.utility.scores import propensity_stats
@@ -199,7 +199,7 @@ def _logit_fit(spec: ModelSpec, state: IRLS, scores: dict[str, Any]) -> LogitFit
 
 
 # ---------------------------------------------------------------------------------------------
-# Dask: IRLS passes as reductions over partitions, all fits sharing rounds
+# data on the cluster: IRLS passes as kernels per partition, all fits sharing rounds
 # ---------------------------------------------------------------------------------------------
 def _partition_labels(comp: Comparison, lengths: np.ndarray, n_a: int) -> list[tuple | None]:
     if comp.labels is None:
@@ -214,89 +214,93 @@ def _partition_labels(comp: Comparison, lengths: np.ndarray, n_a: int) -> list[t
     return [("perm", child, int(k)) for child, k in zip(children[1:], ones, strict=True)]
 
 
-def fit_comparisons_dask(
-    plan: GenPlan,
-    prepared: Sequence[dd.DataFrame],
-    comps: Sequence[Comparison],
-    settings: ModelSettings,
+def _stacked_part(part: pd.DataFrame, label: float, plan: GenPlan, compress: bool) -> pd.DataFrame:
+    """One partition of a data set, prepared, labelled (1 synthetic, 0 original), optionally merged."""
+    out = plan.encode(part).assign(**{LABEL: label})
+    return compress_records(out) if compress else out
+
+
+def _labelled_pass(
+    part: pd.DataFrame, label_spec: Any, spec: ModelSpec, mode: str, beta: np.ndarray | None, kept: np.ndarray | None
+) -> dict[str, Any]:
+    """:func:`~pipeline.utility.glm.logit_pass` with the partition's labels first (its per-partition argument)."""
+    return logit_pass(part, spec, mode, beta, kept, label_spec)
+
+
+@dataclass
+class _RoundsFit:
+    """One logit fit driven round by round: its partitions, labels, design and IRLS state."""
+
+    comp: Comparison
+    parts: list[Any]
+    labels: list[tuple]
+    spec: ModelSpec
+    state: IRLS
+    n_a: int
+    scores: dict[str, Any] | None = None
+
+
+def fit_comparisons_by_rounds(
+    plan: GenPlan, data: EvalData, comps: Sequence[Comparison], settings: ModelSettings, executor: Executor
 ) -> list[dict[str, Any]]:
-    """Logit fits of several comparisons on Dask data, their IRLS passes computed together."""
-    stacked_frames: dict[tuple[int, int, bool], dd.DataFrame] = {}
+    """Logit fits of several comparisons on partitioned data, their IRLS passes computed together.
+
+    The stacked records of each comparison (the partitions of set ``a`` labelled 1, then those
+    of set ``b`` labelled 0; identical records merged per partition unless the labels are
+    redrawn) are prepared once and kept on the cluster; each round asks every unfinished fit
+    for its next pass and computes all of them in one go.
+    """
+    raw = [executor.partitions(f) for f in data.frames]
+    stacked: dict[tuple[int, int, bool], list[Any]] = {}
     for comp in comps:
         key = (comp.a, comp.b, comp.labels is None and settings.compress)
-        if key not in stacked_frames:
-            stacked = dd.concat(
-                [prepared[comp.a].assign(**{LABEL: 1.0}), prepared[comp.b].assign(**{LABEL: 0.0})],
-                interleave_partitions=False,
-            )
-            if key[2]:
-                meta = stacked._meta.assign(**{FREQ: 1.0})
-                stacked = stacked.map_partitions(compress_records, meta=meta, enforce_metadata=False)
-            stacked_frames[key] = stacked
-    keys = list(stacked_frames)
-    persisted = dict(zip(keys, dask.persist(*[stacked_frames[k] for k in keys]), strict=True))
-    parts_by_key = {k: v.to_delayed() for k, v in persisted.items()}
-    lengths_lazy = [[dask.delayed(len)(p) for p in parts_by_key[k]] for k in keys]
-    lengths = dict(zip(keys, dask.compute(*lengths_lazy), strict=True))
-    states = []
+        if key not in stacked:
+            labels = [(1.0,)] * len(raw[comp.a]) + [(0.0,)] * len(raw[comp.b])
+            stacked[key] = executor.map_partitions(raw[comp.a] + raw[comp.b], _stacked_part, labels, plan, key[2])
+    keys = list(stacked)
+    lengths = dict(zip(keys, executor.compute(*[executor.map_combine(stacked[k], len, list) for k in keys]),
+                       strict=True))  # fmt: skip
+    fits = []
     for comp in comps:
         key = (comp.a, comp.b, comp.labels is None and settings.compress)
-        parts = parts_by_key[key]
-        lens = np.asarray(lengths[key], dtype=np.int64)
         n_a = plan.n_rows[comp.a]
         spec = model_spec(plan, comp.a, comp.b, settings.maxorder)
-        states.append(
-            {
-                "comp": comp,
-                "parts": parts,
-                "labels": _partition_labels(comp, lens, n_a),
-                "spec": spec,
-                "state": IRLS(spec.design.n_columns, maxit=settings.maxit),
-                "scores": None,
-                "n_a": n_a,
-            }
-        )
-    while True:
-        active = [s for s in states if s["scores"] is None]
-        if not active:
-            break
-        lazy = []
-        modes = []
-        for job in active:
-            mode, beta, kept = job["state"].request()
-            modes.append(mode)
-            tasks = [
-                dask.delayed(logit_pass)(part, job["spec"], mode, beta, kept, lab)
-                for part, lab in zip(job["parts"], job["labels"], strict=True)
-            ]
-            lazy.append(dask.delayed(combine_passes)(tasks))
-        results = dask.compute(*lazy)
-        for job, mode, res in zip(active, modes, results, strict=True):
+        labels = _partition_labels(comp, np.asarray(lengths[key], dtype=np.int64), n_a)
+        fits.append(_RoundsFit(comp, stacked[key], [(lab,) for lab in labels], spec,
+                               IRLS(spec.design.n_columns, maxit=settings.maxit), n_a))  # fmt: skip
+    while active := [f for f in fits if f.scores is None]:
+        requests = [f.state.request() for f in active]
+        rounds = [
+            executor.map_combine(f.parts, _labelled_pass, combine_passes, f.labels, f.spec, *request)
+            for f, request in zip(active, requests, strict=True)
+        ]
+        for f, (mode, _, _), res in zip(active, requests, executor.compute(*rounds), strict=True):
             if mode == "scores":
-                job["scores"] = res
+                f.scores = res
             else:
-                job["state"].feed(res)
+                f.state.feed(res)
     out = []
-    for job in states:
-        res = job["scores"]
+    for f in fits:
+        res = f.scores
         n = round(res["n"])
-        c = 0.5 if settings.k_syn else job["n_a"] / n
-        out.append(
-            {
-                "stats": propensity_stats(res["mu"], res["y"], c, res["w"]),
-                "fit": _logit_fit(job["spec"], job["state"], res),
-                "n": n,
-            }
-        )
+        c = 0.5 if settings.k_syn else f.n_a / n
+        stats = propensity_stats(res["mu"], res["y"], c, res["w"])
+        out.append({"stats": stats, "fit": _logit_fit(f.spec, f.state, res), "n": n})
     return out
+
+
+def _fit_in_memory(
+    plan: GenPlan, prepared: Sequence[pd.DataFrame], settings: ModelSettings, comp: Comparison
+) -> dict[str, Any]:
+    return fit_comparison_local(plan, prepared[comp.a], prepared[comp.b], comp, settings)
 
 
 # ---------------------------------------------------------------------------------------------
 # result
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class UtilityGenResult:
-    """Output of :func:`utility_gen` (synthpop's ``utility.gen``).
+class UtilityGenResult(Result):
+    """Output of :func:`~pipeline.utility.task.utility_gen` (synthpop's ``utility.gen``).
 
     Per-set statistics are arrays of length m (set ``i`` is ``synthetic[i - 1]``):
     ``pMSE``; ``S_pMSE``, the pMSE ratio ``pMSE / pMSEExp`` (synthpop prints it as
@@ -332,14 +336,11 @@ class UtilityGenResult:
         """Means over the m syntheses (synthpop prints the means of the rounded values)."""
         return self.stats.mean()
 
-    def tidy(self) -> pd.DataFrame:
-        rows = []
-        for i, row in self.stats.iterrows():
-            for name, value in row.items():
-                rows.append((str(i), "", name, float(value)))
-        for name, value in self.summary().items():
-            rows.append(("mean", "", name, float(value)))
-        return pd.DataFrame(rows, columns=["synthetic", "setting", "measure", "value"])
+    def rows(self) -> list[Row]:
+        """Every statistic per set ("1".."m") and the means over the sets ("mean"); no inner params."""
+        rows = [Row(str(i), str(name), float(v)) for i, row in self.stats.iterrows() for name, v in row.items()]
+        rows += [Row("mean", str(name), float(v)) for name, v in self.summary().items()]
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         def js(v: float) -> float | None:
@@ -386,213 +387,85 @@ def utility_by_set(result: Any) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------------------
-# the public function
+# the evaluation
 # ---------------------------------------------------------------------------------------------
-def _validate(method: str, resamp_method: str | None, maxorder: int, aggregate: bool, nperms: int, **kw: Any) -> None:
-    if method not in ("cart", "logit"):
-        raise ParameterError(f"method must be 'cart' or 'logit', got {method!r}")
-    if resamp_method not in (None, "perm", "pairs", "none"):
-        raise ParameterError(f"resamp_method must be None, 'perm', 'pairs' or 'none', got {resamp_method!r}")
-    if int(maxorder) < 0:
-        raise ParameterError(f"maxorder must be >= 0, got {maxorder}")
-    if aggregate and method != "logit":
-        raise ParameterError("aggregate=True only works with method='logit'")
-    if int(nperms) < 1:
-        raise ParameterError(f"nperms must be >= 1, got {nperms}")
-    if kw["cp"] < 0 and method == "cart":
-        warnings.warn("cp < 0 keeps every split rpart finds", stacklevel=3)
-    if int(kw["minbucket"]) < 1:
-        raise ParameterError(f"minbucket must be >= 1, got {kw['minbucket']}")
-    if int(kw["maxit"]) < 1:
-        raise ParameterError(f"maxit must be >= 1, got {kw['maxit']}")
-    if not 1 <= int(kw["maxdepth"]) <= 30:
-        raise ParameterError(f"maxdepth must be between 1 and 30, got {kw['maxdepth']}")
+def check_resampling(params: UtilityGenParams, m: int) -> None:
+    """``resamp_method='pairs'`` needs several synthetic sets."""
+    if params.resamp_method == "pairs" and m == 1:
+        raise ParameterError("utility_gen: resamp_method='pairs' needs m > 1 synthetic sets")
 
 
-def _client_active() -> bool:
-    try:
-        from distributed import get_client
-
-        get_client()
-        return True
-    except (ImportError, ValueError):
-        return False
-
-
-def utility_gen(
-    original: Any,
-    synthetic: Any,
-    method: str = "cart",
-    vars: Sequence[str | int] | str | None = None,
-    maxorder: int = 1,
-    cont_na: Mapping[str, Any] | None = None,
-    ngroups: int | None = None,
-    cp: float = 1e-3,
-    minbucket: int = 5,
-    nperms: int = 50,
-    resamp_method: str | None = None,
-    k_syn: bool = False,
-    aggregate: bool = False,
-    maxit: int = 200,
-    max_params: int = 400,
-    seed: int | None = None,
-    schema: Schema | None = None,
-    *,
-    not_synthesised: Sequence[str] | None = None,
-    minsplit: int | None = None,
-    maxdepth: int = 30,
-    backend: str = "auto",
-    max_memory_rows: int = 2_000_000,
-    compress: bool = True,
-) -> UtilityGenResult:
-    """Propensity-score utility of synthetic data (synthpop's ``utility.gen``).
-
-    Parameters
-    ----------
-    original, synthetic
-        The original data and one synthetic set or a list of m sets (pandas/Dask frames or
-        Datasets).
-    method : {"cart", "logit"}
-        Propensity model: an rpart-compatible classification tree or a logistic regression
-        with all interactions up to ``maxorder + 1`` variables.
-    vars : sequence of str, optional
-        Variables to compare (default: all variables of the synthetic data).
-    maxorder : int
-        Highest interaction order beyond main effects (logit).
-    cont_na : mapping, optional
-        Special missing codes of numeric variables (added to the schema's).  Each code must
-        occur in the original data.
-    ngroups : int, optional
-        Bin every numeric variable into this many quantile groups first.
-    cp, minbucket, minsplit, maxdepth
-        ``rpart.control`` (CART); ``minsplit`` defaults to ``3 * minbucket`` as in rpart.
-    nperms : int
-        Number of permutations for ``resamp_method="perm"``.
-    resamp_method : {None, "perm", "pairs", "none"}
-        Null distribution of pMSE.  ``None`` chooses as synthpop: ``"pairs"`` for incomplete
-        syntheses, ``"perm"`` for CART, analytic for logit.
-    k_syn : bool
-        The synthetic sample size was itself synthesised (``c = 0.5``, one more parameter).
-    aggregate : bool
-        Logit: fit on the distinct records with frequency weights (in memory).
-    maxit : int
-        IRLS iteration limit (``glm.control(maxit)``; convergence: ``epsilon = 1e-8``).
-    max_params : int
-        Logit: refuse models with more parameters than this.
-    seed : int, optional
-        Seed of the permutation resamples.
-    schema : Schema, optional
-        Needed for Dask frames not wrapped in Datasets.
-    not_synthesised : sequence of str, optional
-        Variables copied unchanged from the original (an incomplete synthesis).
-    backend : {"auto", "pandas", "dask"}
-        ``auto`` fits in memory unless the input is Dask, the method logit without
-        ``aggregate`` and the stacked data larger than ``max_memory_rows``.
-    compress : bool
-        Logit: merge identical stacked records (per partition) and weight them by their
-        number.  Exact (identical records have identical contributions); it only changes
-        the order of floating-point sums.  Not used for permutation resamples on Dask.
-    """
-    _validate(method, resamp_method, maxorder, aggregate, nperms, cp=cp, minbucket=minbucket, maxit=maxit,
-              maxdepth=maxdepth)  # fmt: skip
-    if backend not in ("auto", "pandas", "dask"):
-        raise ParameterError(f"backend must be 'auto', 'pandas' or 'dask', got {backend!r}")
-    inputs = collect_inputs(original, synthetic, schema, cont_na)
-    names = resolve_vars(vars, inputs, "utility_gen")
-    m = inputs.m
-    cna = {k: v for k, v in inputs.schema.cont_na.items() if k in names}
-
-    # incomplete synthesis (spec §2.2 step 3)
-    unsyn = list(dict.fromkeys(not_synthesised or []))
-    outside = [v for v in unsyn if v not in names]
-    if outside:
-        raise ParameterError(f"utility_gen: not_synthesised variable(s) {outside} are not among the compared vars")
-    if unsyn and all(v in unsyn for v in names):
-        raise ParameterError("utility_gen: utility cannot be measured when every compared variable is unsynthesised")
-    incomplete = bool(unsyn)
-
-    # resampling method (spec §2.6)
-    if resamp_method is None:
-        if incomplete:
-            resamp_method = "pairs"
-        elif method == "cart":
-            resamp_method = "perm"
-    elif resamp_method == "perm" and incomplete:
-        raise ParameterError("utility_gen: an incomplete synthesis needs resamp_method='pairs'")
-    elif resamp_method == "pairs" and (m == 1 or k_syn):
-        raise ParameterError("utility_gen: resamp_method='pairs' needs m > 1 synthetic sets and k_syn=False")
-
-    plan = build_plan(inputs, names, ngroups, cna)
-    notes = list(plan.notes)
+def _check_model_size(plan: GenPlan, params: UtilityGenParams, notes: list[str]) -> None:
+    """synthpop's limits on the logit model: ``maxorder`` below the predictors, ``max_params``."""
+    n_pred = len(plan.columns)
+    if params.maxorder >= n_pred:
+        raise ParameterError(
+            f"utility_gen: maxorder = {params.maxorder} must be smaller than the number of predictor columns ({n_pred})"
+        )
+    levels = []
+    for col in plan.columns:
+        if col.is_factor:
+            counts = plan.level_counts[0][col.name]
+            has_na_level = bool(col.labels and col.labels[-1] is None)
+            levels.append(int(np.sum(counts[:-1] > 0) if has_na_level else np.sum(counts > 0)) + has_na_level)
+        else:
+            levels.append(2)
+    nparams = n_params(levels, params.maxorder)
+    if nparams > params.max_params:
+        raise ParameterError(
+            f"utility_gen: the logit model would have {nparams} parameters, more than max_params = "
+            f"{params.max_params}; select variables with vars, lower maxorder or raise max_params"
+        )
     n1 = plan.n_rows[0]
-    if method == "logit":
-        n_pred = len(plan.columns)
-        if maxorder >= n_pred:
-            raise ParameterError(
-                f"utility_gen: maxorder = {maxorder} must be smaller than the number of predictor columns ({n_pred})"
-            )
-        levels = []
-        for col in plan.columns:
-            if col.is_factor:
-                counts = plan.level_counts[0][col.name]
-                has_na_level = bool(col.labels and col.labels[-1] is None)
-                levels.append(int(np.sum(counts[:-1] > 0) if has_na_level else np.sum(counts > 0)) + has_na_level)
-            else:
-                levels.append(2)
-        nparams = n_params(levels, maxorder)
-        if nparams > max_params:
-            raise ParameterError(
-                f"utility_gen: the logit model would have {nparams} parameters, more than max_params = {max_params}; "
-                "select variables with vars, lower maxorder or raise max_params"
-            )
-        if nparams > n1 / 5:
-            notes.append(f"utility_gen: a large model ({nparams} parameters) for only {n1} original records")
+    if nparams > n1 / 5:
+        notes.append(f"utility_gen: a large model ({nparams} parameters) for only {n1} original records")
 
-    settings = ModelSettings(method, int(maxorder), float(cp), int(minbucket), minsplit, int(maxdepth), int(maxit),
-                             bool(k_syn), bool(aggregate), bool(compress))  # fmt: skip
+
+def _comparisons(params: UtilityGenParams, m: int) -> list[Comparison]:
+    """The models to fit: each set against the original, then the null resamples."""
     comps = [Comparison("main", j, 0) for j in range(1, m + 1)]
-    seeds = np.random.SeedSequence(seed)
-    if resamp_method == "perm":
-        kind = "bernoulli" if k_syn else "perm"
-        children = seeds.spawn(m * nperms)
+    if params.null_method == "perm":
+        kind = "bernoulli" if params.k_syn else "perm"
+        children = np.random.SeedSequence(params.seed).spawn(m * params.nperms)
         comps += [
-            Comparison("perm", j, 0, (kind, children[(j - 1) * nperms + i]))
+            Comparison("perm", j, 0, (kind, children[(j - 1) * params.nperms + i]))
             for j in range(1, m + 1)
-            for i in range(nperms)
+            for i in range(params.nperms)
         ]
-    elif resamp_method == "pairs":
+    elif params.null_method == "pairs":
         comps += [Comparison("pair", j, jj) for j in range(1, m + 1) for jj in range(j + 1, m + 1)]
-
-    total_rows = sum(plan.n_rows[1:]) + m * n1
-    use_dask = backend == "dask" or (
-        backend == "auto" and inputs.is_dask and method == "logit" and not aggregate and total_rows > max_memory_rows
-    )
-    if use_dask and (method != "logit" or aggregate):
-        raise ParameterError("utility_gen: the Dask backend fits logit models without aggregate only")
-    results = _run(plan, inputs, comps, settings, use_dask)
-    return _assemble(plan, comps, results, settings, resamp_method, incomplete, unsyn, notes, m, n1, nperms, seed)
+    return comps
 
 
-def _run(plan: GenPlan, inputs: Any, comps: list[Comparison], settings: ModelSettings, use_dask: bool) -> list[dict]:
-    frames = [inputs.original, *inputs.synthetic]
-    if use_dask:
-        meta = plan.encode(frames[0]._meta if isinstance(frames[0], dd.DataFrame) else frames[0].head(0))
-        prepared = [
-            (f if isinstance(f, dd.DataFrame) else dd.from_pandas(f, npartitions=1, sort=False)).map_partitions(
-                plan.encode, meta=meta
-            )
-            for f in frames
-        ]
-        prepared = list(dask.persist(*prepared))
-        return fit_comparisons_dask(plan, prepared, comps, settings)
-    pandas_frames = list(dask.compute(*frames)) if any(isinstance(f, dd.DataFrame) for f in frames) else frames
-    prepared = [plan.encode(f) for f in pandas_frames]
-    if _client_active() and len(comps) > 1:
-        shared = [dask.delayed(p, traverse=False) for p in prepared]
-        plan_d = dask.delayed(plan, traverse=False)
-        tasks = [dask.delayed(fit_comparison_local)(plan_d, shared[c.a], shared[c.b], c, settings) for c in comps]
-        return list(dask.compute(*tasks))
-    return [fit_comparison_local(plan, prepared[c.a], prepared[c.b], c, settings) for c in comps]
+def evaluate_gen(params: UtilityGenParams, data: EvalData, executor: Executor) -> UtilityGenResult:
+    """Propensity-score utility of the synthetic sets of ``data`` (``cont_na`` merged into its schema).
+
+    One pass over every data set for the preparation plan, then the model fits: in memory
+    (one task per fit on a cluster) for data in memory, CART and ``aggregate``; else logit
+    fits by rounds of IRLS passes over the partitions.
+    """
+    names = compared_variables(params.vars, data)
+    unsyn = list(params.not_synthesised or [])
+    check_unsynthesised(names, unsyn)
+    check_resampling(params, data.m)
+    cna = {k: v for k, v in data.schema.cont_na.items() if k in names}
+    data = executor.prepare(data.select(names))
+    plan = build_plan(data, executor, names, params.ngroups, cna)
+    notes = list(plan.notes)
+    if params.method == "logit":
+        _check_model_size(plan, params, notes)
+    settings = ModelSettings(
+        params.method, params.maxorder, params.cp, params.minbucket, params.minsplit, params.maxdepth, params.maxit,
+        params.k_syn, params.aggregate, params.compress,
+    )  # fmt: skip
+    comps = _comparisons(params, data.m)
+    if executor.is_lazy(data) and params.method == "logit" and not params.aggregate:
+        results = fit_comparisons_by_rounds(plan, data, comps, settings, executor)
+    else:
+        prepared = [plan.encode(f) for f in executor.collect(data).frames]
+        results = executor.map_tasks(_fit_in_memory, [(c,) for c in comps], (plan, prepared, settings))
+    return _assemble(plan, comps, results, settings, params.null_method, bool(unsyn), unsyn, notes, data.m,
+                     plan.n_rows[0], params.nperms, params.seed)  # fmt: skip
 
 
 def _km1(fit: LogitFit, incomplete: bool, synthesised: Sequence[str], k_syn: bool) -> int:

@@ -1,8 +1,9 @@
 """Data preparation of ``utility_gen`` (synthpop 1.9-2, spec §2.2) as a reusable plan.
 
 The plan is computed from one pass of per-set summaries (missing values, ranges, special
-codes, level counts), then applied partition by partition (:meth:`GenPlan.encode`), so the
-same preparation serves pandas frames and Dask partitions.
+codes, level counts: :func:`profile_sets`, a kernel per partition with an exact combine), then
+applied partition by partition (:meth:`GenPlan.encode`), so the same preparation serves data
+in memory and data on the cluster.
 
 Prepared predictors, in synthpop's column order:
 
@@ -24,14 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import dask
 import numpy as np
 import pandas as pd
 
 from pipeline.errors import ParameterError
+from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.execution import Executor
 from pipeline.utility.binning import Binning, make_binning
-from pipeline.utility.inputs import Inputs
-from pipeline.utility.partitions import map_reduce_tasks
 
 
 @dataclass(frozen=True)
@@ -136,19 +136,27 @@ def _combine_profiles(parts: Sequence[dict]) -> dict:
 
 
 def profile_sets(
-    inputs: Inputs, names: Sequence[str], count_numeric_values: bool, codes: dict[str, tuple[float, ...]]
+    data: EvalData,
+    executor: Executor,
+    names: Sequence[str],
+    count_numeric_values: bool,
+    codes: dict[str, tuple[float, ...]],
 ) -> list[dict]:
-    """Per data set (original first): rows, missing counts, ranges and value counts."""
-    schema = inputs.schema
+    """Per data set (original first): records, missing counts, ranges, value counts, special codes.
+
+    One exact map-reduce per data set, all computed together.  Value counts are kept for the
+    factor and character variables, and for the numeric ones when ``count_numeric_values``.
+    """
+    schema = data.schema
     factor_like = [n for n in names if not schema[n].is_numeric]
     numeric = [n for n in names if schema[n].is_numeric]
     lazy = [
-        map_reduce_tasks(
+        executor.map_reduce(
             f[list(names)], _profile_kernel, _combine_profiles, factor_like, numeric, count_numeric_values, codes
         )
-        for f in [inputs.original, *inputs.synthetic]
+        for f in data.frames
     ]
-    return list(dask.compute(*lazy)) if any(dask.is_dask_collection(v) for v in lazy) else lazy
+    return executor.compute(*lazy)
 
 
 @dataclass(frozen=True)
@@ -201,15 +209,16 @@ class GenPlan:
 
 
 def build_plan(
-    inputs: Inputs,
+    data: EvalData,
+    executor: Executor,
     names: Sequence[str],
     ngroups: int | None,
     cont_na: dict[str, tuple[float, ...]],
     where: str = "utility_gen",
 ) -> GenPlan:
     """Apply synthpop's preparation rules (spec §2.2 steps 2 and 4–8) to ``names``."""
-    schema = inputs.schema
-    profiles = profile_sets(inputs, names, ngroups is not None, cont_na)
+    schema = data.schema
+    profiles = profile_sets(data, executor, names, ngroups is not None, cont_na)
     orig = profiles[0]
     notes: list[str] = []
     # cont.na codes must occur in the original (step 2)

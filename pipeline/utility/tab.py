@@ -3,36 +3,38 @@
 For the variables of a table the original and each synthetic set are cross-tabulated over all
 level combinations (numeric variables binned as synthpop's ``group_num``); the statistics
 compare the synthetic counts ``s_j`` with the counts expected from the original ``r o_j``
-over the non-empty cells (spec §3).  Counting is done per partition (exact integer counts,
-summed), so Dask input gives the same tables whatever the partitioning.
+over the non-empty cells (spec §3).  Counting is a kernel per partition with an exact
+combine (integer counts, summed), so the tables do not depend on the partitioning.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
+from pipeline.evaluation.base import Result, Row
+from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.execution import Executor
 from pipeline.utility.binning import Binning, make_binning
-from pipeline.utility.inputs import Inputs, collect_inputs, resolve_vars
-from pipeline.utility.partitions import map_reduce_tasks
+from pipeline.utility.params import (
+    TAB_STATS,
+    UtilityTablesParams,
+    UtilityTabParams,
+    check_table_variables,
+    compared_variables,
+)
+from pipeline.utility.prepare import profile_sets
 from pipeline.utility.scores import ks_statistic, wilcoxon_w
 
-#: every statistic of utility.tab, in synthpop's order
-TAB_STATS: tuple[str, ...] = (
-    "VW", "FT", "JSD", "SPECKS", "WMabsDD", "U", "G", "pMSE", "PO50", "MabsDD", "dBhatt",
-    "S_VW", "S_FT", "S_JSD", "S_WMabsDD", "S_G", "S_pMSE", "df", "dfG",
-)  # fmt: skip
+__all__ = ["TAB_STATS", "UtilityTabResult", "UtilityTablesResult", "evaluate_tab", "evaluate_tables"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,33 +79,21 @@ class TableVariable:
         return codes
 
 
-def _value_counts_task(frame: pd.DataFrame | dd.DataFrame, col: str) -> Any:
-    s = frame[col]
-    return s.value_counts(dropna=True)
-
-
 def build_table_variables(
-    inputs: Inputs, names: Sequence[str], ngroups: int, use_na: bool, where: str
+    data: EvalData, executor: Executor, names: Sequence[str], ngroups: int, use_na: bool, where: str
 ) -> tuple[list[TableVariable], list[str]]:
-    """Binning and level sets of ``names`` (one Dask pass for all the statistics needed)."""
-    schema = inputs.schema
-    frames = [inputs.original, *inputs.synthetic]
+    """Binning and level sets of ``names`` (one pass over every data set for the counts needed)."""
+    schema = data.schema
     numeric = [n for n in names if schema[n].is_numeric]
     character = [n for n in names if schema[n].kind == "character"]
-    lazy: dict[tuple[str, int], Any] = {}
-    for n in numeric + character:
-        for i, f in enumerate(frames):
-            lazy[(n, i)] = _value_counts_task(f, n)
-    na_any = [f[list(names)].isna().any() for f in frames]
-    keys = list(lazy)
-    results = dask.compute(*[lazy[k] for k in keys], *na_any)
-    counts = dict(zip(keys, results[: len(keys)], strict=True))
-    na_flags = [pd.Series(r) for r in results[len(keys) :]]
+    profiles = profile_sets(data, executor, names, count_numeric_values=True, codes={})
+    counts = {(n, i): p["vc"][n] for n in numeric + character for i, p in enumerate(profiles)}
+    na_flags = [{n: p["na"].get(n, 0) > 0 for n in names} for p in profiles]
     notes: list[str] = []
     out = []
     for n in names:
-        orig_na = bool(na_flags[0][n])
-        syn_na = any(bool(s[n]) for s in na_flags[1:])
+        orig_na = na_flags[0][n]
+        syn_na = any(flags[n] for flags in na_flags[1:])
         na_cat = use_na and (orig_na or syn_na)
         if use_na and syn_na and not orig_na:
             notes.append(
@@ -112,7 +102,7 @@ def build_table_variables(
             )
         if n in numeric:
             codes = schema[n].missing_codes
-            pooled = pd.concat([counts[(n, i)] for i in range(len(frames))]).groupby(level=0).sum()
+            pooled = pd.concat([counts[(n, i)] for i in range(len(profiles))]).groupby(level=0).sum()
             pooled = pooled[~pooled.index.isin(codes)].sort_index()
             values = pooled.index.to_numpy(dtype=float)
             cnts = pooled.to_numpy(dtype=float)
@@ -163,11 +153,11 @@ def _sum_lists(parts: Sequence[list]) -> list:
 
 
 def count_tables(
-    frames: Sequence[pd.DataFrame | dd.DataFrame], tvars: Sequence[TableVariable], subsets: Sequence[Sequence[int]]
+    data: EvalData, executor: Executor, tvars: Sequence[TableVariable], subsets: Sequence[Sequence[int]]
 ) -> list[list[np.ndarray]]:
-    """Tables (as arrays shaped by the subsets' level counts) of every frame and subset."""
-    lazy = [map_reduce_tasks(f, _table_kernel, _sum_lists, tvars, subsets) for f in frames]
-    results = dask.compute(*lazy) if any(dask.is_dask_collection(v) for v in lazy) else lazy
+    """Tables (as arrays shaped by the subsets' level counts) of every data set and subset."""
+    lazy = [executor.map_reduce(f, _table_kernel, _sum_lists, tvars, subsets) for f in data.frames]
+    results = executor.compute(*lazy)
     out = []
     for res in results:
         tabs = []
@@ -243,19 +233,16 @@ def table_statistics(
 # ---------------------------------------------------------------------------------------------
 # results
 # ---------------------------------------------------------------------------------------------
-def _tidy_rows(stats: pd.DataFrame, setting: str = "") -> pd.DataFrame:
-    rows = []
-    for i, row in stats.iterrows():
-        for name, value in row.items():
-            rows.append((str(i), setting, name, float(value)))
-    for name in stats.columns:
-        rows.append(("mean", setting, name, float(stats[name].mean())))
-    return pd.DataFrame(rows, columns=["synthetic", "setting", "measure", "value"])
+def _set_rows(stats: pd.DataFrame, params: dict[str, Any]) -> list[Row]:
+    """A row per synthetic set and statistic, then the means over the sets (synthetic ``"mean"``)."""
+    rows = [Row(str(i), str(name), float(v), params) for i, row in stats.iterrows() for name, v in row.items()]
+    rows += [Row("mean", str(name), float(stats[name].mean()), params) for name in stats.columns]
+    return rows
 
 
 @dataclass(frozen=True)
-class UtilityTabResult:
-    """Output of :func:`utility_tab` (synthpop's ``utility.tab``).
+class UtilityTabResult(Result):
+    """Output of :func:`~pipeline.utility.task.utility_tab` (synthpop's ``utility.tab``).
 
     Attributes
     ----------
@@ -290,8 +277,9 @@ class UtilityTabResult:
         """The statistic ``stat`` for each synthetic set (e.g. ``result["S_pMSE"]``)."""
         return self.stats[stat].to_numpy()
 
-    def tidy(self) -> pd.DataFrame:
-        return _tidy_rows(self.stats)
+    def rows(self) -> list[Row]:
+        """Every statistic per set and its mean, with params ``{"vars": [...]}``."""
+        return _set_rows(self.stats, {"vars": list(self.vars)})
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -315,15 +303,8 @@ def _json_float(v: float) -> float | str | None:
     return float(v)
 
 
-def _check_common(ngroups: int, max_table: float) -> None:
-    if int(ngroups) < 2:
-        raise ParameterError(f"ngroups must be at least 2, got {ngroups}")
-    if max_table <= 0:
-        raise ParameterError(f"max_table must be positive, got {max_table}")
-
-
 def _pair_results(
-    tvars: Sequence[TableVariable], tabs: list[list[np.ndarray]], k: int, k_syn: bool
+    tabs: list[list[np.ndarray]], k: int, k_syn: bool
 ) -> tuple[pd.DataFrame, np.ndarray, list[np.ndarray], list[np.ndarray]]:
     obs = tabs[0][k]
     rows, syns, zs = [], [], []
@@ -336,65 +317,31 @@ def _pair_results(
     return frame, obs, syns, zs
 
 
-def utility_tab(
-    original: Any,
-    synthetic: Any,
-    vars: Sequence[str | int] | str,
-    *,
-    ngroups: int = 5,
-    use_na: bool = True,
-    max_table: float = 1e6,
-    k_syn: bool = False,
-    cont_na: Mapping[str, Any] | None = None,
-    schema: Schema | None = None,
-) -> UtilityTabResult:
-    """Table utility of synthetic data (synthpop's ``utility.tab``).
+def evaluate_tab(params: UtilityTabParams, data: EvalData, executor: Executor) -> UtilityTabResult:
+    """Table utility of one table (synthpop's ``utility.tab``) of ``data`` (``cont_na`` merged).
 
-    Parameters
-    ----------
-    original, synthetic
-        The original data and one synthetic set or a list of m sets (pandas/Dask frames or
-        Datasets).
-    vars : sequence of str
-        Variables forming the table (1-, 2-, 3-way or more).
-    ngroups : int
-        Number of quantile groups for numeric variables.
-    use_na : bool
-        Missing values form a category (when the original has some); otherwise records with a
-        missing value are left out of the tables.
-    max_table : float
-        Error if the table would have more cells than this (synthpop's ``max.table``; forwarded
-        also by :func:`utility_tables`, see spec §5.3.6).
-    k_syn : bool
-        The synthetic sample size was itself synthesised: ``df`` counts every non-empty cell.
-    cont_na : mapping, optional
-        Special missing codes of numeric variables (each gets a level of its own).
-    schema : Schema, optional
-        Needed for Dask frames not wrapped in Datasets.
+    Two passes over every data set: value counts (binning and levels), then the table counts.
     """
-    if vars is None or (not isinstance(vars, (str, int)) and len(vars) == 0):
-        raise ParameterError("utility_tab: vars must name the variables of the table")
-    _check_common(ngroups, max_table)
-    inputs = collect_inputs(original, synthetic, schema, cont_na)
-    names = resolve_vars(vars, inputs, "utility_tab")
-    tvars, notes = build_table_variables(inputs, names, int(ngroups), use_na, "utility_tab")
+    names = list(params.vars)
+    data = executor.prepare(data.select(names))
+    tvars, notes = build_table_variables(data, executor, names, params.ngroups, params.use_na, "utility_tab")
     size = math.prod(tv.size for tv in tvars)
-    if size > max_table:
+    if size > params.max_table:
         raise ParameterError(
-            f"utility_tab: the table of {', '.join(names)} has {size} cells, more than max_table = {max_table:g}"
+            f"utility_tab: the table of {', '.join(names)} has {size} cells, more than max_table = {params.max_table:g}"
         )
-    tabs = count_tables([inputs.original, *inputs.synthetic], tvars, [list(range(len(tvars)))])
+    tabs = count_tables(data, executor, tvars, [list(range(len(tvars)))])
     n1 = int(tabs[0][0].sum())
     if size > n1 / 2:
         notes.append(
             f"utility_tab: {size} cells from {n1} original records; results from sparse tables may be unreliable"
         )
     for n in notes:
-        warnings.warn(n, stacklevel=2)
-    stats, obs, syns, zs = _pair_results(tvars, tabs, 0, k_syn)
+        warnings.warn(n, stacklevel=3)
+    stats, obs, syns, zs = _pair_results(tabs, 0, params.k_syn)
     return UtilityTabResult(
         vars=tuple(names),
-        k_syn=k_syn,
+        k_syn=params.k_syn,
         stats=stats,
         tab_obs=obs,
         tab_syn=tuple(syns),
@@ -407,12 +354,9 @@ def utility_tab(
 # ---------------------------------------------------------------------------------------------
 # utility_tables
 # ---------------------------------------------------------------------------------------------
-_TABLE_ORDER = {"oneway": 1, "twoway": 2, "threeway": 3}
-
-
 @dataclass(frozen=True)
-class UtilityTablesResult:
-    """Output of :func:`utility_tables` (synthpop's ``utility.tables``).
+class UtilityTablesResult(Result):
+    """Output of :func:`~pipeline.utility.task.utility_tables` (synthpop's ``utility.tables``).
 
     Attributes
     ----------
@@ -426,6 +370,10 @@ class UtilityTablesResult:
         The statistic plotted.
     labels : tuple of str
         Variable labels ``"<zero-padded position>.<name>"``.
+    combinations : tuple of tuples
+        The labels of each combination's variables.
+    combination_vars : tuple of tuples
+        The names of each combination's variables (the ``vars`` of its rows).
     var_scores : Series
         Mean plotted value over the combinations containing each variable, decreasing.
     third_var : str or None
@@ -444,6 +392,7 @@ class UtilityTablesResult:
     plot_stat: str
     labels: tuple[str, ...]
     combinations: tuple[tuple[str, ...], ...]
+    combination_vars: tuple[tuple[str, ...], ...]
     var_scores: pd.Series
     third_var: str | None
     worst: pd.Series
@@ -451,12 +400,18 @@ class UtilityTablesResult:
     values: pd.Series
     sampled: bool = False
 
-    def tidy(self) -> pd.DataFrame:
-        out = self.per_set.rename(columns={"combination": "setting"}).copy()
-        out["setting"] = "vars=" + out["setting"].str.replace(":", ",")
-        mean = out.groupby(["setting", "measure"], sort=False)["value"].mean().reset_index()
-        mean.insert(0, "synthetic", "mean")
-        return pd.concat([out[["synthetic", "setting", "measure", "value"]], mean], ignore_index=True)
+    def rows(self) -> list[Row]:
+        """Every statistic of every table per set and its mean, with params ``{"vars": [a, b]}``."""
+        names = {":".join(c): list(v) for c, v in zip(self.combinations, self.combination_vars, strict=True)}
+        per_set = self.per_set
+        rows = [
+            Row(s, m, float(v), {"vars": names[c]})
+            for s, c, m, v in zip(per_set["synthetic"], per_set["combination"], per_set["measure"], per_set["value"],
+                                  strict=True)
+        ]  # fmt: skip
+        mean = per_set.groupby(["combination", "measure"], sort=False)["value"].mean()
+        rows += [Row("mean", m, float(v), {"vars": names[c]}) for (c, m), v in mean.items()]
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -476,74 +431,49 @@ def _var_label_prefix(positions: Sequence[int]) -> list[str]:
     return [str(p).zfill(width) for p in positions]
 
 
-def utility_tables(
-    original: Any,
-    synthetic: Any,
-    *,
-    tables: str = "twoway",
-    vars: Sequence[str | int] | None = None,
-    third_var: str | None = None,
-    maxtables: int = 50_000,
-    ngroups: int = 5,
-    use_na: bool = True,
-    k_syn: bool = False,
-    tab_stats: Sequence[str] | str = ("pMSE", "S_pMSE", "df"),
-    plot_stat: str = "S_pMSE",
-    nworst: int = 5,
-    max_table: float = 1e7,
-    cont_na: Mapping[str, Any] | None = None,
-    schema: Schema | None = None,
-    seed: int | None = None,
-) -> UtilityTablesResult:
+def evaluate_tables(params: UtilityTablesParams, data: EvalData, executor: Executor) -> UtilityTablesResult:
     """Table utility of every low-order combination of variables (synthpop's ``utility.tables``).
 
-    All tables are counted in one pass over each data set; numeric variables are binned once.
-    ``max_table`` is forwarded to every table (synthpop 1.9-2 does not forward it, spec §5.3.6).
-    When there are more than ``maxtables`` combinations a random sample (``seed``) is used.
-    The heat map is drawn by :func:`pipeline.utility.plots.plot_utility_tables`.
+    ``data`` has ``cont_na`` merged.  All tables are counted in one pass over each data set;
+    numeric variables are binned once.  ``max_table`` is forwarded to every table (synthpop
+    1.9-2 does not forward it, spec §5.3.6).  When there are more than ``maxtables``
+    combinations a random sample (``seed``) is used.
     """
-    if tables not in _TABLE_ORDER:
-        raise ParameterError(f"tables must be 'oneway', 'twoway' or 'threeway', got {tables!r}")
-    stats_wanted = list(TAB_STATS) if tab_stats == "all" or "all" in tab_stats else list(tab_stats)
-    bad = [s for s in [*stats_wanted, plot_stat] if s not in TAB_STATS]
-    if bad or plot_stat in ("df", "dfG"):
-        raise ParameterError(f"unknown or unplottable statistic(s) {bad or [plot_stat]}; choose from {TAB_STATS}")
-    _check_common(ngroups, max_table)
-    inputs = collect_inputs(original, synthetic, schema, cont_na)
-    names = resolve_vars(vars, inputs, "utility_tables")
-    syn_cols = [str(c) for c in inputs.synthetic[0].columns]
+    names = compared_variables(params.vars, data)
+    check_table_variables(names, params.tables, params.third_var)
+    data.require(names)
+    # synthpop labels (and orders) the variables by their position in the synthetic data
+    syn_cols = [str(c) for c in data.synthetic[0].columns]
     positions = [syn_cols.index(n) + 1 for n in names]
     order = np.argsort(positions, kind="stable")
     names = [names[i] for i in order]
     positions = [positions[i] for i in order]
-    k = _TABLE_ORDER[tables]
-    if len(names) < k:
-        raise ParameterError(f"utility_tables: {tables} tables need at least {k} variables, got {len(names)}")
     labels = [f"{p}.{n}" for p, n in zip(_var_label_prefix(positions), names, strict=True)]
-    combos = list(combinations(range(len(names)), k))
+    combos = list(combinations(range(len(names)), params.order))
     sampled = False
-    if len(combos) > maxtables:
-        rng = np.random.default_rng(seed)
-        sel = np.sort(rng.choice(len(combos), size=int(maxtables), replace=False))
+    if len(combos) > params.maxtables:
+        rng = np.random.default_rng(params.seed)
+        sel = np.sort(rng.choice(len(combos), size=params.maxtables, replace=False))
         combos = [combos[i] for i in sel]
         sampled = True
-    tvars, notes = build_table_variables(inputs, names, int(ngroups), use_na, "utility_tables")
+    data = executor.prepare(data.select(names))
+    tvars, notes = build_table_variables(data, executor, names, params.ngroups, params.use_na, "utility_tables")
     for sub in combos:
         size = math.prod(tvars[j].size for j in sub)
-        if size > max_table:
+        if size > params.max_table:
             raise ParameterError(
                 f"utility_tables: the table of {', '.join(names[j] for j in sub)} has {size} cells, "
-                f"more than max_table = {max_table:g}"
+                f"more than max_table = {params.max_table:g}"
             )
     for n in notes:
-        warnings.warn(n, stacklevel=2)
-    tabs = count_tables([inputs.original, *inputs.synthetic], tvars, combos)
+        warnings.warn(n, stacklevel=3)
+    tabs = count_tables(data, executor, tvars, combos)
     combo_labels = [":".join(labels[j] for j in sub) for sub in combos]
     rows = []
     means = []
     worst_tables_all = []
     for ci, sub in enumerate(combos):
-        stats, obs, syns, _ = _pair_results(tvars, tabs, ci, k_syn)
+        stats, obs, syns, _ = _pair_results(tabs, ci, params.k_syn)
         means.append(stats.mean())
         worst_tables_all.append({"tab_obs": obs, "tab_syn": syns, "levels": [tvars[j].labels for j in sub]})
         for i, row in stats.iterrows():
@@ -551,32 +481,28 @@ def utility_tables(
                 rows.append((str(i), combo_labels[ci], name, float(value)))
     per_set = pd.DataFrame(rows, columns=["synthetic", "combination", "measure", "value"])
     mean_frame = pd.DataFrame(means, index=pd.Index(combo_labels, name="combination"))
-    tabs_frame = mean_frame[stats_wanted]
-    val = mean_frame[plot_stat]
-    nw = min(len(val), int(nworst))
+    tabs_frame = mean_frame[params.stats_wanted]
+    val = mean_frame[params.plot_stat]
+    nw = min(len(val), params.nworst)
     worst_idx = np.argsort(-val.to_numpy(), kind="stable")[:nw]
     worst = val.iloc[worst_idx]
     worst_tables = {combo_labels[i]: worst_tables_all[i] for i in worst_idx}
     scores = {}
-    for lab in labels:
-        hit = [lab in cl.split(":") for cl in combo_labels]
-        scores[lab] = float(val[np.array(hit)].mean()) if any(hit) else float("nan")
+    for j, lab in enumerate(labels):
+        hit = np.array([j in sub for sub in combos])
+        scores[lab] = float(val[hit].mean()) if hit.any() else float("nan")
     var_scores = pd.Series(scores).sort_values(ascending=False, kind="stable")
     third = None
-    if tables == "threeway":
-        if third_var is None:
-            third = str(var_scores.index[0])
-        else:
-            if third_var not in names:
-                raise ParameterError(f"third_var {third_var!r} is not one of the variables {names}")
-            third = labels[names.index(third_var)]
+    if params.tables == "threeway":
+        third = str(var_scores.index[0]) if params.third_var is None else labels[names.index(params.third_var)]
     return UtilityTablesResult(
-        tables=tables,
+        tables=params.tables,
         tabs=tabs_frame,
         per_set=per_set,
-        plot_stat=plot_stat,
+        plot_stat=params.plot_stat,
         labels=tuple(labels),
         combinations=tuple(tuple(labels[j] for j in sub) for sub in combos),
+        combination_vars=tuple(tuple(names[j] for j in sub) for sub in combos),
         var_scores=var_scores,
         third_var=third,
         worst=worst,

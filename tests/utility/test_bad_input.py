@@ -141,11 +141,12 @@ def test_k_syn_and_aggregate():
 def test_ngroups_separates_special_codes():
     # decision (spec §5.3.4): with ngroups the cont_na codes get their own level for m = 1 too
     # (synthpop 1.9-2 bins them with the ordinary values when m = 1)
-    from pipeline.utility.inputs import collect_inputs
+    from pipeline.evaluation.data import as_eval_data
+    from pipeline.evaluation.execution import Executor
     from pipeline.utility.prepare import build_plan
 
-    inputs = collect_inputs(ORIG, [SYN1], SCHEMA, {"income": -8})
-    plan = build_plan(inputs, ["sex", "income"], 5, {"income": (-8.0,)})
+    data = as_eval_data(ORIG, [SYN1], SCHEMA, {"income": -8})
+    plan = build_plan(data, Executor(policy="memory"), ["sex", "income"], 5, {"income": (-8.0,)})
     income = plan.columns[1]
     assert income.role == "binned" and income.labels[-2:] == ("-8", None)
     assert plan.names == ["sex", "income"]  # no _NA / _cna indicators when binning

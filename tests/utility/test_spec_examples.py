@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from pipeline.data.schema import Schema, Variable
+from pipeline.evaluation.base import TIDY_COLUMNS
 from pipeline.utility import utility_gen, utility_tab
 from pipeline.utility.gen import GEN_STATS
 
@@ -116,7 +117,9 @@ def test_u4_standardisation_arithmetic():
     assert res["pMSEExp"][0] == pytest.approx(0.0025) and res["S_pMSE"][0] == pytest.approx(4.0)
     # pairs (m = 3): pair pMSEs {0.004, 0.005, 0.006} -> null 0.0025; S_pMSE {1.2, 2.0, 4.0}, mean 2.4
     comps = [Comparison("main", j, 0) for j in (1, 2, 3)] + [
-        Comparison("pair", 1, 2), Comparison("pair", 1, 3), Comparison("pair", 2, 3)
+        Comparison("pair", 1, 2),
+        Comparison("pair", 1, 3),
+        Comparison("pair", 2, 3),
     ]
     results = [stats(p) for p in (0.003, 0.005, 0.010, 0.004, 0.005, 0.006)]
     with pytest.warns(UserWarning, match="pair"):
@@ -147,12 +150,14 @@ def test_u4_analytic_null():
 def test_tidy_and_dict_shapes():
     res = quiet_gen(U2_ORIG, [U2_SYN, U2_SYN], method="logit", schema=TWO)
     tidy = res.tidy()
-    assert list(tidy.columns) == ["synthetic", "setting", "measure", "value"]
+    assert list(tidy.columns) == TIDY_COLUMNS
     assert set(tidy["synthetic"]) == {"1", "2", "mean"}
     assert set(tidy["measure"]) == set(GEN_STATS)
+    assert set(tidy["params"]) == {"{}"} and set(tidy["setting"]) == {""}
     import json
 
     json.dumps(res.to_dict())
     tab = utility_tab(U2_ORIG, [U2_SYN, U2_SYN], ["sex", "y"], schema=TWO)
-    assert list(tab.tidy().columns) == ["synthetic", "setting", "measure", "value"]
+    assert list(tab.tidy().columns) == TIDY_COLUMNS
+    assert set(tab.tidy()["params"]) == {'{"vars":["sex","y"]}'}
     json.dumps(tab.to_dict())

@@ -1,0 +1,196 @@
+"""Parameters of the utility measures: the only validation of their options.
+
+Names follow synthpop's, python style (``resamp.method`` -> ``resamp_method``, ``tab.stats``
+-> ``tab_stats``).  Every check that needs only the parameters is a validator here; checks
+that need the data (the variables present, the number of synthetic sets) are the measures'
+``check`` (:mod:`pipeline.utility.task`), and checks that need a pass over the data (levels,
+table sizes, model size) happen while evaluating.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from pipeline.errors import ParameterError
+from pipeline.evaluation.base import Params
+from pipeline.evaluation.data import EvalData, as_eval_data
+
+#: every statistic of utility.tab, in synthpop's order
+TAB_STATS: tuple[str, ...] = (
+    "VW", "FT", "JSD", "SPECKS", "WMabsDD", "U", "G", "pMSE", "PO50", "MabsDD", "dBhatt",
+    "S_VW", "S_FT", "S_JSD", "S_WMabsDD", "S_G", "S_pMSE", "df", "dfG",
+)  # fmt: skip
+TabStat = Literal[TAB_STATS]  # type: ignore[valid-type]
+#: variables of a table for each kind of ``utility_tables``
+TABLE_ORDER = {"oneway": 1, "twoway": 2, "threeway": 3}
+
+#: synthpop's ``cont.na``: special missing code(s) by numeric variable
+CodeMap = dict[str, float | list[float]]
+
+
+def _names(v: Any) -> Any:
+    """One variable name or several, duplicates removed (synthpop's ``unique(vars)``)."""
+    if v is None:
+        return None
+    return list(dict.fromkeys([v] if isinstance(v, str) else v))
+
+
+def _declared(*groups: Sequence[str] | None) -> list[str]:
+    return list(dict.fromkeys(v for g in groups for v in (g or ())))
+
+
+def check_unsynthesised(names: Sequence[str], not_synthesised: Sequence[str]) -> None:
+    """The unsynthesised variables must be compared variables, and not all of them."""
+    outside = [v for v in not_synthesised if v not in names]
+    if outside:
+        raise ParameterError(f"not_synthesised variable(s) {outside} are not among the compared vars")
+    if not_synthesised and all(v in not_synthesised for v in names):
+        raise ParameterError("utility cannot be measured when every compared variable is unsynthesised")
+
+
+class UtilityGenParams(Params):
+    """Parameters of synthpop's ``utility.gen`` (task type ``utility_gen``).
+
+    See :func:`pipeline.utility.task.utility_gen` for their meaning.
+    """
+
+    method: Literal["cart", "logit"] = "cart"
+    vars: list[str] | None = None
+    maxorder: int = Field(1, ge=0)
+    cont_na: CodeMap | None = None
+    ngroups: int | None = Field(None, ge=2)
+    cp: float = 1e-3
+    minbucket: int = Field(5, ge=1)
+    minsplit: int | None = Field(None, ge=1)
+    maxdepth: int = Field(30, ge=1, le=30)
+    nperms: int = Field(50, ge=1)
+    resamp_method: Literal["perm", "pairs", "none"] | None = None
+    k_syn: bool = False
+    aggregate: bool = False
+    maxit: int = Field(200, ge=1)
+    max_params: int = Field(400, ge=1)
+    not_synthesised: list[str] | None = None
+    seed: int | None = None
+    compress: bool = True
+
+    unique_names = field_validator("vars", "not_synthesised", mode="before")(_names)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> UtilityGenParams:
+        if self.aggregate and self.method != "logit":
+            raise ValueError("aggregate=True only works with method='logit'")
+        if self.cp < 0 and self.method == "cart":
+            warnings.warn("cp < 0 keeps every split rpart finds", stacklevel=2)
+        if self.not_synthesised and self.resamp_method == "perm":
+            raise ValueError("an incomplete synthesis (not_synthesised) needs resamp_method='pairs'")
+        if self.resamp_method == "pairs" and self.k_syn:
+            raise ValueError("resamp_method='pairs' needs k_syn=False")
+        if self.vars is not None:
+            check_unsynthesised(self.vars, self.not_synthesised or [])
+        return self
+
+    def variables(self) -> list[str]:
+        return _declared(self.vars, self.not_synthesised, list(self.cont_na or {}))
+
+    @property
+    def null_method(self) -> str | None:
+        """The null distribution of pMSE: ``resamp_method``, or synthpop's choice when it is None
+        (``pairs`` for an incomplete synthesis, ``perm`` for CART, analytic (None) for logit)."""
+        if self.resamp_method is not None:
+            return self.resamp_method
+        if self.not_synthesised:
+            return "pairs"
+        return "perm" if self.method == "cart" else None
+
+
+class UtilityTabParams(Params):
+    """Parameters of synthpop's ``utility.tab`` (task type ``utility_tab``)."""
+
+    vars: list[str] = Field(min_length=1)
+    ngroups: int = Field(5, ge=2)
+    use_na: bool = True
+    max_table: float = Field(1e6, gt=0)
+    k_syn: bool = False
+    cont_na: CodeMap | None = None
+
+    unique_names = field_validator("vars", mode="before")(_names)
+
+    def variables(self) -> list[str]:
+        return _declared(self.vars, list(self.cont_na or {}))
+
+
+class UtilityTablesParams(Params):
+    """Parameters of synthpop's ``utility.tables`` (task type ``utility_tables``)."""
+
+    tables: Literal["oneway", "twoway", "threeway"] = "twoway"
+    vars: list[str] | None = None
+    third_var: str | None = None
+    maxtables: int = Field(50_000, ge=1)
+    ngroups: int = Field(5, ge=2)
+    use_na: bool = True
+    k_syn: bool = False
+    tab_stats: list[TabStat] | Literal["all"] = Field(default_factory=lambda: ["pMSE", "S_pMSE", "df"])  # type: ignore[valid-type]
+    plot_stat: TabStat = "S_pMSE"  # type: ignore[valid-type]
+    nworst: int = Field(5, ge=1)
+    max_table: float = Field(1e7, gt=0)
+    cont_na: CodeMap | None = None
+    seed: int | None = None
+
+    unique_names = field_validator("vars", mode="before")(_names)
+
+    @field_validator("plot_stat")
+    @classmethod
+    def _plottable(cls, v: str) -> str:
+        if v in ("df", "dfG"):
+            raise ValueError(f"{v} is a degree of freedom, not a statistic to plot")
+        return v
+
+    @model_validator(mode="after")
+    def _enough_variables(self) -> UtilityTablesParams:
+        if self.vars is not None:
+            check_table_variables(self.vars, self.tables, self.third_var)
+        return self
+
+    @property
+    def order(self) -> int:
+        """Number of variables of each table."""
+        return TABLE_ORDER[self.tables]
+
+    @property
+    def stats_wanted(self) -> list[str]:
+        """The statistics of the result table ``tabs``."""
+        return list(TAB_STATS) if self.tab_stats == "all" else list(self.tab_stats)
+
+    def variables(self) -> list[str]:
+        third = [self.third_var] if self.third_var else []
+        return _declared(self.vars, third, list(self.cont_na or {}))
+
+
+def check_table_variables(names: Sequence[str], tables: str, third_var: str | None) -> None:
+    """Enough variables for the tables asked for, and ``third_var`` among them."""
+    k = TABLE_ORDER[tables]
+    if len(names) < k:
+        raise ParameterError(f"{tables} tables need at least {k} variables, got {len(names)}")
+    if third_var is not None and third_var not in names:
+        raise ParameterError(f"third_var {third_var!r} is not one of the variables {list(names)}")
+
+
+def compared_variables(vars: Sequence[str] | None, data: EvalData) -> list[str]:
+    """``vars``, or (None) every variable of the original that every synthetic set has, in data order."""
+    if vars is not None:
+        return list(vars)
+    names = [c for c in data.columns if all(c in f.columns for f in data.synthetic)]
+    if not names:
+        raise ParameterError("the original and the synthetic data have no variable in common")
+    return names
+
+
+def with_cont_na(data: EvalData, cont_na: CodeMap | None) -> EvalData:
+    """``data`` with the measure's ``cont_na`` codes merged into its schema (by the data boundary)."""
+    if not cont_na:
+        return data
+    return as_eval_data(data.original, list(data.synthetic), data.schema, cont_na)
