@@ -150,7 +150,8 @@ class Executor:
         if self.client is not None:
             from distributed import wait
 
-            wait([f for f in out if dask.is_dask_collection(f)])
+            with self.client.as_current():  # wait() uses the current client, not necessarily this one
+                wait([f for f in out if dask.is_dask_collection(f)])
         return out
 
     def map_reduce(
@@ -194,6 +195,20 @@ class Executor:
             return Deferred(combine([kernel(p, *e, *args) for p, e in zip(parts, extra, strict=True)]))
         tasks = [dask.delayed(kernel)(p, *e, *args) for p, e in zip(parts, extra, strict=True)]
         return Deferred(dask.delayed(combine)(tasks))
+
+    def map_partitions(
+        self, parts: Sequence[Any], kernel: Callable[..., Any], per_part: Sequence[tuple] | None = None, *args: Any
+    ) -> list[Any]:
+        """``[kernel(p, *per_part[i], *args)]`` over partition handles, kept where the data are.
+
+        For data that every round of an iterative fit reads (e.g. records encoded and merged
+        once): on the cluster the results are persisted and returned as new handles for
+        :meth:`map_combine`; pandas partitions are transformed at once.
+        """
+        extra = per_part or [()] * len(parts)
+        if all(isinstance(p, pd.DataFrame) for p in parts):
+            return [kernel(p, *e, *args) for p, e in zip(parts, extra, strict=True)]
+        return self.persist(*[dask.delayed(kernel)(p, *e, *args) for p, e in zip(parts, extra, strict=True)])
 
     def map_tasks(self, fn: Callable[..., Any], jobs: Sequence[tuple], shared: Sequence[Any] = ()) -> list[Any]:
         """``[fn(*shared, *job) for job in jobs]``, as parallel tasks when a cluster is there.
