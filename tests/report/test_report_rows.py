@@ -157,7 +157,8 @@ def test_gates_see_the_same_r_star():
     assert checks["r_star"].value == pytest.approx(0.2)
     assert checks["file_risk_at_max"].value == pytest.approx(0.2)  # max over sets at r*, not 0.9 at r=0.1
     assert not any(c.failed for c in checks.values())
-    assert checks["r_star"].setting == OPAQUE and checks["r_star"].params == results.loc[results["measure"] == "r_star", "params"].item()
+    assert checks["r_star"].setting == OPAQUE
+    assert checks["r_star"].params == results.loc[results["measure"] == "r_star", "params"].item()
 
 
 def test_identification_risk_figures_with_utility_axis():
@@ -294,7 +295,9 @@ def test_profile_and_synthesis_sections_read_buckets_and_margins():
     settings = {"variables": ["sex", "agegr"], "limit": 10}
     synthesis = table(
         rows("synthesis", "synthesise", settings, {"ipf_iterations": {"original": 12}}),
-        rows("synthesis", "synthesise", {**settings, "margin": ["sex", "agegr"]}, {"margin_total_moved": {"original": 3}}),
+        rows(
+            "synthesis", "synthesise", {**settings, "margin": ["sex", "agegr"]}, {"margin_total_moved": {"original": 3}}
+        ),
     )
     html = "".join(synthesis_section(synthesis, None))
     assert "synthesise: d / s: fit" in html and "<td>ipf_iterations</td>" in html

@@ -161,3 +161,37 @@ def test_riskier_release_fails_the_repu_gate(tmp_path):
     assert by_measure["repU"]["value"] == pytest.approx(8.6)  # a copy replicates all 8.6 % uniques (UiO)
     assert by_measure["repU"]["previous"] == pytest.approx(2.44)  # CART synthesis 1 (the demo's reference value)
     assert by_measure["DiSCO"]["failed"] and by_measure["DiSCO"]["value"] == pytest.approx(12.5)  # = Dorig
+
+
+def test_gates_keep_entries_differing_only_in_denom_lim_apart(tmp_path):
+    shutil.copy(demo_path("sd2011_cart_syn1.csv"), tmp_path / "release.csv")
+    task = tmp_path / "nightly.yaml"
+    two_entries = RISK_TASK.replace(
+        "    params: {{keys: [sex, age, edu, marital], target: ls}}\n",
+        "    params: {{keys: [sex, age, edu, marital], target: ls, denom_lim: 5}}\n"
+        "  - type: disclosure\n"
+        "    params: {{keys: [sex, age, edu, marital], target: ls, denom_lim: 50}}\n",
+    )
+    task.write_text(
+        two_entries.format(orig=demo_path("sd2011_subset.csv"), schema=demo_path("sd2011_subset.schema.json"))
+    )
+    (tmp_path / "local.yaml").write_text("type: local\nn_workers: 1\nprocesses: false\n")
+    assert _nightly(task, "--date", "2026-11-01").exit_code == 0
+    r2 = _nightly(task, "--date", "2026-11-02")
+    assert r2.exit_code == 0, r2.output
+    gates = json.loads((tmp_path / "runs" / "2026-11-02" / "gates.json").read_text())
+    repu = [g for g in gates if g["measure"] == "repU"]
+    assert len(repu) == 2  # one per entry: not pooled into one value
+    assert {json.loads(g["params"])["denom_lim"] for g in repu} == {5, 50}
+    assert all(g["previous"] == pytest.approx(g["value"]) for g in repu)  # each compared with its own
+
+
+def test_history_run_without_params_compares_as_unknown(tmp_path):
+    task = _setup(tmp_path)
+    assert _nightly(task, "--date", "2026-11-01").exit_code == 0
+    stored = next((tmp_path / "history").glob("run_date=2026-11-01/task=nightly_t/*.parquet"))
+    pd.read_parquet(stored).drop(columns="params").to_parquet(stored, index=False)  # as written before params
+    r = _nightly(task, "--date", "2026-11-02")
+    assert r.exit_code == 0, r.output
+    gates = json.loads((tmp_path / "runs" / "2026-11-02" / "gates.json").read_text())
+    assert gates and all(g["previous"] is None for g in gates)
