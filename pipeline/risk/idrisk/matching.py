@@ -1,9 +1,9 @@
-"""Per-partition kernel: c_i and T_i of every target record for every synthetic set and radius.
+"""Per-block kernel: c_i and T_i of every target record for every synthetic set and radius.
 
-A partition (pandas) holds whole key blocks of the original and of every synthetic set (see
-:mod:`pipeline.blocks`), or it is the whole data on the small-data path.  Everything here is
-vectorised over records and blocks; the only Python loops run over synthetic sets, continuous
-dimensions and radius values.
+A block (pandas) holds whole key blocks of the original and of every synthetic set (see
+:meth:`~pipeline.evaluation.execution.Executor.key_blocks`); in memory it is the whole data.
+Everything here is vectorised over records and key combinations; the only Python loops run
+over synthetic sets, continuous dimensions and radius values.
 """
 
 from __future__ import annotations
@@ -263,10 +263,10 @@ class SetMatcher:
 def partition_counts(
     original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], plan: MatchPlan, combos: np.ndarray
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """c and T (each shape (n_combos, n_original_rows)) for every synthetic set of a partition.
+    """c and T (each shape (n_combos, n_original_rows)) for every synthetic set of a key block.
 
-    Rows are matched to their own synthetic row by ``__row__`` when present (Dask blocks),
-    else by position (whole data).
+    Records are matched to their own synthetic row by ``__row__`` (each record's position in
+    its own data set, see :meth:`~pipeline.evaluation.execution.Executor.key_blocks`).
     """
     groups, n_groups = group_codes(plan.categorical, [original, *synthetic])
     q_groups = groups[0]
@@ -291,13 +291,9 @@ def partition_counts(
 
 
 def _own_rows(original: pd.DataFrame, synthetic: pd.DataFrame) -> np.ndarray:
-    """Position in ``synthetic`` of each original record's own synthetic row (-1: not here)."""
-    if ROW_COLUMN in original.columns and ROW_COLUMN in synthetic.columns:
-        own = pd.Index(synthetic[ROW_COLUMN].to_numpy()).get_indexer(original[ROW_COLUMN].to_numpy())
-        return own.astype(np.int64)
-    if len(synthetic) == len(original):
-        return np.arange(len(original), dtype=np.int64)
-    return np.full(len(original), -1, dtype=np.int64)
+    """Position in ``synthetic`` of each original record's own synthetic row (-1: not in this block)."""
+    own = pd.Index(synthetic[ROW_COLUMN].to_numpy()).get_indexer(original[ROW_COLUMN].to_numpy())
+    return own.astype(np.int64)
 
 
 def histogram(c: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
