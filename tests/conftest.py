@@ -1,4 +1,4 @@
-"""Shared test fixtures: the reference folder (skipped cleanly when absent) and a Dask client."""
+"""Shared test fixtures: reading the vendored R references (tests/reference) and a Dask client."""
 
 from __future__ import annotations
 
@@ -7,25 +7,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-
-
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    if not (SHARED / "reference").is_dir():
-        pytest.skip(f"reference folder {SHARED} is not available")
-    return SHARED
+from reference import reference_path
 
 
-def read_reference_data(shared: Path, rel: str, schema_rel: str, cont_na: dict | None = None) -> pd.DataFrame:
-    """A CSV of ../shared read back with its schema, as the R references were computed."""
+def read_reference_data(rel: str, schema_rel: str, cont_na: dict | None = None) -> pd.DataFrame:
+    """A vendored reference CSV read back with its schema, as the R references were computed."""
     from pipeline.data.schema import Schema
 
-    schema = Schema.from_json(shared / schema_rel.removeprefix("shared/"))
+    schema = Schema.from_json(reference_path(schema_rel))
     if cont_na:
         schema = schema.with_missing_codes(cont_na)
-    raw = pd.read_csv(shared / rel.removeprefix("shared/"), dtype=str, keep_default_na=False, na_values=[""])
+    raw = pd.read_csv(reference_path(rel), dtype=str, keep_default_na=False, na_values=[""])
     return schema.apply(raw, rel)
 
 

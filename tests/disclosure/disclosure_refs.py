@@ -1,4 +1,4 @@
-"""Reading the R reference cases of ``shared/reference`` for the disclosure tests."""
+"""Reading the R reference cases (vendored in tests/reference) for the disclosure tests."""
 
 from __future__ import annotations
 
@@ -9,12 +9,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pytest
+from reference import reference_cases, reference_path
 
 from pipeline.data.schema import Schema
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-REFERENCE = SHARED / "reference"
 
 #: R argument name -> python argument name (``None``: printing options without effect here)
 R_ARGS = {
@@ -30,31 +27,23 @@ R_ARGS = {
 
 
 def cases(folder: str) -> list[Path]:
-    """Reference files of one function (empty when the shared folder is absent)."""
-    return sorted((REFERENCE / folder).glob("*.json")) if (REFERENCE / folder).is_dir() else []
-
-
-def require_shared() -> None:
-    if not REFERENCE.is_dir():
-        pytest.skip(f"shared reference folder not found at {REFERENCE}")
-
-
-def _path(rel: str) -> Path:
-    return SHARED / rel.removeprefix("shared/")
+    """Reference files of one function (reference/<folder>/*.json)."""
+    return reference_cases(folder)
 
 
 @cache
 def load_csv(rel: str, schema_rel: str) -> pd.DataFrame:
-    """A CSV of shared/data cast to its schema (empty field = NA, factors read as text)."""
-    schema = Schema.from_json(_path(schema_rel))
-    raw = pd.read_csv(_path(rel), dtype={n: str for n in schema.factors}, keep_default_na=False, na_values=[""])
+    """A reference data CSV cast to its schema (empty field = NA, factors read as text)."""
+    schema = Schema.from_json(reference_path(schema_rel))
+    raw = pd.read_csv(reference_path(rel), dtype={n: str for n in schema.factors}, keep_default_na=False,
+                      na_values=[""])
     return schema.apply(raw, rel)
 
 
 def load_case(path: Path) -> tuple[dict[str, Any], Schema, pd.DataFrame, list[pd.DataFrame]]:
     ref = json.loads(path.read_text(encoding="utf-8"))
     data = ref["data"]
-    schema = Schema.from_json(_path(data["schema"]))
+    schema = Schema.from_json(reference_path(data["schema"]))
     original = load_csv(data["original"], data["schema"])
     synthetic = [load_csv(p, data["schema"]) for p in data["synthetic"]]
     return ref, schema, original, synthetic

@@ -20,7 +20,6 @@ from disclosure_refs import (
     r_frame,
     r_matrix,
     r_per_key_binding,
-    require_shared,
 )
 
 from pipeline.risk.disclosure import DisclosureResult, disclosure, multi_disclosure
@@ -59,7 +58,6 @@ def assert_same_as_r(res: DisclosureResult, r: dict, m: int) -> None:
 
 @pytest.mark.parametrize("path", cases("disclosure"), ids=lambda p: p.stem)
 def test_disclosure_matches_r(path: Path) -> None:
-    require_shared()
     ref, schema, original, synthetic = load_case(path)
     kw = python_args(ref["args"], list(original.columns))
     r = ref["result"]
@@ -99,7 +97,6 @@ def _multi_args_as_r(ref: dict, kw: dict) -> dict:
 
 @pytest.mark.parametrize("path", cases("multi_disclosure"), ids=lambda p: p.stem)
 def test_multi_disclosure_matches_r(path: Path) -> None:
-    require_shared()
     ref, schema, original, synthetic = load_case(path)
     kw = python_args(ref["args"], list(original.columns))
     as_r, _ = r_per_key_binding(_multi_args_as_r(ref, kw), list(original.columns))

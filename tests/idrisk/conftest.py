@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from reference import reference_path
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 CE_SCHEMA = "data/cedata_syn.schema.json"
 
 
@@ -16,8 +15,8 @@ CE_SCHEMA = "data/cedata_syn.schema.json"
 def _read(rel: str) -> pd.DataFrame:
     from pipeline.data.schema import Schema
 
-    schema = Schema.from_json(SHARED / CE_SCHEMA)
-    raw = pd.read_csv(SHARED / rel.removeprefix("shared/"), dtype=str, keep_default_na=False, na_values=[""])
+    schema = Schema.from_json(reference_path(CE_SCHEMA))
+    raw = pd.read_csv(reference_path(rel), dtype=str, keep_default_na=False, na_values=[""])
     return schema.apply(raw, rel)
 
 
@@ -25,14 +24,12 @@ def _read(rel: str) -> pd.DataFrame:
 def ce_schema():
     from pipeline.data.schema import Schema
 
-    if not (SHARED / CE_SCHEMA).is_file():
-        pytest.skip(f"shared data folder {SHARED} is not available")
-    return Schema.from_json(SHARED / CE_SCHEMA)
+    return Schema.from_json(reference_path(CE_SCHEMA))
 
 
 @pytest.fixture(scope="session")
 def load_ce(ce_schema):
-    """Read a CSV of ../shared with the CE schema (factor columns as labels), cached."""
+    """Read a vendored reference CSV with the CE schema (factor columns as labels), cached."""
 
     def load(rel: str) -> pd.DataFrame:
         return _read(rel).copy()

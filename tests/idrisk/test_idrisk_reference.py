@@ -1,20 +1,18 @@
-"""Reproduce the R package's outputs: shared/reference/idrisk/*.json and the spec fixtures."""
+"""Reproduce the R package's outputs: reference/idrisk/*.json and the spec fixtures (vendored in tests/reference)."""
 
 from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from reference import reference_cases, reference_path
 
 from pipeline.risk.idrisk import identification_risk, identification_risk_categorical, radius_sweep
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-REF_DIR = SHARED / "reference" / "idrisk"
-CASES = sorted(REF_DIR.glob("*.json")) if REF_DIR.is_dir() else []
-FIXTURES = SHARED / "spec" / "fixtures" / "identification_risk_examples.json"
+CASES = reference_cases("idrisk")
+FIXTURES = reference_path("spec/fixtures/identification_risk_examples.json")
 
 
 def _r_value(v):
@@ -28,8 +26,6 @@ def _close(actual, expected, rel=1e-12, abs_=1e-12):
 
 @pytest.fixture(scope="module")
 def fixtures():
-    if not FIXTURES.is_file():
-        pytest.skip(f"spec fixtures {FIXTURES} are not available")
     return json.loads(FIXTURES.read_text(encoding="utf-8"))
 
 

@@ -6,7 +6,8 @@ import json
 
 import pandas as pd
 import pytest
-from synth_helpers import DATASETS, shared_file
+from reference import reference_path
+from synth_helpers import DATASETS
 
 from pipeline.data.schema import Schema
 
@@ -14,7 +15,7 @@ from pipeline.data.schema import Schema
 @pytest.fixture(scope="session")
 def example() -> dict:
     """The spec's worked example (coarsened_margins_example.json)."""
-    return json.loads(shared_file("spec/fixtures/coarsened_margins_example.json").read_text(encoding="utf-8"))
+    return json.loads(reference_path("spec/fixtures/coarsened_margins_example.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="session")

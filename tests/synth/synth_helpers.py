@@ -6,19 +6,11 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
+from reference import reference_path
 
 from pipeline.synth import MarginTable
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 DATASETS = Path(__file__).resolve().parents[2] / "pipeline" / "datasets"
-
-
-def shared_file(rel: str) -> Path:
-    path = SHARED / rel
-    if not path.exists():
-        pytest.skip(f"shared reference file {path} is not available")
-    return path
 
 
 def example_tables(example: dict, key: str, order=("AB", "AC", "BC")) -> list[MarginTable]:
@@ -33,7 +25,7 @@ def example_tables(example: dict, key: str, order=("AB", "AC", "BC")) -> list[Ma
 
 
 def reference_case(case: str) -> dict:
-    return json.loads(shared_file(f"reference/syn_ipf/syn_ipf_{case}.json").read_text(encoding="utf-8"))
+    return json.loads(reference_path(f"reference/syn_ipf/syn_ipf_{case}.json").read_text(encoding="utf-8"))
 
 
 def r_array(table: dict) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Reading the shared R references for the utility tests."""
+"""Reading the R references (vendored in tests/reference) for the utility tests."""
 
 from __future__ import annotations
 
@@ -7,15 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from reference import reference_cases, reference_path
 
 from pipeline.data.schema import Schema
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-REF = SHARED / "reference"
-
 
 def ref_files(folder: str) -> list[Path]:
-    return sorted((REF / folder).glob("*.json")) if (REF / folder).is_dir() else []
+    return reference_cases(folder)
 
 
 def load(path: Path) -> dict:
@@ -23,14 +21,14 @@ def load(path: Path) -> dict:
 
 
 def read_csv(rel: str, schema: Schema) -> pd.DataFrame:
-    """A shared CSV read as the R references read it: strings, empty field = NA, then the schema."""
-    raw = pd.read_csv(SHARED / rel.removeprefix("shared/"), dtype=str, keep_default_na=False, na_values=[""])
+    """A reference CSV read as the R references read it: strings, empty field = NA, then the schema."""
+    raw = pd.read_csv(reference_path(rel), dtype=str, keep_default_na=False, na_values=[""])
     return schema.apply(raw, rel)
 
 
 def case_data(ref: dict) -> tuple[pd.DataFrame, list[pd.DataFrame], Schema]:
     d = ref["data"]
-    schema = Schema.from_json(SHARED / d["schema"].removeprefix("shared/"))
+    schema = Schema.from_json(reference_path(d["schema"]))
     return read_csv(d["original"], schema), [read_csv(s, schema) for s in d["synthetic"]], schema
 
 

@@ -1,4 +1,4 @@
-"""utility_gen against synthpop 1.9-2 (shared/reference/utility_gen).
+"""utility_gen against synthpop 1.9-2 (reference/utility_gen, vendored in tests/reference).
 
 Logit cases: pMSE, S_pMSE and df to 1e-6 relative (they agree to ~1e-13), SPECKS/PO50/U, and the
 glm coefficients (names, aliased columns, values), deviance and iteration count.
@@ -36,7 +36,6 @@ def _run(ref, syns_limit=None, **extra):
         return utility_gen(orig, syns if len(syns) > 1 else syns[0], **kwargs)
 
 
-@pytest.mark.skipif(not LOGIT, reason="shared/reference/utility_gen is not available")
 @pytest.mark.parametrize("path", LOGIT, ids=lambda p: p.stem)
 def test_logit_matches_synthpop(path):
     ref = load(path)
@@ -62,7 +61,6 @@ def test_logit_matches_synthpop(path):
         np.testing.assert_allclose(fit.null_deviance, rfit["null.deviance"], rtol=1e-10)
 
 
-@pytest.mark.skipif(not CART, reason="shared/reference/utility_gen is not available")
 @pytest.mark.parametrize("path", CART, ids=lambda p: p.stem)
 def test_cart_scores_match_rpart(path):
     ref = load(path)
@@ -87,7 +85,6 @@ def _check_null_consistent(res, exp, sets):
         assert res.nnosplits[str(j + 1)] == (exp["nnosplits"][j][0], len(sims))
 
 
-@pytest.mark.skipif(not CART, reason="shared/reference/utility_gen is not available")
 @pytest.mark.parametrize("path", CART, ids=lambda p: p.stem)
 def test_cart_permutation_null_is_consistent_first_set(path):
     ref = load(path)
@@ -98,7 +95,6 @@ def test_cart_permutation_null_is_consistent_first_set(path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not CART, reason="shared/reference/utility_gen is not available")
 @pytest.mark.parametrize("path", CART, ids=lambda p: p.stem)
 def test_cart_permutation_null_is_consistent_all_sets(path):
     ref = load(path)

@@ -1,4 +1,4 @@
-"""utility_tab against synthpop 1.9-2 (shared/reference/utility_tab): every statistic to 1e-9."""
+"""utility_tab against synthpop 1.9-2 (reference/utility_tab, vendored in tests/reference): every statistic to 1e-9."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from .helpers import case_data, load, r_array, r_values, ref_files
 CASES = ref_files("utility_tab")
 
 
-@pytest.mark.skipif(not CASES, reason="shared/reference/utility_tab is not available")
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
 def test_utility_tab_matches_synthpop(path):
     ref = load(path)
