@@ -86,7 +86,12 @@ def plot_utility_tables(
     if isinstance(tables, UtilityTablesResult):
         stat = stat or tables.plot_stat
         third_var = third_var or tables.third_var
-        third_name = (third_var or "").split(".", 1)[-1]  # the result labels variables "<position>.<name>"
+        names = {
+            label: name
+            for labels, variables in zip(tables.combinations, tables.combination_vars, strict=True)
+            for label, name in zip(labels, variables, strict=True)
+        }
+        third_name = names.get(third_var, third_var or "")
         tables = tables_frame(tables)
     else:
         third_name = third_var or ""

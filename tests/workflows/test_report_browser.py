@@ -56,7 +56,7 @@ def test_report_renders_in_chromium_with_every_section(demo_run, tmp_path):
     assert '<section id="metadata">' in html and demo_run.run_id in html
     assert {"profile", "disclosure", "identification_risk", "utility", "synthesis"} <= set(demo_run.results["family"])
     for caption in (
-        "Hornby &amp; Hu Fig. 6",
+        "r* marked (Hornby &amp; Hu Fig. 6)",
         "Hornby &amp; Hu Fig. 7",
         "Hornby &amp; Hu Figs. 8–9",
         "Hornby &amp; Hu Fig. 10",
