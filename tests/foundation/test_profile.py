@@ -1,10 +1,12 @@
-"""The profile measure: aggregates computed as Dask reductions, identical for any partitioning."""
+"""The profile measure: aggregates over partitions, identical for any partitioning."""
 
 import pandas as pd
 
 from pipeline.data.dataset import Dataset
 from pipeline.datasets import load_demo
-from pipeline.profile import ProfileParams, evaluate_profile
+from pipeline.evaluation.data import as_eval_data
+from pipeline.evaluation.execution import Executor
+from pipeline.profile import Profile
 
 
 def _value(table: pd.DataFrame, setting: str, measure: str) -> float:
@@ -13,11 +15,13 @@ def _value(table: pd.DataFrame, setting: str, measure: str) -> float:
 
 def test_profile_values_and_partition_invariance():
     demo = load_demo("sd2011_subset")
-    one = evaluate_profile(demo, [], ProfileParams()).tidy()
+    measure = Profile()
+    one = measure.run(as_eval_data(demo, require_synthetic=False), Executor(policy="memory")).tidy()
     assert _value(one, "", "records") == 5000
     assert _value(one, "variable=income", "special_missing") == 603  # synthpop's cont.na code -8
     assert _value(one, "variable=income", "missing_pct") == 13.66  # 683 empty incomes
     assert _value(one, "variable=agegr", "levels_observed") == 6
     assert _value(one, "variable=region", "levels") == 16
     split = Dataset.from_pandas(demo.to_pandas(), demo.schema, name="sd", npartitions=4)
-    pd.testing.assert_frame_equal(evaluate_profile(split, [], ProfileParams()).tidy(), one)
+    blocks = measure.run(as_eval_data(split, require_synthetic=False), Executor(policy="blocks")).tidy()
+    pd.testing.assert_frame_equal(blocks, one)
