@@ -392,6 +392,13 @@ class IdentificationRiskMeasure(Measure):
             p.setup(name, data.schema, data.columns)
 
     def evaluate(self, data: EvalData, executor: Executor) -> IdentificationRiskTaskResult:
+        """Every scenario on the data in the form the executor chose (in memory or key blocks).
+
+        The declared variables are kept (persisted on a cluster); one pass of aggregates checks
+        row alignment and missing continuous values; then each scenario's counts (c and T per
+        record at a fixed radius, (c, T) histograms for a sweep) are computed on its own key
+        blocks, all scenarios together.
+        """
         p = self.params
         setups = {name: p.setup(name, data.schema, data.columns) for name in p.scenarios}
         prepared = executor.prepare(data.select(p.variables()))
@@ -416,11 +423,6 @@ class IdentificationRiskMeasure(Measure):
 
 
 # ---- the package-like functions -------------------------------------------------------------
-
-
-def _radius_param(radius: Any) -> Any:
-    """A radius argument as a parameter value (NumPy vectors as lists)."""
-    return radius.tolist() if isinstance(radius, np.ndarray) else radius
 
 
 def identification_risk(
@@ -478,7 +480,7 @@ def identification_risk(
     -------
     IdentificationRiskResult
     """
-    scenario = {"known": known, "synthesised": synthesised, "radius": _radius_param(radius), "radius_grid": None}
+    scenario = {"known": known, "synthesised": synthesised, "radius": radius, "radius_grid": None}
     params = {
         "scenarios": {"identification_risk": scenario},
         "percentage": percentage,
@@ -537,12 +539,7 @@ def radius_sweep(
     same key blocks, sort orders and candidate indexes; the grid costs extra binary searches
     and sweeps, not extra shuffles or sorts.
     """
-    scenario = {
-        "known": known,
-        "synthesised": synthesised,
-        "radius": _radius_param(radius),
-        "radius_grid": _radius_param(grid),
-    }
+    scenario = {"known": known, "synthesised": synthesised, "radius": radius, "radius_grid": grid}
     params = {
         "scenarios": {"radius_sweep": scenario},
         "percentage": percentage,
