@@ -128,26 +128,30 @@ def history(history_dir: Path, task_name: str | None, measure: str | None, as_cs
 @click.option("--out", "out", type=click.Path(path_type=Path), help="Folder (default: <output>/synthesis).")
 @_handle_errors
 def synthesise(task_file: Path, cluster: Path | None, out: Path | None) -> None:
-    """Write the synthetic sets, released margins and fit report of every 'synthesise' source."""
+    """Write the synthetic sets, released margins and fit report of every 'synthesise' source
+    (finished syntheses in the folder's cache are reused), their rows and the manifest."""
     from pipeline.runner import synthesise_task
     from pipeline.tasks import load_task
 
-    for path in synthesise_task(load_task(task_file), cluster=cluster, out_dir=out):
+    outcome = synthesise_task(load_task(task_file), cluster=cluster, out_dir=out)
+    for path in outcome.releases:
         click.echo(f"wrote {path}")
+    click.echo(f"{len(outcome.results)} result rows in {outcome.out_dir} (run {outcome.run_id})")
 
 
 @main.command()
 @click.argument("task_file", type=click.Path(path_type=Path))
 @_handle_errors
 def validate(task_file: Path) -> None:
-    """Check TASK_FILE (format, measures, parameters) without running it; print its units."""
-    from pipeline.runner import read_inputs, validate_units
-    from pipeline.tasks import expand, load_task
+    """Check TASK_FILE (format, measures, parameters, data) without running it; print its units.
 
-    task = load_task(task_file)
-    inputs = read_inputs(task)
-    units = list(expand(task, inputs.hashes))
-    validate_units(task, units, inputs)
+    Synthesised sources are checked against the schema their synthesis will have; nothing is
+    synthesised or evaluated.
+    """
+    from pipeline.runner import validate_task
+    from pipeline.tasks import load_task
+
+    units = validate_task(load_task(task_file))
     for u in units:
         click.echo(f"{u.fingerprint}  {u.label}")
     click.echo(f"{task_file}: valid, {len(units)} unit(s)")

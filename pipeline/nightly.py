@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.errors import TaskError
-from pipeline.results import atomic_write_text, jsonable, per_set
+from pipeline.results import jsonable, per_set
 from pipeline.store import ResultsStore
 from pipeline.tasks import GateSpec, LoadedTask
 
@@ -166,9 +166,13 @@ def run_nightly(
     cluster: str | Path | None = None,
     out_dir: str | Path | None = None,
 ) -> NightlyOutcome:
-    """Run ``task`` for ``run_date`` (default today, UTC) unless the history already has it."""
-    from pipeline.report.html import write_report
-    from pipeline.runner import default_out_dir, run_task
+    """Run ``task`` for ``run_date`` (default today, UTC) unless the history already has it.
+
+    The run folder ``<output>/<date>`` gets the run's files, ``gates.json`` and the report with
+    the nightly comparison, and its manifest last; the history gets the results once the gates
+    have been checked (a gate naming an unknown measure leaves both untouched).
+    """
+    from pipeline.runner import default_out_dir, execute_task, write_run
 
     hist_path = history or task.spec.history
     if hist_path is None:
@@ -191,9 +195,12 @@ def run_nightly(
         previous = store.read_run(last.path)  # a corrupted previous result fails here, before any work
         previous_id = f"{last.run_date} ({last.run_id})"
     out = Path(out_dir) if out_dir else default_out_dir(task) / date
-    outcome = run_task(task, cluster=cluster, out_dir=out, report=False)
+    outcome = execute_task(task, cluster=cluster, out_dir=out)
     checks = check_gates(outcome.results, previous, task.spec.gates)
     store.append(outcome.results, outcome.manifest, run_date=date)
-    atomic_write_text(json.dumps(jsonable([asdict(c) for c in checks]), indent=1), out / "gates.json")
-    write_report(outcome, out / "report.html", extra_sections=[gates_html(checks, previous_id)])
+    write_run(
+        outcome,
+        extra_sections=[gates_html(checks, previous_id)],
+        extra_files={"gates.json": json.dumps(jsonable([asdict(c) for c in checks]), indent=1)},
+    )
     return NightlyOutcome(False, date, checks, out)

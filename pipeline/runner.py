@@ -1,14 +1,30 @@
-"""Run a task: read inputs once, expand units, evaluate them on the Dask client, write results.
+"""Run a task: read its inputs, run its units of work on the Dask cluster, write the run folder.
 
-Outputs in the run folder (each file written atomically, the manifest last):
+Units of work (fingerprints: :mod:`pipeline.tasks`):
+
+* a :class:`~pipeline.tasks.SynthesisUnit` per synthesised source and repetition. Its output is
+  cached under ``<out>/.units/synthesis/<fingerprint>/``: ``release/`` (the m synthetic sets
+  as Parquet, the released margins and the fit report, :meth:`SynthesisResult.write`),
+  ``rows.parquet`` (its rows of the results table) and ``summary.json`` (written last: the
+  unit is complete). The measure units on that source read the cached Parquet sets back.
+* a measure :class:`~pipeline.tasks.Unit` per measure setting, dataset, source and
+  repetition, cached as ``<out>/.units/<fingerprint>.parquet`` + ``.json``.
+
+A re-run (e.g. after an interruption) reuses every finished unit — syntheses included — so it
+skips finished work and produces the same table.  Before any work, every measure unit is
+checked (:meth:`Measure.check`): on the data of file and demo sources, and for synthesised
+sources against the schema the synthesis will have (:func:`~pipeline.synth.task.synthesised_schema`),
+which needs no synthesis; ``validate`` runs exactly these checks.
+
+The run folder (each file written atomically, the manifest last, so a folder with a manifest
+is complete):
 
 ``results.parquet`` / ``results.csv``  the tidy table (:data:`pipeline.results.RESULT_COLUMNS`)
 ``summary.json``                      every unit's JSON summary, keyed by unit label
-``manifest.json``                     task, cluster config, versions, seeds, timings, fingerprints
+``synthesis/<dataset>/<source>/rep<r>/``  each synthesis's release (copied from the cache)
 ``report.html``                       the self-contained report (plots embedded)
-
-Every unit's result is also cached under ``<out>/.units/<fingerprint>.*``; a re-run (e.g.
-after an interruption) reuses them, so it skips finished work and produces the same table.
+extra files (``gates.json`` of a nightly run)
+``manifest.json``                     task, cluster config, versions, seeds, timings, fingerprints
 """
 
 from __future__ import annotations
@@ -17,12 +33,15 @@ import datetime as dt
 import json
 import logging
 import platform
+import shutil
 import sys
 import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -34,20 +53,27 @@ from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.measures import REGISTRY
 from pipeline.results import RESULT_COLUMNS, atomic_write_parquet, atomic_write_text, check_tidy, jsonable
-from pipeline.tasks import LoadedTask, MeasureSpec, Unit, code_version, content_hash, expand
+from pipeline.tasks import LoadedTask, SynthesisUnit, Unit, code_version, content_hash, expand, synthesis_units
 
 log = logging.getLogger("pipeline")
 
+#: (dataset, source, repetition)
+SourceKey = tuple[str, str, int]
+AnyUnit = TypeVar("AnyUnit", Unit, SynthesisUnit)
+#: what running a unit gives: its table, its summary, seconds, whether it came from the cache
+UnitOutput = tuple[pd.DataFrame, dict[str, Any], float, bool]
+
 
 @dataclass
-class Inputs:
-    """The data of a task, read once: originals, and synthetic sets per (dataset, source, repetition)."""
+class TaskInputs:
+    """The data of a task: originals, the synthetic sets per source, and the syntheses to run."""
 
     originals: dict[str, Dataset] = field(default_factory=dict)
-    #: (dataset, source, repetition) -> (original aligned to the source, synthetic sets)
-    synthetic: dict[tuple[str, str, int], tuple[Dataset, list[Dataset]]] = field(default_factory=dict)
+    #: (dataset, source, repetition) -> (original aligned to the source, synthetic sets); a
+    #: synthesised source is a schema-only stand-in until its synthesis unit has run
+    synthetic: dict[SourceKey, tuple[Dataset, list[Dataset]]] = field(default_factory=dict)
     hashes: dict[tuple[str, str | None, int], str] = field(default_factory=dict)
-    synthesis: dict[tuple[str, str, int], Any] = field(default_factory=dict)
+    syntheses: list[SynthesisUnit] = field(default_factory=list)
 
 
 def _fingerprint(datasets: list[Dataset]) -> str:
@@ -91,29 +117,11 @@ def _read_source(task: LoadedTask, original: Dataset, src: Any) -> tuple[Dataset
     return original, sets
 
 
-def synthesis_seed(task: LoadedTask, src: Any, repetition: int) -> int:
-    """Seed of repetition r of a synthesiser: its own ``seed`` (else the task's) plus r."""
-    base = src.synthesise.get("seed")
-    return (task.spec.seed if base is None else int(base)) + repetition
-
-
-def synthesise_source(
-    task: LoadedTask, dataset: str, original: Dataset, src: Any, repetition: int
-) -> tuple[Any, Dataset, list[Dataset]]:
-    """Run repetition r of a source's coarsened-margins synthesiser; return its result, the original
-    restricted to the synthesised variables (levels aligned with the synthetic output) and the sets."""
-    from pipeline.synth.task import SynthesiseParams, synthesise
-
-    params = SynthesiseParams.model_validate({**src.synthesise, "seed": synthesis_seed(task, src, repetition)})
-    try:
-        result = synthesise(original, params)
-    except PipelineError as e:
-        raise type(e)(f"{task.path}: dataset {dataset!r} source {src.name!r}: synthesise: {e}") from None
-    sets = result.datasets(prefix=f"{src.name}_")
-    # the synthetic sets hold the synthesised variables after SDC (merged levels, coded tails):
-    # evaluate them against the original's same variables, levels aligned explicitly
-    aligned, sets, _ = align_synthetic(original.select(result.schema.names), sets, "align")
-    return result, aligned, sets
+def _against_synthesised(original: Dataset, sets: list[Dataset]) -> tuple[Dataset, list[Dataset]]:
+    """The original restricted to the synthesised variables, levels aligned with the sets (which
+    hold the variables after SDC: merged levels, coded tails), and the sets."""
+    aligned, sets, _ = align_synthetic(original.select(sets[0].schema.names), sets, "align")
+    return aligned, sets
 
 
 def _cluster_config(task: LoadedTask, cluster: str | Path | dict[str, Any] | None) -> Any:
@@ -125,47 +133,85 @@ def _cluster_config(task: LoadedTask, cluster: str | Path | dict[str, Any] | Non
     return load_cluster_config(cluster)
 
 
-def read_inputs(task: LoadedTask) -> Inputs:
-    """Read every original and synthetic source of a task (synthesising where asked)."""
-    inputs = Inputs()
+def task_executor(task: LoadedTask, client: Any = None) -> Executor:
+    """The run's one executor: the task's ``execution`` settings on ``client``."""
+    return Executor(client, **task.spec.execution.model_dump())
+
+
+def read_inputs(task: LoadedTask, with_sources: bool = True) -> TaskInputs:
+    """Read every original and (``with_sources``) every file or demo source; list the syntheses.
+
+    Nothing is synthesised: a synthesised source enters as its :class:`SynthesisUnit`, whose
+    fingerprint is the input hash of the measure units on it.
+    """
+    inputs = TaskInputs()
     for d in task.spec.datasets:
         original = _read_original(task, d)
         h = _fingerprint([original])
         inputs.originals[d.name] = original
         inputs.hashes[(d.name, None, 0)] = h
         for src in d.synthetic:
-            if src.synthesise is not None:
-                for rep in range(task.spec.repetitions):
-                    result, aligned, sets = synthesise_source(task, d.name, original, src, rep)
-                    inputs.synthesis[(d.name, src.name, rep)] = result
-                    inputs.synthetic[(d.name, src.name, rep)] = (aligned, sets)
-                    inputs.hashes[(d.name, src.name, rep)] = h + json.dumps(
-                        {"synthesise": src.synthesise, "seed": synthesis_seed(task, src, rep)}, sort_keys=True
-                    )
-            else:
+            if src.synthesise is None and with_sources:
                 aligned, sets = _read_source(task, original, src)
                 inputs.synthetic[(d.name, src.name, 0)] = (aligned, sets)
                 inputs.hashes[(d.name, src.name, 0)] = h + _fingerprint(sets)
+    inputs.syntheses = synthesis_units(task, {d: inputs.hashes[(d, None, 0)] for d in inputs.originals})
+    for s in inputs.syntheses:
+        inputs.hashes[s.key] = s.fingerprint
     return inputs
 
 
-def persist_inputs(inputs: Inputs) -> None:
-    """Read every input once into cluster memory, so that units share it instead of re-reading files."""
-    import dask
+def _synthesise_params(unit: SynthesisUnit) -> Any:
+    from pipeline.synth.task import SynthesiseParams
 
-    datasets = list(inputs.originals.values())
-    for original, sets in inputs.synthetic.values():
-        datasets += [original, *sets]
+    return SynthesiseParams.model_validate(unit.params)
+
+
+def _in_context(task: LoadedTask, unit: SynthesisUnit, e: PipelineError) -> PipelineError:
+    return type(e)(f"{task.path}: {unit.where}: synthesise: {e}")
+
+
+def stand_in_syntheses(task: LoadedTask, inputs: TaskInputs, executor: Executor) -> None:
+    """Give every synthesised source its schema without synthesising: the original aligned to
+    the synthesised schema and m empty sets of it, for the checks that precede any work."""
+    from pipeline.synth.task import synthesised_schema
+
+    for u in inputs.syntheses:
+        params = _synthesise_params(u)
+        original = inputs.originals[u.dataset]
+        try:
+            schema = synthesised_schema(original, params, executor)
+        except PipelineError as e:
+            raise _in_context(task, u, e) from None
+        empty = pd.DataFrame({v.name: pd.Series(dtype=v.dtype) for v in schema})
+        sets = [Dataset.from_pandas(empty, schema, name=f"{u.source}_{i + 1}") for i in range(params.m)]
+        inputs.synthetic[u.key] = _against_synthesised(original, sets)
+
+
+def _persisted(datasets: Iterable[Dataset], executor: Executor) -> dict[int, Dataset]:
+    """Each distinct data set (by frame) kept in cluster memory, keyed by the id of its old frame."""
     unique = list({id(d.frame): d for d in datasets}.values())
-    persisted = dask.persist(*[d.frame for d in unique])
-    by_id = {id(d.frame): replace(d, frame=f) for d, f in zip(unique, persisted, strict=True)}
-    inputs.originals = {k: by_id[id(v.frame)] for k, v in inputs.originals.items()}
-    inputs.synthetic = {
-        k: (by_id[id(o.frame)], [by_id[id(s.frame)] for s in sets]) for k, (o, sets) in inputs.synthetic.items()
-    }
+    frames = executor.persist(*[d.frame for d in unique])
+    return {id(d.frame): replace(d, frame=f) for d, f in zip(unique, frames, strict=True)}
 
 
-def _unit_data(unit: Unit, inputs: Inputs) -> tuple[Dataset, list[Dataset]]:
+def persist_inputs(inputs: TaskInputs, executor: Executor, keys: Sequence[SourceKey] | None = None) -> None:
+    """Read inputs once into cluster memory, so that units share them instead of re-reading files:
+    the originals and every source, or only the sources ``keys`` (e.g. finished syntheses)."""
+    chosen = list(inputs.synthetic) if keys is None else list(keys)
+    datasets = list(inputs.originals.values()) if keys is None else []
+    for k in chosen:
+        original, sets = inputs.synthetic[k]
+        datasets += [original, *sets]
+    by_id = _persisted(datasets, executor)
+    if keys is None:
+        inputs.originals = {k: by_id[id(v.frame)] for k, v in inputs.originals.items()}
+    for k in chosen:
+        original, sets = inputs.synthetic[k]
+        inputs.synthetic[k] = (by_id[id(original.frame)], [by_id[id(s.frame)] for s in sets])
+
+
+def _unit_data(unit: Unit, inputs: TaskInputs) -> tuple[Dataset, list[Dataset]]:
     if unit.source is None:
         return inputs.originals[unit.dataset], []
     return inputs.synthetic[(unit.dataset, unit.source, unit.repetition)]
@@ -175,21 +221,23 @@ def _unit_measure(unit: Unit) -> Measure:
     return REGISTRY[unit.measure.type].measure(unit.params)
 
 
-def _unit_eval_data(unit: Unit, inputs: Inputs) -> EvalData:
+def _unit_eval_data(unit: Unit, inputs: TaskInputs) -> EvalData:
     original, sets = _unit_data(unit, inputs)
     return as_eval_data(original, sets, require_synthetic=False)
 
 
-def validate_units(task: LoadedTask, units: list[Unit], inputs: Inputs) -> None:
+def validate_units(task: LoadedTask, units: list[Unit], inputs: TaskInputs) -> None:
     """Run every unit's checks (the same :meth:`Measure.check` as a run) before any work starts."""
     for u in units:
         try:
             _unit_measure(u).check(_unit_eval_data(u, inputs))
         except PipelineError as e:
-            raise TaskError(f"{task.path}: measure {u.measure.label!r} on {u.dataset!r}: {e}") from None
+            source = f" source {u.source!r}" if u.source else ""
+            where = f"{u.dataset!r}{source} ({inputs.originals[u.dataset].source})"
+            raise TaskError(f"{task.path}: measure {u.measure.label!r} on {where}: {e}") from None
 
 
-def unit_table(rows: list[Any], unit: Unit) -> pd.DataFrame:
+def unit_table(rows: list[Any], unit: Unit | SynthesisUnit) -> pd.DataFrame:
     """A unit's rows as a tidy frame: the display setting and the structured params of each row
     (the unit's own parameters updated with the row's inner setting)."""
     frame = pd.DataFrame(
@@ -204,9 +252,7 @@ def unit_table(rows: list[Any], unit: Unit) -> pd.DataFrame:
     return check_tidy(frame, unit.label)
 
 
-def _evaluate_unit(
-    unit: Unit, inputs: Inputs, cache: Path, executor: Executor
-) -> tuple[pd.DataFrame, dict[str, Any], float, bool]:
+def _evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Executor) -> UnitOutput:
     table_path = cache / f"{unit.fingerprint}.parquet"
     summary_path = cache / f"{unit.fingerprint}.json"
     if table_path.exists() and summary_path.exists():
@@ -222,6 +268,85 @@ def _evaluate_unit(
     atomic_write_parquet(table, table_path)
     atomic_write_text(json.dumps({"summary": summary, "seconds": seconds}), summary_path)
     return table, summary, seconds, False
+
+
+def synthesis_folder(cache: Path, unit: SynthesisUnit) -> Path:
+    """Where a synthesis unit's output is cached."""
+    return cache / "synthesis" / unit.fingerprint
+
+
+def _run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor: Executor) -> UnitOutput:
+    """Synthesise (or reuse the cached synthesis): the release, the unit's rows and summary."""
+    from pipeline.synth.task import synthesise
+
+    folder = synthesis_folder(cache, unit)
+    rows_path, summary_path = folder / "rows.parquet", folder / "summary.json"
+    if rows_path.exists() and summary_path.exists():
+        cached = json.loads(summary_path.read_text(encoding="utf-8"))
+        return pd.read_parquet(rows_path), cached["summary"], cached["seconds"], True
+    params = _synthesise_params(unit)
+    t0 = time.perf_counter()
+    result = synthesise(original, params, executor)
+    seconds = time.perf_counter() - t0
+    # the cache always holds Parquet sets: the measure units read them back
+    result.write(folder / "release", overwrite=True, formats=["parquet", *params.output_format])
+    table = unit_table(result.rows(), unit)
+    summary = jsonable(result.to_dict())
+    atomic_write_parquet(table, rows_path)
+    atomic_write_text(json.dumps({"summary": summary, "seconds": seconds}), summary_path)  # last: complete
+    return table, summary, seconds, False
+
+
+def synthesised_sets(unit: SynthesisUnit, cache: Path) -> list[Dataset]:
+    """The m synthetic sets of a finished synthesis unit, read back from its cached Parquet files
+    (with the synthesised schema written beside them)."""
+    synthetic = synthesis_folder(cache, unit) / "release" / "synthetic"
+    return [
+        read_dataset(synthetic / f"syn{i + 1}.parquet", name=f"{unit.source}_{i + 1}")
+        for i in range(_synthesise_params(unit).m)
+    ]
+
+
+class _Progress:
+    """``[i/N] label: state`` lines on stderr, numbered over every unit of the run."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.enabled, self.done = total, enabled, 0
+
+    def report(self, label: str, seconds: float, cached: bool) -> None:
+        self.done += 1
+        if self.enabled:
+            state = "cached" if cached else f"{seconds:.2f} s"
+            print(f"[{self.done}/{self.total}] {label}: {state}", file=sys.stderr, flush=True)
+
+
+def _run_all(
+    units: Sequence[AnyUnit],
+    work: Callable[[AnyUnit], UnitOutput],
+    where: Callable[[AnyUnit], str],
+    concurrency: int,
+    progress: _Progress,
+) -> list[UnitOutput]:
+    """Run ``work`` on every unit, ``concurrency`` at a time; the outputs in unit order.
+    Errors name the unit (``where``)."""
+    done: dict[int, UnitOutput] = {}
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures = {pool.submit(work, u): i for i, u in enumerate(units)}
+        try:
+            for f in as_completed(futures):
+                i = futures[f]
+                try:
+                    done[i] = f.result()
+                except PipelineError as e:
+                    raise type(e)(f"{where(units[i])}: {e}") from e
+                except Exception as e:
+                    raise PipelineError(f"{where(units[i])} failed: {type(e).__name__}: {e}") from e
+                progress.report(units[i].label, done[i][2], done[i][3])
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+    return [done[i] for i in range(len(units))]
 
 
 def _versions() -> dict[str, str]:
@@ -248,18 +373,169 @@ def _versions() -> dict[str, str]:
 
 @dataclass
 class RunOutcome:
-    """What a run produced."""
+    """What a run produced (before or after :func:`write_run` wrote its folder)."""
 
     run_id: str
     out_dir: Path
     results: pd.DataFrame
     summaries: dict[str, Any]
     manifest: dict[str, Any]
-    inputs: Inputs
+    inputs: TaskInputs
+    #: release folder in the run folder -> the synthesis unit's cached release it copies
+    releases: dict[Path, Path] = field(default_factory=dict)
 
 
 def default_out_dir(task: LoadedTask) -> Path:
     return Path(task.spec.output) if task.spec.output else Path("results") / task.spec.name
+
+
+def _with_unit_columns(table: pd.DataFrame, task: LoadedTask, run_id: str, u: Unit | SynthesisUnit) -> pd.DataFrame:
+    out = table.copy()
+    out.insert(0, "task", task.spec.name)
+    out.insert(1, "run_id", run_id)
+    out.insert(2, "dataset", u.dataset)
+    out.insert(3, "source", u.source or "")
+    out.insert(4, "repetition", u.repetition)
+    out.insert(5, "family", u.family)
+    out.insert(6, "measure_name", u.measure_name)
+    return out
+
+
+def execute_task(
+    task: LoadedTask,
+    cluster: str | Path | dict[str, Any] | None = None,
+    out_dir: str | Path | None = None,
+    progress: bool = True,
+    measures: bool = True,
+    release_dir: str | Path | None = None,
+) -> RunOutcome:
+    """Run every unit of ``task`` (its syntheses, then, if ``measures``, its measure units) on
+    the configured cluster; cache each unit under ``<out>/.units``; write nothing else.
+
+    :func:`write_run` writes the run folder.  ``release_dir`` (default ``<out>/synthesis``) is
+    where the folder will hold each synthesis's release, as ``<dataset>/<source>/rep<r>``.
+
+    Raises
+    ------
+    PipelineError
+        For invalid inputs (before any work starts) or a failed unit (finished units stay
+        cached for the next run).
+    """
+    from pipeline.cluster import connect, describe
+
+    cluster_cfg = _cluster_config(task, cluster)
+    out = Path(out_dir) if out_dir is not None else default_out_dir(task)
+    releases_to = Path(release_dir) if release_dir is not None else out / "synthesis"
+    started = dt.datetime.now(dt.UTC)
+    run_id = started.strftime("%Y%m%dT%H%M%S%fZ")
+    t_start = time.perf_counter()
+    with connect(cluster_cfg.model_dump()) as client:
+        executor = task_executor(task, client)
+        inputs = read_inputs(task, with_sources=measures)
+        units = list(expand(task, inputs.hashes)) if measures else []
+        if measures and not units:
+            raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
+        persist_inputs(inputs, executor)
+        if units:
+            stand_in_syntheses(task, inputs, executor)
+            validate_units(task, units, inputs)
+        cache = out / ".units"
+        cache.mkdir(parents=True, exist_ok=True)
+        count = _Progress(len(inputs.syntheses) + len(units), progress)
+        synthesised = _run_all(
+            inputs.syntheses,
+            lambda u: _run_synthesis(u, inputs.originals[u.dataset], cache, executor),
+            lambda u: f"{task.path}: {u.where}: synthesise",
+            task.spec.concurrency,
+            count,
+        )
+        if units:
+            for s in inputs.syntheses:
+                inputs.synthetic[s.key] = _against_synthesised(inputs.originals[s.dataset], synthesised_sets(s, cache))
+            persist_inputs(inputs, executor, [s.key for s in inputs.syntheses])
+            keys = {s.key for s in inputs.syntheses}
+            validate_units(task, [u for u in units if (u.dataset, u.source, u.repetition) in keys], inputs)
+        evaluated = _run_all(
+            units,
+            lambda u: _evaluate_unit(u, inputs, cache, executor),
+            lambda u: f"{task.path}: measure {u.label}",
+            task.spec.concurrency,
+            count,
+        )
+    tables = []
+    summaries: dict[str, Any] = {}
+    timings: dict[str, dict[str, Any]] = {}
+    # measure rows in unit order, then the syntheses' rows
+    done: list[tuple[Unit | SynthesisUnit, UnitOutput]] = [
+        *zip(units, evaluated, strict=True),
+        *zip(inputs.syntheses, synthesised, strict=True),
+    ]
+    for u, (table, summary, seconds, cached) in done:
+        tables.append(_with_unit_columns(table, task, run_id, u))
+        summaries[u.label] = summary
+        timings[u.label] = {"seconds": round(seconds, 4), "cached": cached, "fingerprint": u.fingerprint}
+    releases = {
+        releases_to / s.dataset / s.source / f"rep{s.repetition}": synthesis_folder(cache, s) / "release"
+        for s in inputs.syntheses
+    }
+    results = pd.concat(tables, ignore_index=True)[RESULT_COLUMNS]
+    manifest = {
+        "run_id": run_id,
+        "task": task.spec.name,
+        "task_file": str(task.path),
+        "task_spec": task.spec.model_dump(mode="json", by_alias=True),
+        "started_utc": started.isoformat(),
+        "seconds": round(time.perf_counter() - t_start, 3),
+        "cluster": describe(cluster_cfg),
+        "versions": _versions(),
+        "seed": task.spec.seed,
+        "units": timings,
+        "releases": {s.label: str(dest) for s, dest in zip(inputs.syntheses, releases, strict=True)},
+        "rows": len(results),
+    }
+    return RunOutcome(run_id, out, results, summaries, manifest, inputs, releases)
+
+
+def _publish(release: Path, dest: Path) -> None:
+    """Copy a cached release into the run folder, replacing an older copy (a half-copied folder
+    never takes its place)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex}"
+    try:
+        shutil.copytree(release, tmp)
+        old = None
+        if dest.exists():
+            old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex}"
+            dest.rename(old)
+        tmp.rename(dest)
+        if old is not None:
+            shutil.rmtree(old)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+
+
+def write_run(
+    outcome: RunOutcome,
+    report: bool = True,
+    extra_sections: Sequence[str] = (),
+    extra_files: Mapping[str, str] | None = None,
+) -> None:
+    """Write the run folder: results, summary, the syntheses' releases, ``extra_files`` (name ->
+    text, e.g. ``gates.json``), the report (with ``extra_sections``) and, last, the manifest."""
+    out = outcome.out_dir
+    atomic_write_parquet(outcome.results, out / "results.parquet")
+    atomic_write_text(outcome.results.to_csv(index=False), out / "results.csv")
+    atomic_write_text(json.dumps(jsonable(outcome.summaries), indent=1), out / "summary.json")
+    for dest, release in outcome.releases.items():
+        _publish(release, dest)
+    for name, text in (extra_files or {}).items():
+        atomic_write_text(text, out / name)
+    if report:
+        from pipeline.report.html import write_report
+
+        write_report(outcome, out / "report.html", extra_sections=list(extra_sections))
+    atomic_write_text(json.dumps(jsonable(outcome.manifest), indent=1), out / "manifest.json")
 
 
 def run_task(
@@ -277,123 +553,46 @@ def run_task(
         For invalid inputs (before any result is written) or a failed unit (finished units
         stay cached for the next run; no results file is written for a failed run).
     """
-    from pipeline.cluster import connect, describe
-
-    cluster_cfg = _cluster_config(task, cluster)
-    out = Path(out_dir) if out_dir is not None else default_out_dir(task)
-    started = dt.datetime.now(dt.UTC)
-    run_id = started.strftime("%Y%m%dT%H%M%S%fZ")
-    t_start = time.perf_counter()
-    with connect(cluster_cfg.model_dump()) as client:
-        executor = Executor(client)
-        inputs = read_inputs(task)
-        units = list(expand(task, inputs.hashes))
-        if not units:
-            raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
-        validate_units(task, units, inputs)
-        persist_inputs(inputs)
-        cache = out / ".units"
-        cache.mkdir(parents=True, exist_ok=True)
-        tables: dict[int, pd.DataFrame] = {}
-        summaries: dict[str, Any] = {}
-        timings: dict[str, dict[str, Any]] = {}
-        with ThreadPoolExecutor(max_workers=task.spec.concurrency) as pool:
-            futures = {pool.submit(_evaluate_unit, u, inputs, cache, executor): u for u in units}
-            try:
-                for done_count, f in enumerate(as_completed(futures), start=1):
-                    u = futures[f]
-                    try:
-                        table, summary, seconds, cached = f.result()
-                    except PipelineError as e:
-                        raise type(e)(f"{task.path}: measure {u.label}: {e}") from e
-                    except Exception as e:
-                        raise PipelineError(f"{task.path}: measure {u.label} failed: {type(e).__name__}: {e}") from e
-                    tables[u.index] = _with_unit_columns(table, task, run_id, u)
-                    summaries[u.label] = summary
-                    timings[u.label] = {"seconds": round(seconds, 4), "cached": cached, "fingerprint": u.fingerprint}
-                    if progress:
-                        state = "cached" if cached else f"{seconds:.2f} s"
-                        print(f"[{done_count}/{len(units)}] {u.label}: {state}", file=sys.stderr, flush=True)
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
-    ordered = [tables[i] for i in sorted(tables)]
-    for (dataset, source, rep), result in inputs.synthesis.items():
-        label = f"synthesise {dataset}/{source}#{rep}"
-        pseudo = Unit(-1, dataset, source, rep, SYNTHESIS_MEASURE, {}, "", "")
-        ordered.append(_with_unit_columns(check_tidy(result.tidy(), label), task, run_id, pseudo))
-        summaries[label] = jsonable(result.to_dict())
-        result.write(out / "synthesis" / dataset / source / f"rep{rep}", overwrite=True)
-    results = pd.concat(ordered, ignore_index=True)[RESULT_COLUMNS]
-    manifest = {
-        "run_id": run_id,
-        "task": task.spec.name,
-        "task_file": str(task.path),
-        "task_spec": task.spec.model_dump(mode="json", by_alias=True),
-        "started_utc": started.isoformat(),
-        "seconds": round(time.perf_counter() - t_start, 3),
-        "cluster": describe(cluster_cfg),
-        "versions": _versions(),
-        "seed": task.spec.seed,
-        "units": timings,
-        "rows": len(results),
-    }
-    outcome = RunOutcome(run_id, out, results, summaries, manifest, inputs)
+    outcome = execute_task(task, cluster, out_dir, progress)
     write_run(outcome, report=report)
     return outcome
 
 
-SYNTHESIS_MEASURE = MeasureSpec(type="synthesise")
+def validate_task(task: LoadedTask) -> list[Unit | SynthesisUnit]:
+    """Check a task without running it; return its units (syntheses first).
 
+    Reads the data of file and demo sources and runs every measure unit's checks — the same as
+    a run — on them; a synthesised source is checked against the schema its synthesis will
+    have (:func:`~pipeline.synth.task.synthesised_schema`), so nothing is synthesised.
 
-def _family(u: Unit) -> str:
-    return "synthesis" if u.measure is SYNTHESIS_MEASURE else REGISTRY[u.measure.type].family
-
-
-def _with_unit_columns(table: pd.DataFrame, task: LoadedTask, run_id: str, u: Unit) -> pd.DataFrame:
-    out = table.copy()
-    if u.setting:
-        out["setting"] = [f"{u.setting};{s}" if s else u.setting for s in out["setting"].tolist()]
-    out.insert(0, "task", task.spec.name)
-    out.insert(1, "run_id", run_id)
-    out.insert(2, "dataset", u.dataset)
-    out.insert(3, "source", u.source or "")
-    out.insert(4, "repetition", u.repetition)
-    out.insert(5, "family", _family(u))
-    out.insert(6, "measure_name", u.measure.label)
-    return out
-
-
-def write_run(outcome: RunOutcome, report: bool = True) -> None:
-    """Write results, summary, report and (last) the manifest of a finished run."""
-    out = outcome.out_dir
-    atomic_write_parquet(outcome.results, out / "results.parquet")
-    atomic_write_text(outcome.results.to_csv(index=False), out / "results.csv")
-    atomic_write_text(json.dumps(jsonable(outcome.summaries), indent=1), out / "summary.json")
-    if report:
-        from pipeline.report.html import write_report
-
-        write_report(outcome, out / "report.html")
-    atomic_write_text(json.dumps(jsonable(outcome.manifest), indent=1), out / "manifest.json")
+    Raises
+    ------
+    PipelineError
+        The first problem found, naming the task file, the measure and the data.
+    """
+    executor = task_executor(task)
+    inputs = read_inputs(task)
+    units = list(expand(task, inputs.hashes))
+    if not units:
+        raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
+    stand_in_syntheses(task, inputs, executor)
+    validate_units(task, units, inputs)
+    return [*inputs.syntheses, *units]
 
 
 def synthesise_task(
-    task: LoadedTask, cluster: str | Path | dict[str, Any] | None = None, out_dir: str | Path | None = None
-) -> list[Path]:
-    """Only synthesise: write every ``synthesise`` source of ``task`` (each repetition) to
-    ``<out>/<dataset>/<source>/rep<r>/`` — synthetic sets, released margins and the fit report."""
-    from pipeline.cluster import connect
-
-    sources = [(d, s) for d in task.spec.datasets for s in d.synthetic if s.synthesise is not None]
-    if not sources:
+    task: LoadedTask,
+    cluster: str | Path | dict[str, Any] | None = None,
+    out_dir: str | Path | None = None,
+    progress: bool = True,
+) -> RunOutcome:
+    """Only synthesise: run (or reuse) every synthesis unit of ``task`` and write the folder —
+    each release in ``<out>/<dataset>/<source>/rep<r>/`` (synthetic sets, released margins, fit
+    report), the syntheses' rows in ``results.parquet``/``.csv``, ``summary.json`` and, last,
+    ``manifest.json``."""
+    if not any(s.synthesise is not None for d in task.spec.datasets for s in d.synthetic):
         raise TaskError(f"{task.path}: no synthetic source has a 'synthesise' section")
     out = Path(out_dir) if out_dir is not None else default_out_dir(task) / "synthesis"
-    written = []
-    with connect(_cluster_config(task, cluster).model_dump()):
-        originals = {d.name: _read_original(task, d) for d, _ in sources}
-        for d, src in sources:
-            for rep in range(task.spec.repetitions):
-                result, _, _ = synthesise_source(task, d.name, originals[d.name], src, rep)
-                written.append(result.write(out / d.name / src.name / f"rep{rep}", overwrite=True))
-    return written
+    outcome = execute_task(task, cluster, out, progress, measures=False, release_dir=out)
+    write_run(outcome, report=False)
+    return outcome

@@ -2,9 +2,11 @@
 
 A task names data sets (an original and one or more synthetic *sources*: given files, a
 bundled demo, or the coarsened-margins synthesiser), measures with parameters and parameter
-grids, repetitions, the output folder and the cluster.  :func:`load_task` validates the
-file; :func:`expand` turns it into independent :class:`Unit` objects, each with a stable
-fingerprint (input content hashes + settings + code version) so that a sweep can resume.
+grids, repetitions, the output folder, the cluster and the executor settings.
+:func:`load_task` validates the file; :func:`synthesis_units` and :func:`expand` turn it into
+units of work — one :class:`SynthesisUnit` per synthesised source and repetition, one
+:class:`Unit` per measure setting and input — each with a stable fingerprint (input content
+hashes + settings + code version) so that a sweep can resume.
 
 See ``tasks/*.yaml`` for examples and ``docs/tasks.md`` for the full format.
 """
@@ -19,13 +21,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipeline import __version__
 from pipeline.config_io import read_yaml, validation_message
 from pipeline.errors import TaskError
+from pipeline.evaluation.execution import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
 
 
 class _Spec(BaseModel):
@@ -112,6 +115,14 @@ class GateSpec(_Spec):
         return self
 
 
+class ExecutionSpec(_Spec):
+    """How the executor runs every unit (see :class:`~pipeline.evaluation.execution.Executor`)."""
+
+    policy: Policy = "auto"
+    in_memory_rows: int = Field(IN_MEMORY_ROWS, ge=1, description="auto: in memory up to this many records")
+    block_rows: int = Field(BLOCK_ROWS, ge=1, description="target records per key block")
+
+
 class TaskSpec(_Spec):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
@@ -124,6 +135,7 @@ class TaskSpec(_Spec):
     history: str | None = None
     gates: list[GateSpec] = []
     concurrency: int = Field(2, ge=1, description="units evaluated at the same time")
+    execution: ExecutionSpec = ExecutionSpec()
 
     @model_validator(mode="after")
     def _names(self) -> TaskSpec:
@@ -252,6 +264,70 @@ def content_hash(paths: list[Path]) -> str:
     return h.hexdigest()
 
 
+def _fingerprint(parts: dict[str, Any]) -> str:
+    """Short stable hash of a unit's inputs, settings and the code version."""
+    data = {**parts, "version": code_version()}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def synthesis_seed(task: LoadedTask, src: SourceSpec, repetition: int) -> int:
+    """Seed of repetition r of a synthesiser: its own ``seed`` (else the task's) plus r."""
+    base = (src.synthesise or {}).get("seed")
+    return (task.spec.seed if base is None else int(base)) + repetition
+
+
+@dataclass(frozen=True)
+class SynthesisUnit:
+    """One synthesis: repetition r of a ``synthesise`` source of a dataset.
+
+    Its output (the m synthetic sets, the released margins, the fit report, its rows) is
+    cached by fingerprint — the original's input hash, the settings and seed, the code
+    version — and is the input of the measure units on that source and repetition.
+    """
+
+    dataset: str
+    source: str
+    repetition: int
+    #: the source's ``synthesise`` settings with the repetition's seed
+    params: dict[str, Any]
+    fingerprint: str
+
+    family: ClassVar[str] = "synthesis"
+    measure_name: ClassVar[str] = "synthesise"
+    setting: ClassVar[str] = ""
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.dataset, self.source, self.repetition)
+
+    @property
+    def label(self) -> str:
+        rep = f"#{self.repetition}" if self.repetition else ""
+        return f"synthesise {self.dataset}/{self.source}{rep}"
+
+    @property
+    def where(self) -> str:
+        """How errors name the unit."""
+        return f"dataset {self.dataset!r} source {self.source!r}"
+
+
+def synthesis_units(task: LoadedTask, original_hashes: dict[str, str]) -> list[SynthesisUnit]:
+    """Every synthesis of a task (each ``synthesise`` source, each repetition), in task order.
+
+    ``original_hashes`` maps a dataset to the content hash of its original.
+    """
+    out = []
+    for d in task.spec.datasets:
+        for src in d.synthetic:
+            if src.synthesise is None:
+                continue
+            for rep in range(task.spec.repetitions):
+                params = {**src.synthesise, "seed": synthesis_seed(task, src, rep)}
+                fp = _fingerprint({"inputs": original_hashes[d.name], "synthesise": params})
+                out.append(SynthesisUnit(d.name, src.name, rep, params, fp))
+    return out
+
+
 @dataclass(frozen=True)
 class Unit:
     """One independent piece of work: a measure at one setting on one (dataset, source, repetition)."""
@@ -266,6 +342,16 @@ class Unit:
     fingerprint: str
 
     @property
+    def family(self) -> str:
+        from pipeline.measures import REGISTRY
+
+        return REGISTRY[self.measure.type].family
+
+    @property
+    def measure_name(self) -> str:
+        return self.measure.label
+
+    @property
     def label(self) -> str:
         src = f"/{self.source}" if self.source else ""
         rep = f"#{self.repetition}" if self.repetition else ""
@@ -277,8 +363,9 @@ def expand(task: LoadedTask, input_hashes: dict[tuple[str, str | None, int], str
     """All units of a task in a stable order.
 
     ``input_hashes`` maps (dataset, source or None, repetition) to the content hash of the
-    inputs; measures that need synthetic data get one unit per source and repetition, the
-    ``profile`` of the original alone gets ``source=None``.
+    inputs (for a synthesised source: its synthesis unit's fingerprint); measures that need
+    synthetic data get one unit per source and repetition, the ``profile`` of the original
+    alone gets ``source=None``.
     """
     from pipeline.measures import REGISTRY
 
@@ -300,12 +387,6 @@ def expand(task: LoadedTask, input_hashes: dict[tuple[str, str | None, int], str
                 ]
             for src, rep in targets:
                 for params in grid_points(m):
-                    fp_data = {
-                        "inputs": input_hashes[(d.name, src, rep)],
-                        "measure": m.type,
-                        "params": params,
-                        "version": code_version(),
-                    }
-                    fp = hashlib.sha256(json.dumps(fp_data, sort_keys=True, default=str).encode()).hexdigest()[:20]
+                    fp = _fingerprint({"inputs": input_hashes[(d.name, src, rep)], "measure": m.type, "params": params})
                     yield Unit(i, d.name, src, rep, m, params, setting_label(list(m.grid), params), fp)
                     i += 1

@@ -2,7 +2,8 @@
 
 Public API
 ----------
-* :func:`synthesise` / :class:`SynthesiseParams` / :class:`SynthesisResult` - the whole method.
+* :func:`synthesise` / :class:`SynthesiseParams` / :class:`SynthesisResult` - the whole method;
+  :func:`synthesised_schema` - the schema of its output, without synthesising.
 * :func:`apply_sdc` and the steps :class:`TopBottomCoding`, :class:`Categorise`, :class:`MergeLevels`.
 * :func:`margin_sets`, :func:`tabulate`, :class:`MarginTable`, :class:`Layout`, :func:`write_margins`.
 * :func:`control_margins` (variants V1/V2/V3), :func:`coarsen`, :func:`sdc_small`, :func:`adjust_total`.
@@ -15,7 +16,7 @@ from pipeline.synth.ipf import FitReport, IpfFit, fit_ipf
 from pipeline.synth.margins import Layout, MarginTable, margin_sets, read_margins, tabulate, write_margins
 from pipeline.synth.sample import draw_synthetic
 from pipeline.synth.sdc import Categorise, MergeLevels, SdcResult, TopBottomCoding, apply_sdc
-from pipeline.synth.task import SynthesiseParams, SynthesisResult, synthesise, synthesise_frame
+from pipeline.synth.task import SynthesiseParams, SynthesisResult, synthesise, synthesise_frame, synthesised_schema
 
 __all__ = [
     "Categorise",
@@ -40,6 +41,7 @@ __all__ = [
     "sdc_small",
     "synthesise",
     "synthesise_frame",
+    "synthesised_schema",
     "tabulate",
     "write_margins",
 ]

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from pipeline.errors import ParameterError
+from pipeline.evaluation.base import Row
 from pipeline.synth.margins import MarginTable
 
 Variant = Literal["none", "V1", "V2", "V3"]
@@ -40,7 +40,8 @@ def _as_counts(counts: np.ndarray, what: str) -> np.ndarray:
     return c.astype(np.int64)
 
 
-def _check_limit(limit: int) -> int:
+def check_limit(limit: int) -> int:
+    """The disclosure limit L as an int (a ParameterError unless it is a positive integer)."""
     if isinstance(limit, bool) or int(limit) != limit or limit <= 0:
         raise ParameterError(f"limit: the disclosure limit L must be a positive integer, got {limit!r}")
     return int(limit)
@@ -48,7 +49,7 @@ def _check_limit(limit: int) -> int:
 
 def sdc_small(counts: np.ndarray, limit: int, small_value: float | None = None) -> np.ndarray:
     """V1: counts 1 .. L-1 replaced by ``small_value`` (default L-1); others unchanged."""
-    limit = _check_limit(limit)
+    limit = check_limit(limit)
     value = float(limit - 1 if small_value is None else small_value)
     if value < 0:
         raise ParameterError(f"small_value: must be >= 0, got {small_value!r}")
@@ -58,7 +59,7 @@ def sdc_small(counts: np.ndarray, limit: int, small_value: float | None = None) 
 
 def coarsen(counts: np.ndarray, limit: int, rounding: Rounding = "nearest", ties: Ties = "half_even") -> np.ndarray:
     """V2: zeros kept, 1 .. L-1 -> L, larger counts to a multiple of L (exact integer arithmetic)."""
-    limit = _check_limit(limit)
+    limit = check_limit(limit)
     c = _as_counts(counts, "V2")
     q, r = np.divmod(c, limit)
     if rounding == "up":
@@ -174,18 +175,19 @@ class ControlledMargins:
             ],
         }
 
-    def tidy(self) -> pd.DataFrame:
-        rows = []
+    def rows(self) -> list[Row]:
+        """How far each margin's total moved, as tidy rows with ``{"margin": name}``."""
+        out = []
         for t in self.totals:
-            setting = f"margin={t.margin}"
-            rows += [
-                ("original", setting, "margin_total_released", t.released_total),
-                ("original", setting, "margin_total_moved", t.moved),
-                ("original", setting, "margin_total_moved_rel", t.relative_moved),
+            p = {"margin": t.margin}
+            out += [
+                Row("original", "margin_total_released", t.released_total, p),
+                Row("original", "margin_total_moved", t.moved, p),
+                Row("original", "margin_total_moved_rel", t.relative_moved, p),
             ]
             if self.variant == "V3" and self.adjust != "none":
-                rows.append(("original", setting, f"margin_adjust_{self.adjust}", t.adjustment))
-        return pd.DataFrame(rows, columns=["synthetic", "setting", "measure", "value"])
+                out.append(Row("original", f"margin_adjust_{self.adjust}", t.adjustment, p))
+        return out
 
 
 def control_margins(
@@ -221,7 +223,7 @@ def control_margins(
     ParameterError
         Non-positive or non-integer L, negative small value, unknown rule.
     """
-    limit = _check_limit(limit)
+    limit = check_limit(limit)
     if variant not in ("none", "V1", "V2", "V3"):
         raise ParameterError(f"variant: must be 'V1', 'V2', 'V3' or 'none', got {variant!r}")
     released, totals = [], []

@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 import psutil
 
 from pipeline.errors import ParameterError
+from pipeline.evaluation.base import Row
+from pipeline.evaluation.execution import Executor
 from pipeline.synth.engines import PART_CELLS, DaskEngine, DenseEngine, Factor, SparseEngine, enumerate_support
 from pipeline.synth.margins import Layout, Level, MarginTable
 
@@ -140,22 +141,24 @@ class FitReport:
             "elapsed_s": self.elapsed_s,
         }
 
-    def tidy(self) -> pd.DataFrame:
-        rows: list[tuple[str, str, str, float]] = [
-            ("original", "", "ipf_iterations", float(self.iterations)),
-            ("original", "", "ipf_converged", float(self.converged)),
-            ("original", "", "ipf_stopping_criterion", self.stopping[-1] if self.stopping else float("nan")),
-            ("original", "", "ipf_compatible", float(self.compatibility.compatible)),
-            ("original", "", "ipf_elapsed_s", self.elapsed_s),
+    def rows(self) -> list[Row]:
+        """The fit's diagnostics as tidy rows (``synthetic="original"``: they describe the fit,
+        shared by all sets); per-margin rows carry ``{"margin": name}``."""
+        out = [
+            Row("original", "ipf_iterations", float(self.iterations)),
+            Row("original", "ipf_converged", float(self.converged)),
+            Row("original", "ipf_stopping_criterion", self.stopping[-1] if self.stopping else float("nan")),
+            Row("original", "ipf_compatible", float(self.compatibility.compatible)),
+            Row("original", "ipf_elapsed_s", self.elapsed_s),
         ]
         for m in self.margins:
-            s = f"margin={m.margin}"
-            rows += [
-                ("original", s, "ipf_max_abs_dev", m.max_abs_dev),
-                ("original", s, "ipf_max_abs_dev_n", m.max_abs_dev_n),
-                ("original", s, "ipf_tvd_n", m.tvd_n),
+            p = {"margin": m.margin}
+            out += [
+                Row("original", "ipf_max_abs_dev", m.max_abs_dev, p),
+                Row("original", "ipf_max_abs_dev_n", m.max_abs_dev_n, p),
+                Row("original", "ipf_tvd_n", m.tvd_n, p),
             ]
-        return pd.DataFrame(rows, columns=["synthetic", "setting", "measure", "value"])
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -322,10 +325,11 @@ def _make_engine(
     memory_limit: int | None,
     chunk_cells: int,
     max_acc_cells: int,
+    executor: Executor | None,
 ) -> DenseEngine | DaskEngine | SparseEngine:
     full = layout.n_cells
     if engine == "dask":
-        available = int(memory_limit if memory_limit is not None else _cluster_memory())
+        available = int(memory_limit if memory_limit is not None else (executor or Executor.current()).memory())
         if full > max_cells or full * DaskEngine.bytes_per_cell > available:
             raise _size_error(
                 layout, "the Dask fit needs", full, DaskEngine.bytes_per_cell,
@@ -376,17 +380,6 @@ def _make_engine(
     return sparse
 
 
-def _cluster_memory() -> int:
-    """Total memory limit of the workers of the current Dask client, else this machine's available memory."""
-    try:
-        from distributed import get_client
-
-        workers = get_client().scheduler_info()["workers"].values()
-        return int(sum(w.get("memory_limit", 0) for w in workers)) or int(psutil.virtual_memory().available)
-    except ValueError:  # no client: the threaded scheduler runs in this process
-        return int(psutil.virtual_memory().available)
-
-
 def _group_margins(eng, groups: Sequence[_Group], margin_axes) -> list[np.ndarray]:
     """Every margin of the current table, one accumulation pass per group."""
     out: list[np.ndarray] = [np.empty(0)] * len(margin_axes)
@@ -396,6 +389,26 @@ def _group_margins(eng, groups: Sequence[_Group], margin_axes) -> list[np.ndarra
             pos = [grp.axes.index(a) for a in margin_axes[j]]
             out[j] = m.sum(axis=tuple(i for i in range(m.ndim) if i not in pos))
     return out
+
+
+def check_fit_settings(priorn: float, tol: float, tol_type: str, max_iter: int, max_cells: int) -> None:
+    """The checks of :func:`fit_ipf`'s settings that need no margins (``validate`` runs them too).
+
+    Raises
+    ------
+    ParameterError
+        A setting out of range, named with what it must be.
+    """
+    if not (priorn >= 0 and math.isfinite(priorn)):
+        raise ParameterError(f"priorn: must be a finite number >= 0, got {priorn!r}")
+    if not (tol > 0):
+        raise ParameterError(f"tol: must be > 0, got {tol!r}")
+    if tol_type not in ("absolute", "relative"):
+        raise ParameterError(f"tol_type: must be 'absolute' or 'relative', got {tol_type!r}")
+    if int(max_iter) < 1:
+        raise ParameterError(f"max_iter: must be >= 1, got {max_iter!r}")
+    if int(max_cells) < 1:
+        raise ParameterError(f"max_cells: must be >= 1, got {max_cells!r}")
 
 
 def fit_ipf(
@@ -413,6 +426,7 @@ def fit_ipf(
     memory_limit: int | None = None,
     group_cells: int = PART_CELLS,
     chunk_cells: int = 1 << 24,
+    executor: Executor | None = None,
 ) -> IpfFit:
     """Fit the full table to released margins by IPF.
 
@@ -441,11 +455,14 @@ def fit_ipf(
         "auto": dense up to ``max_cells`` cells (or whenever priorn > 0), otherwise sparse.
         "dask": the dense table as a chunked dask.array on the current cluster (same result as dense).
     memory_limit : int, optional
-        Bytes the table may use (default: currently available memory; for "dask" the workers' limits).
+        Bytes the table may use (default: currently available memory; for "dask" the executor's
+        :meth:`~pipeline.evaluation.execution.Executor.memory`, the workers' limits).
     group_cells : int
         Largest union-of-margins array fitted in one pass (speed only; results agree to rounding).
     chunk_cells : int
         Cells per block of the "dask" engine (rounded to whole slabs; does not change the result).
+    executor : Executor, optional
+        Whose cluster memory bounds the "dask" engine (default: :meth:`Executor.current`).
 
     Returns
     -------
@@ -460,18 +477,9 @@ def fit_ipf(
     started = time.perf_counter()
     if not margins:
         raise ParameterError("margins: at least one margin is needed")
-    if not (priorn >= 0 and math.isfinite(priorn)):
-        raise ParameterError(f"priorn: must be a finite number >= 0, got {priorn!r}")
-    if not (tol > 0):
-        raise ParameterError(f"tol: must be > 0, got {tol!r}")
-    if tol_type not in ("absolute", "relative"):
-        raise ParameterError(f"tol_type: must be 'absolute' or 'relative', got {tol_type!r}")
-    if int(max_iter) < 1:
-        raise ParameterError(f"max_iter: must be >= 1, got {max_iter!r}")
+    check_fit_settings(priorn, tol, tol_type, max_iter, max_cells)
     if not (n > 0):
         raise ParameterError(f"n: the number of records must be > 0, got {n!r}")
-    if int(max_cells) < 1:
-        raise ParameterError(f"max_cells: must be >= 1, got {max_cells!r}")
     layout = _layout_from(margins, layout)
     names = [t.name for t in margins]
     margin_axes, released = [], []
@@ -506,8 +514,9 @@ def fit_ipf(
     groups = plan_groups(margin_axes, layout.shape, group_cells)
     max_acc = max(math.prod(layout.shape[a] for a in grp.axes) for grp in groups)
     eng = _make_engine(
-        layout, engine, priorn, margin_axes, released, zero_sets, int(max_cells), memory_limit, chunk_cells, max_acc
-    )
+        layout, engine, priorn, margin_axes, released, zero_sets, int(max_cells), memory_limit, chunk_cells, max_acc,
+        executor,
+    )  # fmt: skip
     if eng.kind != "sparse":
         for axes, mask in zero_sets:
             eng.run(apply=Factor(axes, (~mask).astype(np.float64)))

@@ -7,8 +7,8 @@ A :class:`MarginTable` is a table of counts over some of those variables, every 
 combination included (zeros too), C-ordered with the first variable varying slowest.
 
 Counting is exact integer arithmetic: each partition bincounts the cells of every margin and
-the partial counts are summed with a (Dask) group-by, so the tables do not depend on how the
-input is partitioned.
+the executor sums the partial counts (:meth:`~pipeline.evaluation.execution.Executor.map_reduce`),
+so the tables do not depend on how the input is partitioned.
 """
 
 from __future__ import annotations
@@ -17,16 +17,17 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
 from pipeline.errors import ParameterError
+from pipeline.evaluation.data import Frame
+from pipeline.evaluation.execution import Executor
 
 Level = str | None
 """A level label; ``None`` is the NA level."""
@@ -210,9 +211,18 @@ def _ext_codes(part: pd.DataFrame, names: Sequence[str], sizes: Sequence[int]) -
 
 
 def _count_kernel(
-    part: pd.DataFrame, names: list[str], sizes: list[int], tables: list[tuple[int, ...]]
+    part: pd.DataFrame,
+    names: list[str],
+    sizes: list[int],
+    tables: list[tuple[int, ...]],
+    transform: Callable[[pd.DataFrame], pd.DataFrame] | None,
 ) -> pd.DataFrame:
-    """Non-zero cell counts of every table in one partition: rows (table, cell, count)."""
+    """Non-zero cell counts of every table in one partition: rows (table, cell, count).
+
+    ``transform`` (e.g. the SDC steps) turns the partition into the categorical variables first.
+    """
+    if transform is not None:
+        part = transform(part)
     codes = _ext_codes(part, names, sizes)
     t_ids, cells, counts = [], [], []
     for t, axes in enumerate(tables):
@@ -228,22 +238,36 @@ def _count_kernel(
     )
 
 
+def _sum_counts(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Exact sum of per-partition (table, cell, count) rows."""
+    if not parts:
+        return pd.DataFrame({"table": [], "cell": [], "count": []}, dtype="int64")
+    return pd.concat(parts, ignore_index=True).groupby(["table", "cell"], as_index=False, sort=True)["count"].sum()
+
+
 def tabulate(
-    frame: pd.DataFrame | dd.DataFrame,
+    frame: Frame,
     names: Sequence[str],
     levels: Sequence[Sequence[str]],
     margins: Sequence[Sequence[str]],
+    executor: Executor | None = None,
+    transform: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
 ) -> tuple[Layout, list[MarginTable], int]:
-    """Count the margins of a categorical frame (pandas or Dask).
+    """Count the margins of a categorical frame.
 
     Parameters
     ----------
-    frame : pandas or Dask DataFrame
-        Categorical columns ``names`` whose categories are ``levels`` (missing = NaN).
+    frame : frame
+        Categorical columns ``names`` whose categories are ``levels`` (missing = NaN), or the
+        frame ``transform`` turns into them, partition by partition.
     names, levels
         The variables of the full table and their (non-NA) levels.
     margins : sequence of sequence of str
         Variables of each margin (from :func:`margin_sets`).
+    executor : Executor, optional
+        Runs the count per partition and sums exactly (default: :meth:`Executor.current`).
+    transform : callable, optional
+        A pure function applied to every partition before counting (the SDC steps).
 
     Returns
     -------
@@ -254,23 +278,19 @@ def tabulate(
     n : int
         Number of records.
     """
+    executor = executor or Executor.current()
     names = list(names)
     sizes = [len(lv) for lv in levels]
     axes_of = [tuple(names.index(v) for v in m) for m in margins]
     oneway = [(a,) for a in range(len(names))]
     tables = oneway + axes_of
-    meta = pd.DataFrame(
-        {"table": pd.Series(dtype="int64"), "cell": pd.Series(dtype="int64"), "count": pd.Series(dtype="int64")}
+    (summed,) = executor.compute(
+        executor.map_reduce(frame, _count_kernel, _sum_counts, names, sizes, tables, transform)
     )
-    if isinstance(frame, dd.DataFrame):
-        parts = frame[names].map_partitions(_count_kernel, names, sizes, tables, meta=meta)
-        summed = parts.groupby(["table", "cell"])["count"].sum().compute()
-    else:
-        summed = _count_kernel(frame[names], names, sizes, tables).groupby(["table", "cell"])["count"].sum()
     flat_tables = [np.zeros(math.prod(sizes[a] + 1 for a in axes), dtype=np.int64) for axes in tables]
-    t_idx = summed.index.get_level_values("table").to_numpy()
-    c_idx = summed.index.get_level_values("cell").to_numpy()
-    vals = summed.to_numpy()
+    t_idx = summed["table"].to_numpy(dtype=np.int64)
+    c_idx = summed["cell"].to_numpy(dtype=np.int64)
+    vals = summed["count"].to_numpy(dtype=np.int64)
     for t in np.unique(t_idx):
         sel = t_idx == t
         flat_tables[t][c_idx[sel]] = vals[sel]

@@ -22,20 +22,18 @@ extreme breaks are the minimum and maximum): prefer explicit breaks, or top/bott
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
-
-Frame = pd.DataFrame | dd.DataFrame
-Series = pd.Series | dd.Series
+from pipeline.evaluation.data import Frame
+from pipeline.evaluation.execution import Executor
 
 
 class TopBottomCoding(BaseModel):
@@ -180,13 +178,43 @@ class Bins:
 
 
 @dataclass(frozen=True, eq=False)
+class SdcTransform:
+    """The resolved SDC steps as a pure function of one partition of the ground truth.
+
+    Each operation is a module-level function of one column with plain arguments (so the
+    transform can be sent to workers); calling the transform gives the synthesised variables
+    as categoricals whose categories are the resolved levels (missing = NaN).
+    """
+
+    names: tuple[str, ...]
+    ops: tuple[tuple[str, Callable[..., pd.Series], dict[str, Any]], ...] = ()
+
+    def then(self, variable: str, func: Callable[..., pd.Series], **kwargs: Any) -> SdcTransform:
+        """This transform followed by ``func(column, **kwargs)`` on ``variable``."""
+        return SdcTransform(self.names, (*self.ops, (variable, func, kwargs)))
+
+    def column(self, part: pd.DataFrame, variable: str) -> pd.Series:
+        """One variable of a partition after the steps on it."""
+        s = part[variable]
+        for var, func, kwargs in self.ops:
+            if var == variable:
+                s = func(s, **kwargs)
+        return s
+
+    def __call__(self, part: pd.DataFrame) -> pd.DataFrame:
+        changed = dict.fromkeys(var for var, _, _ in self.ops)
+        return part[list(self.names)].assign(**{v: self.column(part, v) for v in changed})
+
+
+@dataclass(frozen=True, eq=False)
 class SdcResult:
-    """The ground truth after SDC: every variable categorical.
+    """The SDC steps resolved on the ground truth: every variable categorical.
 
     Attributes
     ----------
-    frame : pandas or Dask DataFrame
-        The variables as categoricals whose categories are ``levels[var]`` (missing = NaN).
+    transform : SdcTransform
+        Turns a partition of the ground truth into the variables as categoricals whose
+        categories are ``levels[var]`` (missing = NaN).
     levels : dict
         Non-NA levels of each variable, in order.
     bins : dict
@@ -197,21 +225,41 @@ class SdcResult:
         The input schema of the variables (kinds, missing codes), for the output.
     """
 
-    frame: Frame
+    transform: SdcTransform
     levels: dict[str, tuple[str, ...]]
     bins: dict[str, Bins]
     records: tuple[dict[str, Any], ...]
     schema: Schema
 
 
-def _compute(x: Any) -> Any:
-    return x.compute() if hasattr(x, "compute") else x
+def _value_counts(part: pd.DataFrame, transform: SdcTransform, variable: str, codes: tuple[float, ...]) -> pd.Series:
+    """Counts of the distinct non-missing values of a numeric variable (special codes excluded)."""
+    s = transform.column(part, variable)
+    return s[~s.isin(list(codes)) & s.notna()].value_counts()
 
 
-def _map(s: Series, func, meta: pd.Series, **kw) -> Series:
-    if isinstance(s, dd.Series):
-        return s.map_partitions(func, meta=meta, **kw)
-    return func(s, **kw)
+def _sum_value_counts(parts: Sequence[pd.Series]) -> pd.Series:
+    if not parts:
+        return pd.Series(dtype="int64")
+    return pd.concat(parts).groupby(level=0).sum()
+
+
+def _outside(
+    part: pd.DataFrame, transform: SdcTransform, variable: str, lo: float, hi: float, codes: tuple[float, ...]
+) -> int:
+    """Records of a partition outside [lo, hi] (missing values and special codes are not)."""
+    x = transform.column(part, variable).to_numpy(dtype=float, na_value=np.nan)
+    return int((~np.isnan(x) & ((x < lo) | (x > hi)) & ~np.isin(x, codes)).sum())
+
+
+def _level_counts(part: pd.DataFrame, transform: SdcTransform, variable: str, n_levels: int) -> np.ndarray:
+    """Records per level of a factor in a partition: position 0 is NA, then the levels in order."""
+    codes = transform.column(part, variable).cat.codes.to_numpy().astype(np.int64)
+    return np.bincount(codes + 1, minlength=n_levels + 1)
+
+
+def _sum(parts: Sequence[Any]) -> Any:
+    return sum(parts[1:], parts[0]) if parts else 0
 
 
 def _quantile7(values: np.ndarray, counts: np.ndarray, probs: np.ndarray) -> np.ndarray:
@@ -230,8 +278,8 @@ def _quantile7(values: np.ndarray, counts: np.ndarray, probs: np.ndarray) -> np.
     return np.where((index > lo) & (x_hi != x_lo), (1 - h) * x_lo + h * x_hi, x_lo)
 
 
-def _data_breaks(s: Series, codes: tuple[float, ...], step: Categorise) -> tuple[float, ...]:
-    vc = _compute(s[~s.isin(list(codes)) & ~s.isna()].value_counts()) if codes else _compute(s.dropna().value_counts())
+def _data_breaks(vc: pd.Series, step: Categorise) -> tuple[float, ...]:
+    """Breaks from the value counts of a variable (quantile type 7 or equal widths, as numtocat.syn)."""
     if len(vc) == 0:
         raise ParameterError(f"categorise {step.variable!r}: no non-missing values to compute breaks from")
     vc = vc.sort_index()
@@ -264,10 +312,13 @@ def _cut(s: pd.Series, breaks: tuple[float, ...], labels: tuple[str, ...], codes
     return pd.Series(pd.Categorical.from_codes(out, categories=cats), index=s.index, name=s.name)
 
 
-def _outside(s: pd.Series, lo: float, hi: float, codes: tuple[float, ...]) -> pd.Series:
-    x = s.to_numpy(dtype=float, na_value=np.nan)
-    bad = ~np.isnan(x) & ((x < lo) | (x > hi)) & ~np.isin(x, codes)
-    return pd.Series([int(bad.sum())])
+def _clip(s: pd.Series, bottom: float | None, top: float | None, exclude: tuple[float, ...]) -> pd.Series:
+    keep = s.isin(list(exclude)) if exclude else s.isna()
+    if bottom is not None:
+        s = s.mask((s < bottom) & ~keep, bottom)
+    if top is not None:
+        s = s.mask((s > top) & ~keep, top)
+    return s
 
 
 def _recode(s: pd.Series, mapping: np.ndarray, categories: list[str], na_code: int) -> pd.Series:
@@ -303,18 +354,31 @@ def _merge_plan(step: MergeLevels, levels: tuple[str, ...], counts: dict[str | N
     return mapping, {"merged": ["NA" if lv is None else lv for lv in small], "into": step.new_label}
 
 
-def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Sequence[SdcStep] = ()) -> SdcResult:
-    """Apply SDC steps to the chosen variables and categorise everything for the margins.
+def apply_sdc(
+    frame: Frame,
+    schema: Schema,
+    variables: Sequence[str],
+    steps: Sequence[SdcStep] = (),
+    executor: Executor | None = None,
+) -> SdcResult:
+    """Resolve SDC steps on the chosen variables and categorise everything for the margins.
+
+    The steps that depend on the data (breaks from the values, merging small levels, the check
+    of explicit breaks) read aggregates only — value counts — computed by the executor over
+    the partitions; the result's :attr:`~SdcResult.transform` applies the resolved steps to
+    any partition.
 
     Parameters
     ----------
-    frame : pandas or Dask DataFrame
+    frame : frame
         Ground truth in the schema's in-memory form.
     schema : Schema
     variables : sequence of str
         Variables to synthesise (factors, or numerics with a categorise step).
     steps : sequence of SdcStep
         Applied in order.
+    executor : Executor, optional
+        Computes the aggregates (default: :meth:`Executor.current`).
 
     Raises
     ------
@@ -330,8 +394,9 @@ def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Seq
     missing = [v for v in names if v not in schema]
     if missing:
         raise ParameterError(f"variables: {', '.join(map(repr, missing))} not in the data ({', '.join(schema.names)})")
+    executor = executor or Executor.current()
     sub = schema.select(names)
-    cols: dict[str, Series] = {v: frame[v] for v in names}
+    transform = SdcTransform(tuple(names))
     state: dict[str, str] = {}
     levels: dict[str, tuple[str, ...]] = {}
     for v in sub:
@@ -344,7 +409,7 @@ def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Seq
     records: list[dict[str, Any]] = []
     for step in steps:
         var = step.variable
-        if var not in cols:
+        if var not in state:
             raise ParameterError(f"sdc step {step.step}: {var!r} is not one of the synthesised variables ({names})")
         codes = sub[var].missing_codes
         if isinstance(step, TopBottomCoding):
@@ -353,23 +418,22 @@ def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Seq
                     f"top_bottom_coding: {var!r} is not a numeric variable (or is already categorised)"
                 )
             exclude = tuple(codes if step.exclude is None else step.exclude)
-            s = cols[var]
-            keep = s.isin(list(exclude)) if exclude else s.isna()
-            if step.bottom is not None:
-                s = s.mask((s < step.bottom) & ~keep, step.bottom)
-            if step.top is not None:
-                s = s.mask((s > step.top) & ~keep, step.top)
-            cols[var] = s
+            transform = transform.then(var, _clip, bottom=step.bottom, top=step.top, exclude=exclude)
             records.append(
                 {"step": step.step, "variable": var, "bottom": step.bottom, "top": step.top, "exclude": list(exclude)}
             )
         elif isinstance(step, Categorise):
             if state[var] != "numeric":
                 raise ParameterError(f"categorise: {var!r} is not a numeric variable (or is already categorised)")
-            s = cols[var]
-            breaks = step.breaks if step.breaks is not None else _data_breaks(s, codes, step)
-            outside = int(
-                _compute(_map(s, _outside, pd.Series(dtype="int64"), lo=breaks[0], hi=breaks[-1], codes=codes)).sum()
+            if step.breaks is None:
+                (vc,) = executor.compute(
+                    executor.map_reduce(frame, _value_counts, _sum_value_counts, transform, var, codes)
+                )
+                breaks = _data_breaks(vc, step)
+            else:
+                breaks = step.breaks
+            (outside,) = executor.compute(
+                executor.map_reduce(frame, _outside, _sum, transform, var, breaks[0], breaks[-1], codes)
             )
             if outside:
                 raise ParameterError(
@@ -378,8 +442,7 @@ def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Seq
                 )
             b = Bins(var, sub[var].kind, tuple(float(x) for x in breaks), interval_labels(breaks), tuple(codes))
             b.check()
-            meta = pd.Series(pd.Categorical([], categories=list(b.levels)), name=var)
-            cols[var] = _map(s, _cut, meta, breaks=b.breaks, labels=b.labels, codes=b.codes)
+            transform = transform.then(var, _cut, breaks=b.breaks, labels=b.labels, codes=b.codes)
             bins[var], levels[var], state[var] = b, b.levels, "binned"
             records.append(
                 {
@@ -396,9 +459,15 @@ def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Seq
                 raise ParameterError(
                     f"merge_levels: {var!r} is not a factor (merge bins of a numeric variable by choosing wider breaks)"
                 )
-            s = cols[var]
-            vc = _compute(s.value_counts(dropna=False))
-            counts = {(None if pd.isna(k) else str(k)): int(c) for k, c in vc.items()}
+            counts: dict[str | None, int] = {}
+            if step.groups is None:
+                (per_level,) = executor.compute(
+                    executor.map_reduce(frame, _level_counts, _sum, transform, var, len(levels[var]))
+                )
+                counts = {
+                    None: int(per_level[0]),
+                    **{lv: int(c) for lv, c in zip(levels[var], per_level[1:], strict=True)},
+                }
             mapping, effect = _merge_plan(step, levels[var], counts)
             if step.groups is None:  # lumped small levels go last (fct_lump)
                 new_levels = [lv for lv in levels[var] if lv not in mapping] + ([step.new_label] if mapping else [])
@@ -406,8 +475,7 @@ def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Seq
                 new_levels = list(dict.fromkeys([mapping.get(lv, lv) for lv in levels[var]] + list(mapping.values())))
             remap = np.array([new_levels.index(mapping.get(lv, lv)) for lv in levels[var]], dtype=np.int64)
             na_code = new_levels.index(mapping[None]) if None in mapping else -1
-            meta = pd.Series(pd.Categorical([], categories=new_levels), name=var)
-            cols[var] = _map(s, _recode, meta, mapping=remap, categories=new_levels, na_code=na_code)
+            transform = transform.then(var, _recode, mapping=remap, categories=new_levels, na_code=na_code)
             levels[var] = tuple(new_levels)
             records.append(
                 {
@@ -425,5 +493,4 @@ def apply_sdc(frame: Frame, schema: Schema, variables: Sequence[str], steps: Seq
             f"variables {', '.join(map(repr, unbinned))} are numeric without bins: IPF needs categories, "
             "add a categorise step (breaks) for each"
         )
-    out = frame[names].assign(**cols)
-    return SdcResult(out, levels, bins, tuple(records), sub)
+    return SdcResult(transform, levels, bins, tuple(records), sub)

@@ -13,9 +13,10 @@ import json
 import math
 import shutil
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -24,14 +25,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.data.dataset import Dataset, write_dataset
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
-from pipeline.synth.control import Adjust, ControlledMargins, Rounding, Ties, Variant, control_margins
-from pipeline.synth.ipf import EngineName, FitReport, TolType, fit_ipf
+from pipeline.evaluation.base import Result, Row
+from pipeline.evaluation.data import EvalData, Frame
+from pipeline.evaluation.execution import Executor
+from pipeline.synth.control import Adjust, ControlledMargins, Rounding, Ties, Variant, check_limit, control_margins
+from pipeline.synth.ipf import EngineName, FitReport, TolType, check_fit_settings, fit_ipf
 from pipeline.synth.margins import Layout, MarginOrder, MarginTable, margin_sets, tabulate, write_margins
-from pipeline.synth.sample import draw_synthetic
-from pipeline.synth.sdc import SdcStep, apply_sdc
-
-if TYPE_CHECKING:
-    import dask.dataframe as dd
+from pipeline.synth.sample import draw_synthetic, output_schema
+from pipeline.synth.sdc import SdcResult, SdcStep, apply_sdc
 
 OutputFormat = Literal["parquet", "csv"]
 NumericOutput = Literal["uniform", "midpoint", "bin"]
@@ -106,8 +107,11 @@ class SyntheticMarginFit:
 
 
 @dataclass(frozen=True, eq=False)
-class SynthesisResult:
+class SynthesisResult(Result):
     """Synthetic data sets plus everything needed to publish and audit them.
+
+    A :class:`~pipeline.evaluation.base.Result`: :meth:`rows` are the synthesis unit's rows in
+    a task's results table.
 
     Attributes
     ----------
@@ -149,24 +153,23 @@ class SynthesisResult:
         """The synthetic sets as :class:`Dataset` objects named ``syn1``, ``syn2``, ..."""
         return [Dataset.from_pandas(f, self.schema, name=f"{prefix}{i + 1}") for i, f in enumerate(self.synthetic)]
 
-    def tidy(self) -> pd.DataFrame:
-        """Columns synthetic/setting/measure/value. Margin-control and IPF rows describe the
-        released margins and the fit, shared by all sets: synthetic = "original"."""
-        rows = [("original", "", "n", float(self.n)), ("original", "", "k", float(self.k))]
+    def rows(self) -> list[Row]:
+        """Tidy rows: n and k, how far the released margins' totals moved, the IPF diagnostics
+        (``synthetic="original"``: they describe the released margins and the fit, shared by all
+        sets), and per set and margin the distance of the synthetic margin to the released one.
+        Per-margin rows carry ``{"margin": name}``."""
         per_set = [
-            (str(s.synthetic), f"margin={s.margin}", measure, value)
+            Row(str(s.synthetic), measure, value, {"margin": s.margin})
             for s in self.synthetic_margins
             for measure, value in (("syn_margin_max_abs_dev", s.max_abs_dev), ("syn_margin_tvd", s.tvd))
         ]
-        return pd.concat(
-            [
-                pd.DataFrame(rows, columns=["synthetic", "setting", "measure", "value"]),
-                self.margins.tidy(),
-                self.fit.tidy(),
-                pd.DataFrame(per_set, columns=["synthetic", "setting", "measure", "value"]),
-            ],
-            ignore_index=True,
-        )
+        return [
+            Row("original", "n", float(self.n)),
+            Row("original", "k", float(self.k)),
+            *self.margins.rows(),
+            *self.fit.rows(),
+            *per_set,
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -185,13 +188,17 @@ class SynthesisResult:
             "synthetic_margins": [s.__dict__.copy() for s in self.synthetic_margins],
         }
 
-    def write(self, out_dir: str | Path, overwrite: bool = False) -> Path:
+    def write(
+        self, out_dir: str | Path, overwrite: bool = False, formats: Sequence[OutputFormat] | None = None
+    ) -> Path:
         """Write the synthetic sets, the released margins and the report, atomically.
 
         Layout of ``out_dir``: ``synthetic/syn<i>.{parquet,csv}`` (+ ``.schema.json``),
         ``margins/margins.json`` + one long table per margin, ``fit_report.json``.
         Everything is written to a temporary sibling directory that is renamed at the end.
+        ``formats`` default to the parameters' ``output_format``.
         """
+        formats = list(dict.fromkeys(formats or self.params.output_format))
         out = Path(out_dir)
         if out.exists() and not overwrite:
             raise ParameterError(f"out_dir {out} already exists; pass overwrite=True to replace it")
@@ -200,12 +207,12 @@ class SynthesisResult:
         try:
             (tmp / "synthetic").mkdir(parents=True)
             for i, frame in enumerate(self.synthetic):
-                for fmt in self.params.output_format:
+                for fmt in formats:
                     write_dataset(frame, tmp / "synthetic" / f"syn{i + 1}.{fmt}", self.schema)
             write_margins(
                 self.margins.tables,
                 tmp / "margins",
-                self.params.output_format,
+                formats,
                 {"rule": self.margins.rule(), "layout": self.layout.to_dict(), **self.margins.to_dict()},
             )
             (tmp / "fit_report.json").write_text(json.dumps(self.to_dict(), indent=1), encoding="utf-8")
@@ -241,18 +248,61 @@ def _synthetic_margin_fits(
     return tuple(out)
 
 
-def synthesise_frame(frame: pd.DataFrame | dd.DataFrame, schema: Schema, params: SynthesiseParams) -> SynthesisResult:
-    """:func:`synthesise` on a pandas or Dask frame in ``schema``'s in-memory form."""
+def check_settings(params: SynthesiseParams) -> list[tuple[str, ...]]:
+    """The checks of the settings that need no data (``validate`` runs them); return the margins.
+
+    Raises
+    ------
+    ParameterError
+        m or k below 1, no output format, a limit that is not a positive integer, an unknown
+        variable or a repeat in the margins, an IPF setting out of range.
+    """
     if params.m < 1:
         raise ParameterError(f"m: the number of synthetic sets must be >= 1, got {params.m}")
     if params.k is not None and params.k < 1:
         raise ParameterError(f"k: the number of records per synthetic set must be >= 1, got {params.k}")
     if not params.output_format:
         raise ParameterError("output_format: give at least one of 'parquet', 'csv'")
+    check_limit(params.limit)
+    check_fit_settings(params.priorn, params.tol, params.tol_type, params.max_iter, params.max_cells)
+    return margin_sets(list(params.variables), params.margins, params.extra_margins)
+
+
+def _sdc(frame: Frame, schema: Schema, params: SynthesiseParams, executor: Executor) -> tuple[Frame, SdcResult]:
+    """The ground truth in the executor's chosen form, and the SDC steps resolved on it."""
+    frame = executor.prepare(EvalData((frame,), schema)).original
+    return frame, apply_sdc(frame, schema, list(params.variables), params.sdc, executor)
+
+
+def synthesised_schema(original: Dataset, params: SynthesiseParams, executor: Executor | None = None) -> Schema:
+    """The schema of the synthetic sets ``params`` would make from ``original``, without synthesising.
+
+    The variables and their levels after SDC: the settings fix them, except where a step
+    derives them from the data (quantile or equal-width breaks, merging levels below
+    ``min_count``); for those only the aggregates the step needs (value counts of the original)
+    are computed — no margins, no IPF, no draws. Runs the same checks of the settings and of
+    the SDC steps as :func:`synthesise`.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`check_settings` and :func:`~pipeline.synth.sdc.apply_sdc`.
+    """
+    executor = executor or Executor.current()
+    check_settings(params)
+    _, sdc = _sdc(original.frame, original.schema, params, executor)
+    return output_schema(sdc, params.numeric_output)
+
+
+def synthesise_frame(
+    frame: Frame, schema: Schema, params: SynthesiseParams, executor: Executor | None = None
+) -> SynthesisResult:
+    """:func:`synthesise` on a frame in ``schema``'s in-memory form."""
+    executor = executor or Executor.current()
+    margins = check_settings(params)
     names = list(params.variables)
-    margins = margin_sets(names, params.margins, params.extra_margins)
-    sdc = apply_sdc(frame, schema, names, params.sdc)
-    layout, gt_tables, n = tabulate(sdc.frame, names, [sdc.levels[v] for v in names], margins)
+    frame, sdc = _sdc(frame, schema, params, executor)
+    layout, gt_tables, n = tabulate(frame, names, [sdc.levels[v] for v in names], margins, executor, sdc.transform)
     if n == 0:
         raise ParameterError("the original data set has no records")
     released = control_margins(
@@ -271,6 +321,7 @@ def synthesise_frame(frame: pd.DataFrame | dd.DataFrame, schema: Schema, params:
         max_cells=params.max_cells,
         engine=params.engine,
         chunk_cells=params.chunk_cells,
+        executor=executor,
     )
     k = params.k or n
     frames, codes, out_schema, seed = draw_synthetic(fit, sdc, k, params.m, params.seed, params.numeric_output)
@@ -291,7 +342,7 @@ def synthesise_frame(frame: pd.DataFrame | dd.DataFrame, schema: Schema, params:
     )
 
 
-def synthesise(original: Dataset, params: SynthesiseParams) -> SynthesisResult:
+def synthesise(original: Dataset, params: SynthesiseParams, executor: Executor | None = None) -> SynthesisResult:
     """Make synthetic data from coarsened margins of ``original``.
 
     Parameters
@@ -299,6 +350,9 @@ def synthesise(original: Dataset, params: SynthesiseParams) -> SynthesisResult:
     original : Dataset
         The ground truth.
     params : SynthesiseParams
+    executor : Executor, optional
+        Where the counting (and a Dask IPF fit) runs: in memory or over the partitions, by its
+        policy; default :meth:`Executor.current`.
 
     Returns
     -------
@@ -310,4 +364,4 @@ def synthesise(original: Dataset, params: SynthesiseParams) -> SynthesisResult:
         Unknown variables, invalid SDC steps or margin rules, L <= 0, structural zeros that
         contradict a released margin, a table over the size guard.
     """
-    return synthesise_frame(original.frame, original.schema, params)
+    return synthesise_frame(original.frame, original.schema, params, executor)

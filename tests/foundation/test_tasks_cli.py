@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.errors import TaskError
+from pipeline.runner import run_task, task_executor
 from pipeline.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,6 +25,7 @@ datasets:
       - {name: cart, demo: sd2011_cart}
 measures:
 """
+PROFILE = BASE + "  - {type: profile}\n"
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -51,6 +53,8 @@ def _write(tmp_path: Path, text: str) -> Path:
             "measure 'identification_risk': invalid parameters: scenarios: Dictionary should have at least 1 item",
         ),
         ("name: t\ndatasets: []\nmeasures: [{type: profile}]\n", "datasets: List should have at least 1 item"),
+        (PROFILE.replace("measures:", "execution: {policy: gpu}\nmeasures:"), "execution.policy: Input should be"),
+        (PROFILE.replace("measures:", "execution: {block_rows: 0}\nmeasures:"), "execution.block_rows: Input should"),
     ],
 )
 def test_invalid_tasks(tmp_path, text, message):
@@ -114,6 +118,22 @@ def test_run_writes_tidy_results_manifest_and_resumes(tmp_path):
     res2 = pd.read_parquet(out / "results.parquet")
     cols = ["dataset", "source", "setting", "synthetic", "measure", "value"]
     pd.testing.assert_frame_equal(res[cols], res2[cols])
+
+
+def test_execution_settings_reach_the_executor_and_do_not_change_the_table(tmp_path):
+    cfg = tmp_path / "local.yaml"
+    cfg.write_text("type: local\nn_workers: 2\nprocesses: false\n")
+    measures = "  - {type: key_blocks, grid: {keys: [[sex, edu], [agegr, marital]]}}\n"
+    tables = {}
+    for policy in ("memory", "blocks"):
+        text = BASE.replace("measures:", f"execution: {{policy: {policy}, block_rows: 700}}\nmeasures:") + measures
+        task = load_task(_write(tmp_path, text))
+        executor = task_executor(task)
+        assert (executor.policy, executor.block_rows, executor.in_memory_rows) == (policy, 700, 1_000_000)
+        tables[policy] = run_task(task, cluster=cfg, out_dir=tmp_path / policy, progress=False, report=False).results
+    assert load_task(_write(tmp_path, BASE + measures)).spec.execution.policy == "auto"
+    cols = ["dataset", "source", "setting", "params", "synthetic", "measure", "value"]
+    pd.testing.assert_frame_equal(tables["memory"][cols], tables["blocks"][cols])
 
 
 def test_console_script_reports_errors_with_nonzero_exit(tmp_path):

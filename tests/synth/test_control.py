@@ -67,11 +67,11 @@ def test_bad_limit(example: dict, limit) -> None:
         control_margins(example_tables(example, "margins"), 77, "V2", limit)
 
 
-def test_tidy_and_dict(example: dict) -> None:
+def test_rows_and_dict(example: dict) -> None:
     out = control_margins(example_tables(example, "margins"), 77, "V3", 5)
-    tidy = out.tidy()
-    assert list(tidy.columns) == ["synthetic", "setting", "measure", "value"]
-    assert set(tidy["measure"]) == {
+    rows = out.rows()
+    assert {r.params["margin"] for r in rows} == {"A:B", "A:C", "B:C"}
+    assert {r.measure for r in rows} == {
         "margin_total_released",
         "margin_total_moved",
         "margin_total_moved_rel",

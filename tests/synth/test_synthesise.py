@@ -12,7 +12,7 @@ from synth_helpers import example_tables
 
 from pipeline.data.dataset import Dataset
 from pipeline.errors import ParameterError
-from pipeline.synth import SynthesiseParams, fit_ipf, read_margins, synthesise, synthesise_frame
+from pipeline.synth import SynthesiseParams, fit_ipf, read_margins, synthesise, synthesise_frame, synthesised_schema
 
 BASE = {
     "variables": ["sex", "agegr", "edu", "smoke", "income"],
@@ -90,10 +90,12 @@ def test_v3_totals_back_to_n(sd2011_subset) -> None:
     res = synthesise_frame(df, schema, params(variant="V3", m=1, variables=["sex", "agegr", "smoke"], sdc=[]))
     assert all(abs(t.moved) < 1e-9 for t in res.margins.totals)
     assert res.fit.scale == "counts"
-    tidy = res.tidy()
-    assert list(tidy.columns) == ["synthetic", "setting", "measure", "value"]
+    tidy = res.tidy()  # the contract's table: rows with structured params
+    assert list(tidy.columns) == ["synthetic", "setting", "params", "measure", "value"]
     assert {"ipf_iterations", "ipf_max_abs_dev_n", "margin_total_moved", "syn_margin_tvd"} <= set(tidy["measure"])
     assert set(tidy["synthetic"]) == {"original", "1"}
+    per_margin = [r for r in res.rows() if r.measure == "ipf_tvd_n"]
+    assert [r.params["margin"] for r in per_margin] == ["sex:agegr", "sex:smoke", "agegr:smoke"]
     json.dumps(res.to_dict())
 
 
@@ -229,3 +231,35 @@ def test_integer_bins_give_integers() -> None:
     assert bins.values(np.array([0, 1]), rng, "midpoint").tolist() == [1.0, 6.0]
     with pytest.raises(ParameterError, match="no integer"):
         Bins("n", "integer", (0.2, 0.7, 3.0), ("a", "b"), ()).check()
+
+
+@pytest.mark.parametrize("numeric_output", ["uniform", "bin"])
+def test_synthesised_schema_is_the_schema_of_the_sets_without_synthesising(sd2011_subset, numeric_output, monkeypatch):
+    from pipeline.synth import task as synth_task
+
+    df, schema = sd2011_subset
+    original = Dataset.from_pandas(df, schema, npartitions=3)
+    p = params(
+        variables=["sex", "agegr", "marital", "income", "age"],
+        sdc=[
+            *BASE["sdc"],
+            {"step": "merge_levels", "variable": "marital", "min_count": 100},  # which levels merge: from the data
+            {"step": "categorise", "variable": "age", "groups": 4},  # breaks from the data
+        ],
+        numeric_output=numeric_output,
+    )
+    expected = synthesise(original, p).schema
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("synthesised_schema must not fit or draw")
+
+    monkeypatch.setattr(synth_task, "fit_ipf", forbidden)
+    monkeypatch.setattr(synth_task, "draw_synthetic", forbidden)
+    derived = synthesised_schema(original, p)
+    assert derived == expected
+    assert derived["marital"].levels[-1] == "Other"
+    assert derived["income"].kind == ("factor" if numeric_output == "bin" else "numeric")
+    with pytest.raises(ParameterError, match="outside the breaks"):  # the same checks of the steps as a run
+        synthesised_schema(original, params(sdc=[{"step": "categorise", "variable": "income", "breaks": [0, 100]}]))
+    with pytest.raises(ParameterError, match="limit"):  # and of the settings
+        synthesised_schema(original, params(limit=0))

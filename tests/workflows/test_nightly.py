@@ -1,6 +1,7 @@
 """Nightly runs: one per date, gates against thresholds and against the previous night."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -75,6 +76,24 @@ def test_nightly_passes_then_flags_a_riskier_release(tmp_path):
     assert "Nightly comparison" in report and "FAILED" in report
     runs = ResultsStore(tmp_path / "history").runs("nightly_t")
     assert runs["run_date"].tolist() == ["2026-11-01", "2026-11-02"]
+
+
+def test_nightly_run_folder_writes_its_manifest_last(tmp_path, monkeypatch):
+    task = _setup(tmp_path)
+    written: list[str] = []
+    real = os.replace
+
+    def recording(src, dst, *args, **kwargs):
+        real(src, dst, *args, **kwargs)
+        written.append(Path(os.path.abspath(dst)).relative_to(tmp_path).as_posix())
+
+    monkeypatch.setattr(os, "replace", recording)
+    assert _nightly(task, "--date", "2026-11-01").exit_code == 0
+    run = [Path(w).name for w in written if w.startswith("runs/2026-11-01/") and "/.units/" not in w]
+    assert run[-1] == "manifest.json" and {"results.parquet", "gates.json", "report.html"} <= set(run[:-1])
+    assert written[-1] == "runs/2026-11-01/manifest.json"  # after the history, too
+    folder = tmp_path / "runs" / "2026-11-01"
+    assert max(folder.iterdir(), key=lambda p: p.stat().st_mtime_ns).name == "manifest.json"
 
 
 def test_absolute_threshold_and_unknown_measure(tmp_path):
