@@ -50,7 +50,7 @@ def _write(tmp_path: Path, text: str) -> Path:
         ),
         (
             BASE + "  - {type: identification_risk, params: {scenarios: {}}}\n",
-            "measure 'identification_risk': invalid parameters: scenarios: Dictionary should have at least 1 item",
+            "identification_risk: invalid parameters: scenarios: Dictionary should have at least 1 item",
         ),
         ("name: t\ndatasets: []\nmeasures: [{type: profile}]\n", "datasets: List should have at least 1 item"),
         (PROFILE.replace("measures:", "execution: {policy: gpu}\nmeasures:"), "execution.policy: Input should be"),
