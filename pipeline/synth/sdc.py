@@ -34,6 +34,7 @@ from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import Frame
 from pipeline.evaluation.execution import Executor
+from pipeline.rcompat import as_character, cut_index, cut_labels, quantile7, seq_length_out, seq_probs
 
 
 class TopBottomCoding(BaseModel):
@@ -93,19 +94,17 @@ class MergeLevels(BaseModel):
 SdcStep = Annotated[TopBottomCoding | Categorise | MergeLevels, Field(discriminator="step")]
 
 
-def format_number(x: float, digits: int = 3) -> str:
-    """R ``formatC(x, digits, format = "g")``-style label of a break or code."""
-    return f"{x:.{digits}g}"
-
-
 def interval_labels(breaks: Sequence[float]) -> tuple[str, ...]:
-    """``[a,b)`` labels, last ``[a,b]``, with the fewest significant digits (>= 3) keeping them unique."""
-    for digits in range(3, 18):
-        text = [format_number(b, digits) for b in breaks]
-        if len(set(text)) == len(text):
-            break
-    k = len(breaks) - 1
-    return tuple(f"[{text[i]},{text[i + 1]}{']' if i == k - 1 else ')'}" for i in range(k))
+    """Labels of a categorise step: ``[a,b)``, the last ``[a,b]``.
+
+    The same R rule as synthpop's grouping (:func:`pipeline.rcompat.cut_labels`), with one
+    deliberate difference: ``dig.lab = 3``, the default of R's ``cut()``, where synthpop's
+    ``group_num``/``numtocat.syn`` pass 8. The step is specified (docs/synthesis.md) as plain
+    ``cut(right = FALSE, include.lowest = TRUE)`` on breaks the user usually chooses, so its
+    released labels are what that call prints (``[25,1e+03)``); digits are added only where
+    neighbouring labels would otherwise be equal.
+    """
+    return tuple(cut_labels(breaks, dig_lab=3))
 
 
 @dataclass(frozen=True)
@@ -123,7 +122,7 @@ class Bins:
 
     @property
     def code_labels(self) -> tuple[str, ...]:
-        return tuple(format_number(c, 15) for c in self.codes)
+        return tuple(as_character(c) for c in self.codes)
 
     @property
     def levels(self) -> tuple[str, ...]:
@@ -262,22 +261,6 @@ def _sum(parts: Sequence[Any]) -> Any:
     return sum(parts[1:], parts[0]) if parts else 0
 
 
-def _quantile7(values: np.ndarray, counts: np.ndarray, probs: np.ndarray) -> np.ndarray:
-    """R ``quantile(type = 7)`` of the data given as sorted distinct values with their counts."""
-    cum = np.cumsum(counts)
-    n = int(cum[-1])
-    index = 1 + (n - 1) * probs
-    lo = np.floor(index).astype(np.int64)
-    hi = np.ceil(index).astype(np.int64)
-
-    def at(pos1: np.ndarray) -> np.ndarray:  # 1-based sorted position -> value
-        return values[np.searchsorted(cum, pos1 - 1, side="right")]
-
-    x_lo, x_hi = at(lo), at(hi)
-    h = index - lo
-    return np.where((index > lo) & (x_hi != x_lo), (1 - h) * x_lo + h * x_hi, x_lo)
-
-
 def _data_breaks(vc: pd.Series, step: Categorise) -> tuple[float, ...]:
     """Breaks from the value counts of a variable (quantile type 7 or equal widths, as numtocat.syn)."""
     if len(vc) == 0:
@@ -287,10 +270,10 @@ def _data_breaks(vc: pd.Series, step: Categorise) -> tuple[float, ...]:
     n = step.groups
 
     def equal() -> np.ndarray:
-        return values[0] + np.arange(n + 1) * ((values[-1] - values[0]) / n)
+        return seq_length_out(values[0], values[-1], n + 1)
 
     if step.style == "quantile":
-        breaks = np.unique(_quantile7(values, counts, np.arange(n + 1) * (1 / n)))
+        breaks = np.unique(quantile7(values, counts, seq_probs(n)))
         if breaks.size <= 3:  # numtocat.syn: retry with equal widths when <= 2 groups
             breaks = np.unique(equal())
     else:
@@ -301,14 +284,11 @@ def _data_breaks(vc: pd.Series, step: Categorise) -> tuple[float, ...]:
 
 
 def _cut(s: pd.Series, breaks: tuple[float, ...], labels: tuple[str, ...], codes: tuple[float, ...]) -> pd.Series:
-    b = np.asarray(breaks)
     x = s.to_numpy(dtype=float, na_value=np.nan)
-    idx = np.searchsorted(b, x, side="right") - 1
-    idx[x == b[-1]] = len(b) - 2
-    out = np.where((x >= b[0]) & (x <= b[-1]), idx, -1)
+    out = cut_index(x, np.asarray(breaks))
     for j, c in enumerate(codes):
         out[x == c] = len(labels) + j
-    cats = list(labels) + [format_number(c, 15) for c in codes]
+    cats = list(labels) + [as_character(c) for c in codes]
     return pd.Series(pd.Categorical.from_codes(out, categories=cats), index=s.index, name=s.name)
 
 

@@ -7,11 +7,13 @@ import pandas as pd
 import pytest
 
 from pipeline.blocks import block_ids
+from pipeline.rcompat import as_character as r_number_label
+from pipeline.rcompat import class_breaks, quantile7
+from pipeline.rcompat import cut_labels as interval_labels
 from pipeline.risk.disclosure import disclosure
 from pipeline.risk.disclosure.coding import MISSING, build_coders, encode_frame
 from pipeline.risk.disclosure.inputs import gather_stats, prepare_inputs
 from pipeline.risk.disclosure.kernel import KernelPlan, Stat, block_summary, cell_counts, combine
-from pipeline.risk.disclosure.labels import class_breaks, interval_labels, quantile7, r_number_label
 from pipeline.risk.disclosure.options import resolve_options
 
 

@@ -9,8 +9,9 @@ import pytest
 
 from pipeline.errors import ParameterError
 from pipeline.evaluation.execution import Executor
+from pipeline.rcompat import quantile7 as _quantile7
 from pipeline.synth import Categorise, MergeLevels, TopBottomCoding, apply_sdc, margin_sets, tabulate
-from pipeline.synth.sdc import _quantile7, interval_labels
+from pipeline.synth.sdc import interval_labels
 
 
 def test_top_bottom_then_bins(sd2011_subset) -> None:

@@ -30,15 +30,12 @@ import numpy as np
 import pandas as pd
 
 from pipeline.errors import CompatibilityError, DataError, ParameterError
+from pipeline.rcompat import BinStyle, class_breaks
+from pipeline.rcompat import as_character as r_number_label
+from pipeline.rcompat import as_character_array as r_number_labels
+from pipeline.rcompat import cut_index as bin_index
+from pipeline.rcompat import cut_labels as interval_labels
 from pipeline.risk.disclosure.inputs import ColumnStats, source_name
-from pipeline.risk.disclosure.labels import (
-    BinStyle,
-    bin_index,
-    class_breaks,
-    interval_labels,
-    r_number_label,
-    r_number_labels,
-)
 
 MISSING = "Missing"
 

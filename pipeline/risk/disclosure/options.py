@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.errors import ParameterError
-from pipeline.risk.disclosure.labels import BinStyle
+from pipeline.rcompat import BinStyle, normalise_cont_na
 
 #: rows and columns of synthpop's ``Nexclusions`` matrices
 TABLES = ("original", "synthetic", "Dorig", "Dsyn", "iS", "DiS", "DiSCO", "DiSDiO")
@@ -151,16 +151,6 @@ def _thresholds(value: Any, name: str) -> tuple[float, float]:
     return out[0], out[1]
 
 
-def _codes(value: Any, name: str) -> tuple[float, ...]:
-    vals = value if isinstance(value, (list, tuple)) else [value]
-    out = []
-    for v in vals:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ParameterError(f"cont_na[{name!r}] must be finite numbers, got {value!r}")
-        out.append(float(v))
-    return tuple(dict.fromkeys(out))
-
-
 def _levels(value: Any, name: str) -> tuple[str, ...]:
     if value is None or value == "":
         return ()
@@ -231,10 +221,7 @@ def resolve_options(
         triples = tuple(zip(ek, kl, tl, strict=True))
 
     codes = {k: tuple(float(x) for x in v) for k, v in (schema_cont_na or {}).items()}
-    if cont_na is not None:
-        if not isinstance(cont_na, Mapping):
-            raise ParameterError("cont_na must be a mapping variable -> code(s), e.g. {'income': -8}")
-        codes.update({str(k): _codes(v, str(k)) for k, v in cont_na.items()})
+    codes.update(normalise_cont_na(cont_na))  # the argument overrides the schema's codes
     if style not in ("quantile", "equal"):
         raise ParameterError(f"style must be 'quantile' or 'equal', got {style!r}")
 
