@@ -4,10 +4,9 @@ The SD2011 subset and its first CART synthetic set (bundled demo data) are scale
 each: records are drawn with replacement and slightly perturbed (age +-1 for 10 % of records,
 income x (1 +- 5 %) for 10 %, one key level re-drawn for 2 %), generated partition by
 partition on the cluster (250,000 records per partition) and persisted before timing, as the
-runner persists its inputs.  With the default engine ("auto"), inputs of up to a million
-records per set are computed in memory (one transfer from the workers, then pandas);
-inputs with more than a million records per set on key blocks (Dask path); see the path
-column.
+runner persists its inputs.  The executor's default policy ("auto") computes inputs of up to a
+million records per set in memory (one transfer from the workers, then pandas), larger
+inputs on key blocks (Dask path); see the path column.
 
 Timed calls (keys sex, age, edu, marital):
   disclosure       target ls
@@ -41,8 +40,8 @@ import psutil
 from dask.distributed import Client, LocalCluster
 
 from pipeline.datasets import load_demo, load_demo_synthetic
+from pipeline.evaluation.execution import IN_MEMORY_ROWS
 from pipeline.risk.disclosure import disclosure, multi_disclosure
-from pipeline.risk.disclosure.inputs import IN_MEMORY_ROWS
 
 KEYS = ["sex", "age", "edu", "marital"]
 TARGET = "ls"
@@ -135,7 +134,8 @@ def main() -> None:
     sizes = args.sizes or ([50_000, 500_000] + ([5_000_000] if args.big else []))
 
     logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
-    original = load_demo("sd2011_subset").to_pandas()
+    demo = load_demo("sd2011_subset")
+    original, schema = demo.to_pandas(), demo.schema  # Dask frames carry no schema: pass the demo's
     synthetic = load_demo_synthetic("sd2011_cart")[0].to_pandas()
     cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                            memory_limit=args.memory_limit, dashboard_address=":0")
@@ -145,16 +145,18 @@ def main() -> None:
               f"{psutil.cpu_count()} cores on the machine")
         # warm-up (imports on the workers, first shuffle), not timed
         small = dask.persist(scaled(original, 2 * ROWS_PER_PARTITION, 3), scaled(synthetic, 2 * ROWS_PER_PARTITION, 4))
-        multi_disclosure(small[0], [small[1]], KEYS, TARGETS[:2], cont_na={"income": -8})
+        multi_disclosure(small[0], [small[1]], KEYS, TARGETS[:2], schema=schema, cont_na={"income": -8})
         del small
         for n in sizes:
             orig, syn = dask.persist(scaled(original, n, 1), scaled(synthetic, n, 2))
-            path = f"Dask key blocks ({orig.npartitions} parts)" if n > IN_MEMORY_ROWS else "in memory (engine auto)"
+            path = f"Dask key blocks ({orig.npartitions} parts)" if n > IN_MEMORY_ROWS else "in memory (policy auto)"
             best_d = best_m = (np.inf, np.inf)
             with PeakMemory(client) as mem:
                 for _ in range(args.repeat):
-                    *t_d, res = timed(client, disclosure, orig, [syn], KEYS, TARGET, cont_na={"income": -8})
-                    *t_m, _multi = timed(client, multi_disclosure, orig, [syn], KEYS, TARGETS, cont_na={"income": -8})
+                    *t_d, res = timed(client, disclosure, orig, [syn], KEYS, TARGET, schema=schema,
+                                      cont_na={"income": -8})
+                    *t_m, _multi = timed(client, multi_disclosure, orig, [syn], KEYS, TARGETS, schema=schema,
+                                         cont_na={"income": -8})
                     best_d, best_m = min(best_d, tuple(t_d)), min(best_m, tuple(t_m))
             r_d, r_m = R_SECONDS.get(n, (np.nan, np.nan))
             load = psutil.getloadavg()[0]

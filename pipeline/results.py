@@ -7,7 +7,6 @@ Measures return the four inner columns (:data:`MEASURE_COLUMNS`); the runner add
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +40,6 @@ def per_set(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[~rows["synthetic"].isin(SUMMARY_LABELS)]
 
 
-def tidy_frame(rows: list[tuple[str, str, str, float]]) -> pd.DataFrame:
-    """A measure-level tidy frame from ``(synthetic, setting, measure, value)`` rows."""
-    frame = pd.DataFrame(rows, columns=MEASURE_COLUMNS)
-    frame["value"] = frame["value"].astype("float64")
-    return frame
-
-
 def check_tidy(frame: pd.DataFrame, where: str) -> pd.DataFrame:
     """Make sure a measure returned the tidy columns with the right types."""
     if list(frame.columns) != MEASURE_COLUMNS:
@@ -57,20 +49,6 @@ def check_tidy(frame: pd.DataFrame, where: str) -> pd.DataFrame:
         out[c] = out[c].astype(str)
     out["value"] = pd.to_numeric(out["value"], errors="coerce").astype("float64")
     return out
-
-
-@dataclass(frozen=True)
-class TableResult:
-    """A result that is already a tidy table, plus a JSON-able summary."""
-
-    table: pd.DataFrame
-    summary: dict[str, Any] = field(default_factory=dict)
-
-    def tidy(self) -> pd.DataFrame:
-        return self.table
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.summary
 
 
 def atomic_write_parquet(frame: pd.DataFrame, path: Path) -> None:

@@ -12,8 +12,10 @@ functions with the current client, if any).  It alone decides
 and offers the primitives measures compose their pure pandas/numpy kernels with:
 :meth:`Executor.map_reduce` (a kernel per partition, an exact combine),
 :meth:`Executor.key_blocks` / :meth:`Blocks.map` (aligned key blocks of the original and the
-synthetic sets), :meth:`Executor.partitions` + :meth:`Executor.compute` (rounds of an
-iterative fit such as IRLS: each round one map-combine over persisted partitions),
+synthetic sets; :meth:`Executor.derived_key_blocks`: of frames derived per partition, such
+as counts), :meth:`Executor.keep_rows` (records selected by position),
+:meth:`Executor.partitions` + :meth:`Executor.compute` (rounds of an iterative fit such as
+IRLS: each round one map-combine over persisted partitions),
 :meth:`Executor.map_tasks` (independent fits as tasks) and :meth:`Executor.memory`.
 
 Measure modules never import Dask and never ask which kind of frame they hold.
@@ -33,7 +35,7 @@ import numpy as np
 import pandas as pd
 import psutil
 
-from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN, AlignedBlocks, KeyBlocks, key_hash
+from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN, AlignedBlocks, KeyBlocks, add_row_id, key_hash
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData, Frame
 
@@ -247,6 +249,47 @@ class Executor:
             aligned = KeyBlocks(keys, n_blocks).partition(data.original, list(data.synthetic), with_row_id)
         return Blocks(self, aligned.original, aligned.synthetic, aligned)
 
+    def derived_key_blocks(
+        self,
+        data: EvalData,
+        keys: Sequence[str],
+        derive: Callable[..., pd.DataFrame],
+        meta: pd.DataFrame,
+        *args: Any,
+        with_row_id: bool = False,
+    ) -> Blocks:
+        """Key blocks of frames derived from the records partition by partition.
+
+        ``derive(partition, *args)`` turns the records of one partition of any data set into a
+        pandas frame that keeps the ``keys`` columns: the records' category codes, or counts
+        per key combination (then only the counts, not the records, travel in the shuffle).
+        The derived frames are co-partitioned as in :meth:`key_blocks`, so rows with equal
+        ``keys`` of every data set meet in one block; when ``derive`` reduces, a key
+        combination may have rows from several partitions, which the block kernel merges.
+
+        Blocks are sized by derived rows (:attr:`block_rows` per block of the largest set); on
+        the cluster the derived frames are persisted first (they are read to size the blocks,
+        then by the shuffle).  In memory the whole data are one block, as in :meth:`key_blocks`.
+        ``meta`` is ``derive``'s output without rows; ``with_row_id`` numbers the derived rows
+        of each data set (its records' positions when ``derive`` keeps one row per record).
+        """
+        if self.is_lazy(data):
+            frames = self.persist(*[f.map_partitions(derive, *args, meta=meta) for f in data.frames])
+        else:
+            frames = [derive(f, *args) for f in data.frames]
+        return self.key_blocks(data.with_frames(frames), keys, with_row_id=with_row_id)
+
+    @staticmethod
+    def keep_rows(frame: Frame, keep: np.ndarray) -> Frame:
+        """The records of ``frame`` at the positions where ``keep`` is True (lazy stays lazy).
+
+        ``keep`` is a boolean array over all records of ``frame`` in order (e.g. flags found on
+        key blocks with ``__row__``); a Dask frame is filtered partition by partition.
+        """
+        if isinstance(frame, pd.DataFrame):
+            return frame[keep]
+        return add_row_id(frame).map_partitions(_drop_positions, np.flatnonzero(~keep), meta=frame._meta)
+
     def memory(self) -> int:
         """Bytes the computation may use: the workers' memory limits, else this machine's free memory."""
         if self.client is not None:
@@ -290,6 +333,11 @@ class Blocks:
         if self.aligned is None:
             return Deferred(kernel(self.original, *chosen, **kwargs))
         return Deferred(self.aligned.map(kernel, meta, synthetic=synthetic, **kwargs))
+
+
+def _drop_positions(part: pd.DataFrame, positions: np.ndarray) -> pd.DataFrame:
+    """A partition (with ``__row__``) without the records at ``positions``, ``__row__`` dropped."""
+    return part[~np.isin(part[ROW_COLUMN].to_numpy(), positions)].drop(columns=ROW_COLUMN)
 
 
 def _as_dask(frame: Frame) -> dd.DataFrame:

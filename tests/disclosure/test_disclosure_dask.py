@@ -1,4 +1,4 @@
-"""The Dask (key-block) path gives exactly the pandas path's results, for any partitioning."""
+"""On key blocks the results are exactly those in memory, for any partitioning, block size and workers."""
 
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ import pytest
 from dask.distributed import Client, LocalCluster
 
 from pipeline.datasets import load_demo, load_demo_synthetic
+from pipeline.evaluation.execution import Executor
 from pipeline.risk.disclosure import DisclosureResult, disclosure, multi_disclosure
 from pipeline.risk.disclosure.uniques import remove_uniques, replicated_uniques
 
 KEYS = ["sex", "age", "edu", "marital"]
+#: Dask frames carry no schema: the demo's
+SCHEMA = load_demo("sd2011_subset").schema
 
 
 @pytest.fixture(scope="module")
@@ -49,17 +52,19 @@ OPTIONS = dict(ngroups_keys={"age": 5}, usekeysNA={"edu": False}, exclude_ov_den
                exclude_keys=["marital"], exclude_keylevs=["WIDOWED"], exclude_targetlevs=["NO"], thresh_2way=(2, 60))
 
 
-@pytest.mark.parametrize(("partitions", "n_blocks", "engine"), [
-    ((1, 1), 1, "dask"),  # one partition, one block
-    ((3, 2), None, "dask"),  # default number of blocks (one here: few cells)
-    ((4, 3), 7, "dask"),  # several blocks: the cell counts are shuffled
-    ((3, 2), None, "auto"),  # small Dask input is computed in memory
+@pytest.mark.parametrize(("partitions", "policy", "block_rows"), [
+    ((1, 1), "blocks", 10**9),  # one partition, one block
+    ((3, 2), "blocks", None),  # default block size (one block here: few cells)
+    ((4, 3), "blocks", 300),  # several blocks: the cell counts are shuffled
+    ((3, 2), "auto", None),  # small Dask input is computed in memory
 ])
-def test_dask_equals_pandas(client, data, partitions, n_blocks, engine) -> None:
+def test_dask_equals_pandas(client, data, partitions, policy, block_rows) -> None:
     original, synthetic = data
-    expected = disclosure(original, synthetic, KEYS, "smoke", cont_na={"income": -8}, **OPTIONS)
+    expected = disclosure(original, synthetic, KEYS, "smoke", cont_na={"income": -8},
+                          executor=Executor(policy="memory"), **OPTIONS)
+    executor = Executor(client, policy=policy, **({} if block_rows is None else {"block_rows": block_rows}))
     got = disclosure(_lazy(original, partitions[0]), [_lazy(s, partitions[1]) for s in synthetic], KEYS, "smoke",
-                     cont_na={"income": -8}, n_blocks=n_blocks, engine=engine, **OPTIONS)
+                     schema=SCHEMA, cont_na={"income": -8}, executor=executor, **OPTIONS)
     _assert_identical(got, expected)
 
 
@@ -67,9 +72,9 @@ def test_dask_multi_disclosure_and_binned_target(client, data) -> None:
     original, synthetic = data
     kw = dict(targets=["ls", "income", "smoke"], ngroups_targets={"income": 6}, cont_na={"income": -8},
               not_targetslev={"smoke": "NO"})
-    expected = multi_disclosure(original, synthetic, KEYS, **kw)
-    got = multi_disclosure(_lazy(original, 3), [_lazy(s, 2) for s in synthetic], KEYS, n_blocks=4, engine="dask",
-                           **kw)
+    expected = multi_disclosure(original, synthetic, KEYS, executor=Executor(policy="memory"), **kw)
+    got = multi_disclosure(_lazy(original, 3), [_lazy(s, 2) for s in synthetic], KEYS, schema=SCHEMA,
+                           executor=Executor(client, policy="blocks", block_rows=1000), **kw)
     pd.testing.assert_frame_equal(got.attrib_table, expected.attrib_table, check_exact=True)
     pd.testing.assert_frame_equal(got.ident_table, expected.ident_table, check_exact=True)
     for t in expected.targets:
@@ -79,15 +84,15 @@ def test_dask_multi_disclosure_and_binned_target(client, data) -> None:
 def test_dask_replicated_uniques_and_removal(client, data) -> None:
     original, synthetic = data
     keys = ["sex", "age", "edu", "income"]
-    expected = replicated_uniques(original, synthetic[:2], keys)
-    got = replicated_uniques(_lazy(original, 3), [_lazy(s, 2) for s in synthetic[:2]], keys, n_blocks=5,
-                             engine="dask")
+    expected = replicated_uniques(original, synthetic[:2], keys, executor=Executor(policy="memory"))
+    got = replicated_uniques(_lazy(original, 3), [_lazy(s, 2) for s in synthetic[:2]], keys, schema=SCHEMA,
+                             executor=Executor(client, policy="blocks", block_rows=1000))
     for a, b in zip(got.res_tab, expected.res_tab, strict=True):
         pd.testing.assert_frame_equal(a, b)
     for a, b in zip(got.repU_rm + got.synU_rm, expected.repU_rm + expected.synU_rm, strict=True):
         np.testing.assert_array_equal(a, b)
-    removed = remove_uniques(_lazy(original, 3), [_lazy(s, 2) for s in synthetic[:2]], keys,
-                             rm_replicated_uniques=True, engine="dask")
+    removed = remove_uniques(_lazy(original, 3), [_lazy(s, 2) for s in synthetic[:2]], keys, schema=SCHEMA,
+                             rm_replicated_uniques=True, executor=Executor(client, policy="blocks"))
     for kept, flags, syn, rep_u in zip(removed.synthetic, removed.removed, synthetic[:2], expected.repU_rm,
                                        strict=True):
         np.testing.assert_array_equal(flags, rep_u)

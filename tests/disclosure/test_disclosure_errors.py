@@ -8,6 +8,7 @@ import pytest
 
 from pipeline.errors import CompatibilityError, ParameterError
 from pipeline.risk.disclosure import disclosure, multi_disclosure
+from pipeline.risk.disclosure.task import DisclosureMeasure
 from pipeline.risk.disclosure.uniques import remove_uniques
 
 
@@ -31,7 +32,7 @@ def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
     ({"keys": ["sex", "height"]}, ParameterError, "height"),
     ({"target": "weight"}, ParameterError, "weight"),
-    ({"target": "sex"}, ParameterError, "cannot also be a key"),
+    ({"target": "sex"}, ParameterError, r"target\(s\) \['sex'\] cannot also be keys"),
     ({"keys": ["sex", "sex"]}, ParameterError, "duplicated"),
     ({"ngroups_target": 1}, ParameterError, "ngroups_target"),
     ({"ngroups_keys": [0, 1]}, ParameterError, "ngroups_keys\\['age'\\]"),
@@ -53,7 +54,6 @@ def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
     ({"cont_na": {"age": 99}}, ParameterError, "do not occur in the original"),
     ({"cont_na": {"height": -8}}, ParameterError, "height"),
     ({"cont_na": {"sex": -8}}, ParameterError, "categorical"),
-    ({"n_blocks": 0}, ParameterError, "n_blocks"),
 ])
 def test_bad_parameters(frames, kwargs, error, message) -> None:
     call = {"keys": ["sex", "age"], "target": "smoke", **kwargs}
@@ -61,9 +61,16 @@ def test_bad_parameters(frames, kwargs, error, message) -> None:
         disclosure(*frames, **call)
 
 
+@pytest.mark.parametrize("option", ["n_blocks", "engine"])
+def test_where_to_compute_is_not_a_parameter(option) -> None:
+    """Blocks and engines are the executor's business (Executor(policy=..., block_rows=...))."""
+    with pytest.raises(ParameterError, match=option):
+        DisclosureMeasure({"keys": ["sex", "age"], "target": "smoke", option: 2})
+
+
 def test_variable_missing_from_a_synthetic_set(frames) -> None:
     original, synthetic = frames
-    with pytest.raises(CompatibilityError, match=r"\['edu'\].*synthetic set 2"):
+    with pytest.raises(CompatibilityError, match=r"'edu'.*synthetic set 2"):
         disclosure(original, [synthetic, synthetic.drop(columns="edu")], ["sex", "edu"], "smoke")
     with pytest.raises(CompatibilityError, match="smoke"):
         disclosure(original, synthetic.drop(columns="smoke"), ["sex", "edu"], "smoke")
@@ -72,19 +79,20 @@ def test_variable_missing_from_a_synthetic_set(frames) -> None:
 def test_key_with_only_missing_values(frames) -> None:
     original, synthetic = frames
     with pytest.raises(ParameterError, match="'edu' has only missing values in the original"):
-        disclosure(original.assign(edu=pd.Categorical([None] * len(original), categories=["low"])), synthetic,
-                   ["sex", "edu"], "smoke")
+        disclosure(original.assign(edu=pd.Categorical([None] * len(original), categories=["low", "mid", "high"])),
+                   synthetic, ["sex", "edu"], "smoke")
     with pytest.raises(ParameterError, match="'age' has only missing values in synthetic set 1"):
         disclosure(original, synthetic.assign(age=np.nan), ["sex", "age"], "smoke")
 
 
 def test_levels_that_cannot_be_aligned(frames) -> None:
+    """Every synthetic set is cast to the original's schema at the data boundary."""
     original, synthetic = frames
     as_numbers = synthetic.assign(edu=synthetic["edu"].cat.codes.astype(float))
-    with pytest.raises(CompatibilityError, match="'edu' is categorical in the original but not in synthetic set 1"):
+    with pytest.raises(CompatibilityError, match=r"synthetic set 1: variable 'edu' .* not one of its 3 schema levels"):
         disclosure(original, as_numbers, ["sex", "edu"], "smoke")
     clash = synthetic.assign(sex=pd.Categorical.from_codes(np.arange(len(synthetic)) % 2, categories=[1, "1"]))
-    with pytest.raises(CompatibilityError, match="cannot be aligned by label"):
+    with pytest.raises(CompatibilityError, match=r"synthetic set 1: variable 'sex' .* not one of its 2 schema levels"):
         disclosure(original, clash, ["sex", "edu"], "smoke")
 
 

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from pipeline.datasets import load_demo, load_demo_synthetic
+from pipeline.evaluation.base import TIDY_COLUMNS
 from pipeline.risk.disclosure.uniques import ROWS, remove_uniques, replicated_uniques
 
 
@@ -49,7 +50,8 @@ def test_all_variables_by_default_and_tidy(data) -> None:
     res = replicated_uniques(original, synthetic[0])
     assert res.keys == tuple(original.columns)
     tidy = res.tidy()
-    assert list(tidy.columns) == ["synthetic", "setting", "measure", "value"]
+    assert list(tidy.columns) == TIDY_COLUMNS
+    assert set(tidy["setting"]) == {"keys=" + "+".join(original.columns)}
     assert set(tidy["measure"]) >= {"Replicated uniques %", "Original (number)"}
 
 

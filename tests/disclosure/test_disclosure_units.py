@@ -7,14 +7,16 @@ import pandas as pd
 import pytest
 
 from pipeline.blocks import block_ids
+from pipeline.evaluation.data import as_eval_data
+from pipeline.evaluation.execution import Executor
 from pipeline.rcompat import as_character as r_number_label
 from pipeline.rcompat import class_breaks, quantile7
 from pipeline.rcompat import cut_labels as interval_labels
 from pipeline.risk.disclosure import disclosure
 from pipeline.risk.disclosure.coding import MISSING, build_coders, encode_frame
-from pipeline.risk.disclosure.inputs import gather_stats, prepare_inputs
+from pipeline.risk.disclosure.compute import gather_stats
 from pipeline.risk.disclosure.kernel import KernelPlan, Stat, block_summary, cell_counts, combine
-from pipeline.risk.disclosure.options import resolve_options
+from pipeline.risk.disclosure.options import DisclosureParams, bind_options
 
 
 @pytest.mark.parametrize(("value", "label"), [
@@ -51,11 +53,15 @@ def test_interval_labels_like_cut() -> None:
     assert interval_labels([1, 1.000000001, 2]) == ["[1,1.000000001)", "[1.000000001,2]"]
 
 
+def _stats(original: pd.DataFrame, synthetic: pd.DataFrame, variables: list[str]) -> list:
+    """The value counts the measure builds its coders from (in memory)."""
+    return gather_stats(as_eval_data(original, [synthetic]), Executor(policy="memory"), variables)
+
+
 def test_grouping_with_special_code_and_missing() -> None:
     gt = pd.DataFrame({"k": pd.Categorical(list("ab") * 10),
                        "inc": [-8.0, np.nan] + [float(v) for v in range(1, 19)]})
-    inputs = prepare_inputs(gt, [gt], ["k", "inc"])
-    coders = build_coders(gather_stats(inputs, ["k", "inc"]), ["k", "inc"], {"inc": 3}, {"inc": (-8.0,)})
+    coders = build_coders(_stats(gt, gt, ["k", "inc"]), ["k", "inc"], {"inc": 3}, {"inc": (-8.0,)})
     inc = coders["inc"]
     assert inc.labels == ("[1,6.6666667)", "[6.6666667,12.333333)", "[12.333333,18]", "-8", MISSING)
     codes = inc.encode(gt["inc"])
@@ -66,24 +72,24 @@ def test_grouping_with_special_code_and_missing() -> None:
 def test_two_groups_fall_back_to_equal_widths() -> None:
     """synthpop redoes the grouping with equal widths when the original gets < 3 categories."""
     x = pd.DataFrame({"k": pd.Categorical(list("ab") * 5), "v": [1.0, 1, 1, 1, 1, 1, 1, 2, 3, 10]})
-    inputs = prepare_inputs(x, [x], ["k", "v"])
     with pytest.warns(UserWarning, match="only 2 groups"):
-        coder = build_coders(gather_stats(inputs, ["v"]), ["v"], {"v": 2}, {})["v"]
+        coder = build_coders(_stats(x, x, ["v"]), ["v"], {"v": 2}, {})["v"]
     assert coder.labels[:2] == ("[1,5.5)", "[5.5,10]")
 
 
 def test_numbers_that_print_alike_share_a_category() -> None:
     x = pd.DataFrame({"k": pd.Categorical(["a", "a"]), "v": [0.1 + 0.2, 0.3]})
-    inputs = prepare_inputs(x, [x], ["v"])
-    coder = build_coders(gather_stats(inputs, ["v"]), ["v"], {}, {})["v"]
+    coder = build_coders(_stats(x, x, ["v"]), ["v"], {}, {})["v"]
     assert coder.labels == ("0.3", MISSING)
 
 
 def test_per_key_options_are_bound_to_names() -> None:
-    opts = resolve_options(["b", "a"], "t", usekeysNA=[False, True], ngroups_keys=[0, 4])
+    params = DisclosureParams(keys=["b", "a"], target="t", usekeysNA=[False, True], ngroups_keys=[0, 4])
+    (opts,) = bind_options(params, ["b", "a"], ["t"])
     assert opts.usekeysNA == {"b": False, "a": True}
     assert opts.ngroups_keys == {"b": 0, "a": 4}
-    assert resolve_options(["b", "a"], "t", usekeysNA={"a": False}).usekeysNA == {"b": True, "a": False}
+    (opts,) = bind_options(DisclosureParams(keys=["b", "a"], target="t", usekeysNA={"a": False}), ["b", "a"], ["t"])
+    assert opts.usekeysNA == {"b": True, "a": False}
 
 
 def _coded(seed: int) -> tuple[pd.DataFrame, list[pd.DataFrame], KernelPlan]:
@@ -128,8 +134,7 @@ def test_kernel_mixed_radix_overflow_fallback_gives_same_result() -> None:
 def test_encoded_codes_align_by_label_not_by_position() -> None:
     gt = pd.DataFrame({"k": pd.Categorical(["x", "y"], categories=["x", "y"]), "t": pd.Categorical(["u", "v"])})
     sd = pd.DataFrame({"k": pd.Categorical(["y", "x"], categories=["y", "x"]), "t": pd.Categorical(["v", "u"])})
-    inputs = prepare_inputs(gt, [sd], ["k", "t"])
-    coders = build_coders(gather_stats(inputs, ["k", "t"]), ["k", "t"], {}, {})
+    coders = build_coders(_stats(gt, sd, ["k", "t"]), ["k", "t"], {}, {})
     a, b = encode_frame(gt, coders), encode_frame(sd, coders)
     assert a["k"].tolist() == b["k"].tolist()[::-1]
     res = disclosure(gt, sd, ["k"], "t")

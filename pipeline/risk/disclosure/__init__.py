@@ -9,9 +9,11 @@ replicated_uniques, remove_uniques
     Uniques shared by the original and a synthetic set, and synthpop ``sdc``'s removal of
     them from the synthetic data.
 DisclosureResult, MultiDisclosureResult, ReplicatedUniquesResult, RemovedUniques
-    The results (``.tidy()``, ``.to_dict()``).
+    The results (``.rows()`` with params, ``.tidy()``, ``.to_dict()``).
 
-See ``docs/disclosure.md`` and the specification ``shared/spec/disclosure.md``.
+The task measure is :class:`~pipeline.risk.disclosure.task.DisclosureMeasure` (parameters:
+:class:`~pipeline.risk.disclosure.options.DisclosureParams`); the functions above are thin
+wrappers of it.  See ``docs/disclosure.md`` and the specification ``shared/spec/disclosure.md``.
 """
 
 from pipeline.risk.disclosure.api import disclosure, multi_disclosure

@@ -3,8 +3,10 @@
 Every variable used as a key or a target becomes integer codes into one list of labels that
 is the same for the original and every synthetic set, so tables of the different data sets
 align by label (synthpop aligns by sorted position, which can misalign rows).  A coder is
-built once from aggregate value counts (:class:`~pipeline.risk.disclosure.inputs.ColumnStats`)
-and then encodes any partition with vectorised numpy.
+built once from aggregate value counts (:func:`value_counts` per partition, merged exactly
+by :func:`merge_value_counts`, summarised per data set as :class:`ColumnStats`) and then
+encodes any partition with vectorised numpy.  Whether a variable is categorical comes from
+the schema, never from dtypes.
 
 What becomes a category (spec §3.3–3.4):
 
@@ -29,15 +31,82 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from pipeline.errors import CompatibilityError, DataError, ParameterError
+from pipeline.data.schema import Variable
+from pipeline.errors import DataError, ParameterError
+from pipeline.evaluation.data import source_name
 from pipeline.rcompat import BinStyle, class_breaks
 from pipeline.rcompat import as_character as r_number_label
 from pipeline.rcompat import as_character_array as r_number_labels
 from pipeline.rcompat import cut_index as bin_index
 from pipeline.rcompat import cut_labels as interval_labels
-from pipeline.risk.disclosure.inputs import ColumnStats, source_name
 
 MISSING = "Missing"
+
+
+# ---- value counts ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ColumnStats:
+    """What one variable looks like in one data set: aggregate counts only.
+
+    Attributes
+    ----------
+    categorical : bool
+        A factor or a character variable (else numeric), from the schema.
+    declared : tuple of str or None
+        A factor's schema levels, in order; None for text and numbers.
+    counts : pandas.Series
+        Observed value -> number of records (labels for categorical, floats for numeric),
+        missing values excluded.
+    n_missing : int
+    n : int
+        Number of records.
+    """
+
+    categorical: bool
+    declared: tuple[str, ...] | None
+    counts: pd.Series
+    n_missing: int
+    n: int
+
+
+def value_counts(frame: pd.DataFrame, variables: Sequence[str], factors: Sequence[str]) -> dict[str, pd.Series]:
+    """Value counts (missing included) of ``variables`` in one partition (the map step).
+
+    ``factors``: the variables that are factors in the schema (categorical columns).
+    """
+    out = {}
+    for v in variables:
+        s = frame[v]
+        if v in factors:  # count the codes: -1 (missing) first
+            counts = np.bincount(s.cat.codes.to_numpy().astype(np.int64) + 1, minlength=len(s.cat.categories) + 1)
+            out[v] = pd.Series(counts, index=pd.Index([np.nan, *s.cat.categories.astype(object)], dtype=object))
+        else:
+            out[v] = s.value_counts(dropna=False, sort=False)
+    return out
+
+
+def merge_value_counts(parts: Sequence[dict[str, pd.Series]]) -> dict[str, pd.Series]:
+    """The value counts of several partitions as one (integer sums: exact, in any grouping)."""
+    if len(parts) == 1:
+        return parts[0]
+    return {
+        v: pd.concat([p[v] for p in parts]).groupby(level=0, dropna=False, sort=False).sum() for v in parts[0]
+    }
+
+
+def column_stats(counts: pd.Series, variable: Variable) -> ColumnStats:
+    """:class:`ColumnStats` of one variable from its merged value counts."""
+    na = counts.index.isna()
+    observed = counts[~na]
+    observed = observed[observed > 0]
+    values = observed.to_numpy(dtype=np.int64)
+    if variable.is_numeric:
+        observed = pd.Series(values, index=observed.index.astype("float64")).sort_index()
+    else:
+        observed = pd.Series(values, index=pd.Index([str(x) for x in observed.index], dtype=object))
+    declared = tuple(variable.levels or ()) if variable.is_factor else None
+    return ColumnStats(not variable.is_numeric, declared, observed, int(counts[na].sum()), int(counts.sum()))
+
 
 
 @dataclass(frozen=True)
@@ -47,8 +116,8 @@ class Coder:
     Attributes
     ----------
     name : str
-    mode : {"factor", "values", "bins"}
-        Factor/text labels, distinct numeric values, or numeric intervals.
+    mode : {"factor", "text", "values", "bins"}
+        Factor levels, text labels, distinct numeric values, or numeric intervals.
     labels : tuple of str
         Code -> category label.
     missing : int
@@ -67,7 +136,7 @@ class Coder:
     """
 
     name: str
-    mode: Literal["factor", "values", "bins"]
+    mode: Literal["factor", "text", "values", "bins"]
     labels: tuple[str, ...]
     missing: int
     r_levels: tuple[tuple[int, ...], ...]
@@ -94,7 +163,7 @@ class Coder:
 
     def encode(self, s: pd.Series) -> np.ndarray:
         """Codes of the values of one column (any partition of any data set)."""
-        if self.mode == "factor":
+        if self.mode in ("factor", "text"):
             return self._encode_labels(s)
         x = s.to_numpy(dtype=np.float64, na_value=np.nan)
         out = np.full(len(x), self.missing, dtype=self.dtype)
@@ -126,12 +195,12 @@ class Coder:
         return out
 
     def _encode_labels(self, s: pd.Series) -> np.ndarray:
-        if isinstance(s.dtype, pd.CategoricalDtype):
+        if self.mode == "factor":  # a categorical column: map its categories once
             index = {lab: i for i, lab in enumerate(self.labels)}
             lookup = np.array([index.get(str(c), -1) for c in s.cat.categories], dtype=np.int64)
             codes = s.cat.codes.to_numpy()
             mapped = np.where(codes < 0, self.missing, lookup[codes] if len(lookup) else -1)
-        else:  # text (or other values): their string labels, as in the value counts
+        else:  # text: its labels, as in the value counts
             text = s.astype("string")
             codes = pd.Categorical(text, categories=list(self.labels)).codes
             mapped = np.where(text.isna().to_numpy(), self.missing, codes)
@@ -152,7 +221,11 @@ def _r_order(observed: Sequence[str], declared: Sequence[str] | None, has_missin
 
 
 def factor_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
-    """Coder of a factor or text variable: labels of the original first, then new ones."""
+    """Coder of a factor or text variable: labels of the original first, then new ones.
+
+    A factor's labels start with its schema levels (declared, observed or not); text labels
+    are the observed values, sorted.
+    """
     labels: list[str] = []
     for st in stats:
         own = st.declared if st.declared is not None else sorted(st.counts.index)
@@ -166,7 +239,8 @@ def factor_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
         declared = st.declared if st.declared is not None else sorted(st.counts.index)  # R: factor() sorts text
         observed = [lab for lab in declared if lab in st.counts.index]
         r_levels.append(tuple(index[lab] for lab in _r_order(observed, declared, st.n_missing > 0)))
-    return Coder(name, "factor", tuple(labels), index[MISSING], tuple(r_levels))
+    mode = "factor" if stats[0].declared is not None else "text"
+    return Coder(name, mode, tuple(labels), index[MISSING], tuple(r_levels))
 
 
 #: largest span of whole numbers coded by a direct look-up table (the table travels with every task)
@@ -246,8 +320,6 @@ def build_coders(
 
     Raises
     ------
-    CompatibilityError
-        A variable is numeric in one data set and categorical in another.
     ParameterError
         A variable has only missing values, or a special missing code of a key or the
         target does not occur in the original (synthpop's check, applied to every code).
@@ -255,19 +327,10 @@ def build_coders(
     coders = {}
     for name in variables:
         per_set = [s[name] for s in stats]
-        kinds = {st.categorical for st in per_set}
-        if len(kinds) > 1:
-            where = [source_name(i) for i, st in enumerate(per_set) if st.categorical != per_set[0].categorical]
-            raise CompatibilityError(
-                f"variable {name!r} is {'categorical' if per_set[0].categorical else 'numeric'} in the original "
-                f"but not in {', '.join(where)}; its levels cannot be aligned"
-            )
         for i, st in enumerate(per_set):
             if st.n_missing == st.n and not allow_all_missing:
                 raise ParameterError(f"variable {name!r} has only missing values in {source_name(i)}")
         codes = cont_na.get(name, ())
-        if codes and per_set[0].categorical:
-            raise ParameterError(f"cont_na: {name!r} is categorical; special missing codes are for numeric variables")
         absent = [c for c in codes if c not in per_set[0].counts.index]
         if absent:
             raise ParameterError(

@@ -15,7 +15,13 @@ import pandas as pd
 
 from pipeline.risk.disclosure.coding import Coder
 from pipeline.risk.disclosure.kernel import T_DORIG, T_ORIGINAL, TOTAL_STEP, Stat, StatRows
-from pipeline.risk.disclosure.options import NEXCLUSION_COLUMNS, TABLES, DisclosureOptions
+from pipeline.risk.disclosure.options import (
+    ATTRIB_MEASURES,
+    IDENT_MEASURES,
+    NEXCLUSION_COLUMNS,
+    TABLES,
+    DisclosureOptions,
+)
 from pipeline.risk.disclosure.result import (
     ATTRIB_COLUMNS,
     CAP_COLUMNS,
@@ -23,6 +29,7 @@ from pipeline.risk.disclosure.result import (
     CHECK_2WAY_COLUMNS,
     IDENT_COLUMNS,
     DisclosureResult,
+    MultiDisclosureResult,
 )
 
 Summary = Mapping[tuple[int, int], StatRows]
@@ -207,4 +214,37 @@ def build_result(
         check2=check2,
         Nexclusions=tuple(nexcl),
         options=options,
+    )
+
+
+def multi_result(results: Mapping[str, DisclosureResult], ident_meas: str, attrib_meas: str) -> MultiDisclosureResult:
+    """synthpop ``multi.disclosure``'s summary of the results of several targets (one key set).
+
+    ``ident_syn`` and ``attrib_syn`` are means over all m synthetic sets (synthpop's
+    ``ident.syn`` is the first set's only, spec §12).
+    """
+    ident_col, orig_col = IDENT_MEASURES[ident_meas], ATTRIB_MEASURES[attrib_meas]
+
+    def mean(values: pd.Series) -> float:
+        return math.fsum(values.tolist()) / len(values)
+
+    ident_rows, attrib_rows = [], []
+    for t, r in results.items():
+        table = r.measures()
+        ident_rows.append((t, mean(table["UiO"]), mean(table[ident_col])))
+        last_pairs = next((len(c) for c in reversed(r.check_2way) if c is not None), 0)
+        attrib_rows.append((t, mean(table[orig_col]), mean(table[attrib_meas]), r.check1, last_pairs, r.check2))
+    ident_table = pd.DataFrame(ident_rows, columns=["target", "ident_orig", "ident_syn"]).set_index("target")
+    attrib = pd.DataFrame(attrib_rows, columns=["target", "attrib_orig", "attrib_syn", "check1", "Npairs", "check2"])
+    attrib = attrib.sort_values("attrib_syn", kind="stable").reset_index(drop=True)
+    width = len(str(len(attrib)))
+    suffix = np.select(
+        [(attrib["check1"] != "") & (attrib["check2"] != ""), attrib["check2"] != "", attrib["check1"] != ""],
+        [" 1&2way checks", " 2way checks", " 1way checks"], default="",
+    )
+    attrib.index = [f"{i + 1:0{width}d} {t}{s}" for i, (t, s) in enumerate(zip(attrib["target"], suffix, strict=True))]
+    first = next(iter(results.values()))
+    return MultiDisclosureResult(
+        keys=first.keys, Norig=first.Norig, m=first.m, ident_meas=ident_col, attrib_meas=attrib_meas,
+        ident_table=ident_table, attrib_table=attrib, results=dict(results),
     )

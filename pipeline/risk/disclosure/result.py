@@ -1,4 +1,8 @@
-"""Results of ``disclosure()`` and ``multi_disclosure()`` (the R objects' components)."""
+"""Results of ``disclosure()`` and ``multi_disclosure()`` (the R objects' components).
+
+Each is a :class:`~pipeline.evaluation.base.Result`: its :meth:`rows` carry the setting as
+params ``{"keys": [...keys in data order...], "target": name}``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from pipeline.results import jsonable, tidy_frame
+from pipeline.evaluation.base import Result, Row
+from pipeline.results import jsonable
 from pipeline.risk.disclosure.options import DisclosureOptions
 
 IDENT_COLUMNS = ("UiO", "UiS", "UiOiS", "repU")
@@ -20,7 +25,7 @@ CHECK_2WAY_COLUMNS = ("target_key_levs", "npairs", "key", "key_target_total", "k
 
 
 @dataclass(frozen=True)
-class DisclosureResult:
+class DisclosureResult(Result):
     """Identity and attribute disclosure measures for one target (synthpop ``disclosure``).
 
     All measures are percentages of the original records (``UiS`` and ``Dsyn``: of the
@@ -79,18 +84,23 @@ class DisclosureResult:
         out = pd.DataFrame(rows, columns=["", "Identity (UiO/repU)", "Attrib (Dorig/DiSCO)"])
         return out.set_index("")
 
-    def tidy(self, setting: str = "") -> pd.DataFrame:
-        """Tidy rows: per-set measures for sets "1".."m", original-only measures once as "original"."""
-        rows: list[tuple[str, str, str, float]] = []
+    @property
+    def row_params(self) -> dict[str, Any]:
+        """The setting of this result's rows: the keys (data order) and the target."""
+        return {"keys": list(self.keys), "target": self.target}
+
+    def rows(self) -> list[Row]:
+        """Per-set measures for sets "1".."m", original-only measures once as "original", and the
+        flags per set (``check_1way``: 0/1, ``check_2way``: number of flagged pairs)."""
+        params = self.row_params
         table = self.measures()
-        for name in ORIGINAL_ONLY:
-            rows.append(("original", setting, name, float(table[name].iloc[0])))
+        rows = [Row("original", name, float(table[name].iloc[0]), params) for name in ORIGINAL_ONLY]
         for i, row in table.iterrows():
-            rows += [(str(i), setting, name, float(v)) for name, v in row.items() if name not in ORIGINAL_ONLY]
-            rows.append((str(i), setting, "check_1way", float(self.check_1way[int(i) - 1] is not None)))
+            rows += [Row(str(i), name, float(v), params) for name, v in row.items() if name not in ORIGINAL_ONLY]
+            rows.append(Row(str(i), "check_1way", float(self.check_1way[int(i) - 1] is not None), params))
             c2 = self.check_2way[int(i) - 1]
-            rows.append((str(i), setting, "check_2way", float(0 if c2 is None else len(c2))))
-        return tidy_frame(rows)
+            rows.append(Row(str(i), "check_2way", float(0 if c2 is None else len(c2)), params))
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable({
@@ -111,7 +121,7 @@ class DisclosureResult:
 
 
 @dataclass(frozen=True)
-class MultiDisclosureResult:
+class MultiDisclosureResult(Result):
     """``disclosure()`` over several targets with one key set (synthpop ``multi.disclosure``).
 
     Attributes
@@ -152,19 +162,18 @@ class MultiDisclosureResult:
     def ident_syn(self) -> pd.Series:
         return self.ident_table["ident_syn"]
 
-    def tidy(self, setting: str = "") -> pd.DataFrame:
-        """Every target's tidy rows (setting ``target=<name>``) plus the means over the m sets."""
-        parts = []
-        prefix = f"{setting};" if setting else ""
+    def rows(self) -> list[Row]:
+        """Every target's rows plus the means over the m sets (synthetic "mean") of
+        ``ident_meas`` and ``attrib_meas``."""
+        rows = []
         by_target = self.attrib_table.set_index("target")
         for target, res in self.results.items():
-            st = f"{prefix}target={target}"
-            parts.append(res.tidy(st))
-            parts.append(tidy_frame([
-                ("mean", st, self.ident_meas, float(self.ident_table.loc[target, "ident_syn"])),
-                ("mean", st, self.attrib_meas, float(by_target.loc[target, "attrib_syn"])),
-            ]))
-        return pd.concat(parts, ignore_index=True)
+            rows += res.rows()
+            rows += [
+                Row("mean", self.ident_meas, float(self.ident_table.loc[target, "ident_syn"]), res.row_params),
+                Row("mean", self.attrib_meas, float(by_target.loc[target, "attrib_syn"]), res.row_params),
+            ]
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable({
@@ -177,3 +186,16 @@ class MultiDisclosureResult:
             "attrib_table": self.attrib_table.reset_index(names="row").to_dict(orient="records"),
             "results": {t: r.to_dict() for t, r in self.results.items()},
         })
+
+
+@dataclass(frozen=True)
+class DisclosureResults(Result):
+    """The ``disclosure`` measure's result: one result per key set, in the order of the key sets."""
+
+    results: tuple[DisclosureResult | MultiDisclosureResult, ...]
+
+    def rows(self) -> list[Row]:
+        return [row for res in self.results for row in res.rows()]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key_sets": [res.to_dict() for res in self.results]}

@@ -23,26 +23,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import dask
 import numpy as np
 import pandas as pd
 
-from pipeline.blocks import ROW_COLUMN, KeyBlocks, add_row_id
+from pipeline.blocks import ROW_COLUMN
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
-from pipeline.results import jsonable, tidy_frame
-from pipeline.risk.disclosure.coding import Coder, build_coders, encode_frame, encoded_meta
-from pipeline.risk.disclosure.inputs import (
-    IN_MEMORY_ROWS,
-    Engine,
-    first_frame,
-    gather_stats,
-    prepare_inputs,
-    synthetic_list,
-    unwrap,
-)
+from pipeline.evaluation.base import Result, Row
+from pipeline.evaluation.data import EvalData, as_eval_data
+from pipeline.evaluation.execution import Executor
+from pipeline.results import jsonable
+from pipeline.risk.disclosure.coding import build_coders, encode_frame, encoded_meta
+from pipeline.risk.disclosure.compute import gather_stats
 from pipeline.risk.disclosure.kernel import key_groups
-from pipeline.risk.disclosure.options import as_key_list
 
 ROWS = ("Original", "Synthetic", "Synthetic uniques in original", "Replicated uniques")
 #: kinds of rows the uniques kernel returns
@@ -50,7 +43,7 @@ _N_UNIQUE, _SYN_U_ROW, _REP_U_ROW = 0, 1, 2
 
 
 @dataclass(frozen=True)
-class ReplicatedUniquesResult:
+class ReplicatedUniquesResult(Result):
     """Uniques of the original and of each synthetic set (synthpop ``replicated.uniques``).
 
     Attributes
@@ -75,13 +68,15 @@ class ReplicatedUniquesResult:
     synU_rm: tuple[np.ndarray, ...]
     repU_rm: tuple[np.ndarray, ...]
 
-    def tidy(self, setting: str = "") -> pd.DataFrame:
+    def rows(self) -> list[Row]:
+        """Per synthetic set, each row of ``res_tab`` as "<row> %" and "<row> (number)" (params: the keys)."""
+        params = {"keys": list(self.keys)}
         rows = []
         for i, tab in enumerate(self.res_tab, start=1):
             for name, r in tab.iterrows():
-                rows.append((str(i), setting, f"{name} %", float(r["%"])))
-                rows.append((str(i), setting, f"{name} (number)", float(r["Number"])))
-        return tidy_frame(rows)
+                rows.append(Row(str(i), f"{name} %", float(r["%"]), params))
+                rows.append(Row(str(i), f"{name} (number)", float(r["Number"]), params))
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable({"keys": list(self.keys), "n": self.n, "k": list(self.k),
@@ -113,7 +108,7 @@ class RemovedUniques:
 
 def uniques_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, keys: tuple[str, ...],
                    sizes: tuple[int, ...]) -> pd.DataFrame:
-    """Per block: the number of original uniques, and the flagged synthetic records.
+    """Per block of key codes (with ``__row__``): the number of uniques, and the flagged synthetic records.
 
     Returns rows ``(set, kind, value)``: kind 0 = number of uniques of the set, 1 = position of
     a synthetic unique present in the original, 2 = position of a replicated unique.
@@ -128,7 +123,7 @@ def uniques_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, keys: tuple
         s = counts[j]
         out.append((np.array([j]), _N_UNIQUE, np.array([(s == 1).sum()])))
         of_row = inverse[src == j]
-        position = frames[j][ROW_COLUMN].to_numpy() if ROW_COLUMN in frames[j] else np.arange(len(frames[j]))
+        position = frames[j][ROW_COLUMN].to_numpy()
         for kind, flag in ((_SYN_U_ROW, (s == 1) & (counts[0] > 0)), (_REP_U_ROW, (s == 1) & (counts[0] == 1))):
             rows = position[flag[of_row]]
             out.append((np.full(len(rows), j), kind, rows))
@@ -143,14 +138,32 @@ def _uniques_meta() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in ("set", "kind", "value")})
 
 
+def key_names(keys: str | Sequence[str]) -> tuple[str, ...]:
+    """Keys as a tuple of distinct names.
+
+    Raises
+    ------
+    ParameterError
+        No key, a key that is not a name, or a key given twice.
+    """
+    out = (keys,) if isinstance(keys, str) else tuple(keys)
+    if not out:
+        raise ParameterError("keys: at least one key variable is needed")
+    if not all(isinstance(k, str) for k in out):
+        raise ParameterError("keys: key variables must be given by name")
+    dupes = sorted({k for k in out if out.count(k) > 1})
+    if dupes:
+        raise ParameterError(f"keys: duplicated key(s) {dupes}")
+    return out
+
+
 def replicated_uniques(
     original: Any,
     synthetic: Any,
     keys: str | Sequence[str] | None = None,
     *,
     schema: Schema | None = None,
-    n_blocks: int | None = None,
-    engine: Engine = "auto",
+    executor: Executor | None = None,
 ) -> ReplicatedUniquesResult:
     """Uniques of the original and of each synthetic set on ``keys``, and which are shared.
 
@@ -161,18 +174,24 @@ def replicated_uniques(
     keys : str or sequence of str, optional
         Default: every variable of the original.
     schema : Schema, optional
-    n_blocks : int, optional
-        Number of key blocks on the Dask path.
-    engine : {"auto", "pandas", "dask"}
-        As in :func:`~pipeline.risk.disclosure.disclosure`.
+    executor : Executor, optional
+        Where to compute (default :meth:`Executor.current`).
     """
-    key_list = as_key_list(list(unwrap(original, "original")[0].columns) if keys is None else keys)
-    inputs = prepare_inputs(original, synthetic, key_list, schema, engine)
-    stats = gather_stats(inputs, key_list)
-    if engine == "auto" and max(st[key_list[0]].n for st in stats) <= IN_MEMORY_ROWS:
-        inputs = inputs.in_memory()
+    data = as_eval_data(original, synthetic, schema)
+    return _replicated_uniques(data, data.columns if keys is None else keys, executor or Executor.current())
+
+
+def _replicated_uniques(data: EvalData, keys: str | Sequence[str], executor: Executor) -> ReplicatedUniquesResult:
+    key_list = key_names(keys)
+    prepared = executor.prepare(data.select(key_list))
+    stats = gather_stats(prepared, executor, key_list)
     coders = build_coders(stats, key_list, {}, {}, allow_all_missing=True)
-    rows, n = _flag_rows(inputs, coders, key_list, stats, n_blocks)
+    sizes = tuple(coders[k].size for k in key_list)
+    # the records' codes, not their values, decide the blocks: values that share a code share a block
+    blocks = executor.derived_key_blocks(prepared, key_list, encode_frame, encoded_meta(coders), coders,
+                                         with_row_id=True)
+    (rows,) = executor.compute(blocks.map(uniques_kernel, _uniques_meta(), keys=key_list, sizes=sizes))
+    n = stats[0][key_list[0]].n
     k = tuple(st[key_list[0]].n for st in stats[1:])
     orig_uniques = int(rows.loc[(rows["set"] == 0) & (rows["kind"] == _N_UNIQUE), "value"].sum())
     tabs, syn_u, rep_u = [], [], []
@@ -194,21 +213,6 @@ def replicated_uniques(
     return ReplicatedUniquesResult(key_list, n, k, tuple(tabs), tuple(syn_u), tuple(rep_u))
 
 
-def _flag_rows(inputs: Any, coders: dict[str, Coder], keys: tuple[str, ...], stats: list,
-               n_blocks: int | None) -> tuple[pd.DataFrame, int]:
-    sizes = tuple(coders[k].size for k in keys)
-    n = stats[0][keys[0]].n
-    if not inputs.lazy:
-        encoded = [encode_frame(f, coders) for f in inputs.frames]
-        return uniques_kernel(*encoded, keys=keys, sizes=sizes), n
-    meta = encoded_meta(coders)
-    encoded = [f.map_partitions(encode_frame, coders, meta=meta) for f in inputs.frames]
-    blocks = n_blocks or max(f.npartitions for f in inputs.frames)
-    aligned = KeyBlocks(list(keys), blocks).partition(encoded[0], encoded[1:], with_row_id=True)
-    (rows,) = dask.compute(aligned.map(uniques_kernel, _uniques_meta(), keys=keys, sizes=sizes))
-    return rows, n
-
-
 def remove_uniques(
     original: Any,
     synthetic: Any,
@@ -217,49 +221,39 @@ def remove_uniques(
     rm_uniques_in_orig: bool = False,
     rm_replicated_uniques: bool = False,
     schema: Schema | None = None,
-    n_blocks: int | None = None,
-    engine: Engine = "auto",
+    executor: Executor | None = None,
 ) -> RemovedUniques:
     """Remove uniques from the synthetic sets (synthpop ``sdc``, spec §13.2 step 2).
 
     Parameters
     ----------
     keys : optional
-        Default: every variable of the (first) synthetic set, as in synthpop.
+        Default: every variable of the (first) synthetic set that the original has, as in
+        synthpop.
     rm_uniques_in_orig : bool
         Remove synthetic uniques whose key values occur in the original (recommended for
         low-fidelity synthetic data; includes the replicated uniques).
     rm_replicated_uniques : bool
         Remove replicated uniques only (high-fidelity data).  Ignored when
         ``rm_uniques_in_orig`` is set.
+    executor : Executor, optional
+        Where to compute (default :meth:`Executor.current`).
 
     Returns
     -------
     RemovedUniques
-        The reduced sets (all their columns) and, per set, which record positions went.
+        The reduced sets (all their columns, cast to the schema; pandas or Dask as given)
+        and, per set, which record positions went.
     """
     if not (isinstance(rm_uniques_in_orig, bool) and isinstance(rm_replicated_uniques, bool)):
         raise ParameterError("rm_uniques_in_orig and rm_replicated_uniques must be True or False")
     if not (rm_uniques_in_orig or rm_replicated_uniques):
         raise ParameterError("nothing to remove: set rm_uniques_in_orig or rm_replicated_uniques")
-    sets = synthetic_list(synthetic)
-    key_list = list(first_frame(sets).columns) if keys is None else keys
-    found = replicated_uniques(original, sets, key_list, schema=schema, n_blocks=n_blocks, engine=engine)
+    data = as_eval_data(original, synthetic, schema)
+    if keys is None:
+        keys = [str(c) for c in data.synthetic[0].columns if c in data.schema]
+    executor = executor or Executor.current()
+    found = _replicated_uniques(data, keys, executor)
     removed = found.synU_rm if rm_uniques_in_orig else found.repU_rm
-    kept = [_drop_rows(unwrap(s, f"synthetic set {i}")[0], r)
-            for i, (s, r) in enumerate(zip(sets, removed, strict=True), start=1)]
+    kept = [executor.keep_rows(s, ~r) for s, r in zip(data.synthetic, removed, strict=True)]
     return RemovedUniques(kept, tuple(removed), found)
-
-
-def _drop_rows(frame: Any, removed: np.ndarray) -> Any:
-    """The records of ``frame`` whose position is not flagged in ``removed``."""
-    if isinstance(frame, pd.DataFrame):
-        return frame[~removed]
-    positions = np.flatnonzero(removed)
-    with_row = add_row_id(frame)
-    meta = frame._meta
-
-    def keep(part: pd.DataFrame) -> pd.DataFrame:
-        return part[~np.isin(part[ROW_COLUMN].to_numpy(), positions)].drop(columns=ROW_COLUMN)
-
-    return with_row.map_partitions(keep, meta=meta)
