@@ -35,9 +35,9 @@ class MeasureEntry:
     def validate(self, params: dict[str, Any], where: str) -> Params:
         """Validate a unit's parameters (errors name the task file, the measure and the setting)."""
         try:
-            return self.measure.parse(params)
+            return self.measure.parse(params, where)
         except ParameterError as e:
-            raise TaskError(f"{where}: {e}") from None
+            raise TaskError(str(e)) from None
 
 
 _ENTRIES = [

@@ -242,7 +242,8 @@ def unit_table(rows: list[Any], unit: Unit | SynthesisUnit) -> pd.DataFrame:
     (the unit's own parameters updated with the row's inner setting)."""
     frame = pd.DataFrame(
         {
-            "setting": [";".join(x for x in (unit.setting, setting_text(r.params)) if x) for r in rows],
+            # the row's inner setting refines the grid point's (e.g. one table of a grid over vars)
+            "setting": [setting_text({**unit.grid_params, **r.params}) for r in rows],
             "params": [canonical_json({**unit.params, **r.params}) for r in rows],
             "synthetic": [str(r.synthetic) for r in rows],
             "measure": [str(r.measure) for r in rows],

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pipeline import __version__
 from pipeline.config_io import read_yaml, validation_message
 from pipeline.errors import TaskError
+from pipeline.evaluation.base import setting_text
 from pipeline.evaluation.execution import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
 
 
@@ -220,19 +221,6 @@ def grid_points(m: MeasureSpec) -> list[dict[str, Any]]:
     return [{**m.params, **dict(zip(keys, combo, strict=True))} for combo in itertools.product(*m.grid.values())]
 
 
-def setting_label(grid_keys: list[str], params: dict[str, Any]) -> str:
-    """``name=value;...`` for the grid parameters of one unit (lists joined with commas)."""
-
-    def fmt(v: Any) -> str:
-        if isinstance(v, (list, tuple)):
-            return ",".join(fmt(x) for x in v)
-        if isinstance(v, dict):
-            return ",".join(f"{k}:{fmt(x)}" for k, x in sorted(v.items()))
-        return str(v)
-
-    return ";".join(f"{k}={fmt(params[k])}" for k in grid_keys)
-
-
 @lru_cache(maxsize=1)
 def code_version() -> str:
     """The package version plus a hash of its source, so cached units never outlive a code change."""
@@ -297,6 +285,11 @@ class SynthesisUnit:
     setting: ClassVar[str] = ""
 
     @property
+    def grid_params(self) -> dict[str, Any]:
+        """A synthesis has no grid point."""
+        return {}
+
+    @property
     def key(self) -> tuple[str, str, int]:
         return (self.dataset, self.source, self.repetition)
 
@@ -338,8 +331,17 @@ class Unit:
     repetition: int
     measure: MeasureSpec
     params: dict[str, Any]
-    setting: str
     fingerprint: str
+
+    @property
+    def grid_params(self) -> dict[str, Any]:
+        """The parameters this unit's grid point sets (what tells it apart from its siblings)."""
+        return {k: self.params[k] for k in self.measure.grid}
+
+    @property
+    def setting(self) -> str:
+        """Display text of the grid point (for people; results carry the params as a mapping)."""
+        return setting_text(self.grid_params)
 
     @property
     def family(self) -> str:
@@ -388,5 +390,5 @@ def expand(task: LoadedTask, input_hashes: dict[tuple[str, str | None, int], str
             for src, rep in targets:
                 for params in grid_points(m):
                     fp = _fingerprint({"inputs": input_hashes[(d.name, src, rep)], "measure": m.type, "params": params})
-                    yield Unit(i, d.name, src, rep, m, params, setting_label(list(m.grid), params), fp)
+                    yield Unit(i, d.name, src, rep, m, params, fp)
                     i += 1

@@ -133,14 +133,15 @@ class Measure(ABC):
         self.params = self.parse(params if params is not None else kwargs)
 
     @classmethod
-    def parse(cls, params: Params | Mapping[str, Any]) -> Params:
-        """Validate parameters (the only validation); errors name the parameter and the expectation."""
+    def parse(cls, params: Params | Mapping[str, Any], where: str | None = None) -> Params:
+        """Validate parameters (the only validation); errors name ``where`` (default: the measure
+        type), the parameter and the expectation."""
         if isinstance(params, cls.params_model):
             return params
         try:
             return cls.params_model.model_validate(dict(params))
         except ValidationError as e:
-            raise ParameterError(f"{cls.type}: invalid parameters: {validation_message(e)}") from None
+            raise ParameterError(f"{where or cls.type}: invalid parameters: {validation_message(e)}") from None
 
     def check(self, data: EvalData) -> None:
         """Checks that need the data's schema (and cheap aggregates); ``validate`` runs them too."""

@@ -36,6 +36,8 @@ SWEEP = {
     "name": "fault_sweep",
     "seed": 3,
     "concurrency": 1,
+    # a million rows is at the executor's in-memory threshold: force the key-block path the test kills
+    "execution": {"policy": "blocks"},
     "datasets": [
         {
             "name": "big",

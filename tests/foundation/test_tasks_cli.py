@@ -50,7 +50,7 @@ def _write(tmp_path: Path, text: str) -> Path:
         ),
         (
             BASE + "  - {type: identification_risk, params: {scenarios: {}}}\n",
-            "identification_risk: invalid parameters: scenarios: Dictionary should have at least 1 item",
+            "measure 'identification_risk': invalid parameters: scenarios: Dictionary should have at least 1 item",
         ),
         ("name: t\ndatasets: []\nmeasures: [{type: profile}]\n", "datasets: List should have at least 1 item"),
         (PROFILE.replace("measures:", "execution: {policy: gpu}\nmeasures:"), "execution.policy: Input should be"),
@@ -102,8 +102,11 @@ def test_run_writes_tidy_results_manifest_and_resumes(tmp_path):
     r = CliRunner().invoke(main, ["run", str(task), "--out", str(out), "--cluster", str(cfg)])
     assert r.exit_code == 0, r.output
     res = pd.read_parquet(out / "results.parquet")
-    assert set(res["setting"].str.split(";").str[0]) >= {"keys=sex,edu", "keys=agegr"}
-    uniq = res[(res.measure == "combinations") & (res.setting == "keys=agegr") & (res.synthetic == "original")]
+    params = res["params"].map(json.loads)
+    assert {tuple(p["keys"]) for p in params if "keys" in p} == {("sex", "edu"), ("agegr",)}
+    assert {"keys=sex+edu", "keys=agegr"} <= set(res["setting"])  # the display text of the grid point
+    agegr_total = params.map(lambda p: p.get("keys") == ["agegr"] and "size_from" not in p)
+    uniq = res[(res.measure == "combinations") & agegr_total & (res.synthetic == "original")]
     assert uniq["value"].tolist() == [7.0]  # six age groups and the missing group (4 records)
     recs = res[(res.measure == "records") & (res.synthetic == "original")]["value"]
     assert recs.tolist() == [5000.0]

@@ -97,7 +97,7 @@ def test_validate_checks_synthesised_sources_without_synthesising(tmp_path, monk
     *units, last = r.output.splitlines()
     labels = [x.split("  ", 1)[1] for x in units]
     assert labels[:2] == ["synthesise sd2011/margins", "synthesise sd2011/margins#1"]
-    assert "key_blocks sd2011/margins#1 [keys=edu,marital]" in labels
+    assert "key_blocks sd2011/margins#1 [keys=edu+marital]" in labels
     assert last.endswith("valid, 9 unit(s)")  # 2 syntheses + profile + 2 keys x (cart + 2 repetitions)
     assert not (tmp_path / "results").exists()
 
@@ -163,7 +163,7 @@ def test_synthesis_rows_are_the_units_own_rows(tmp_path):
     release = tmp_path / "run" / "synthesis" / "sd2011" / "margins" / "rep1"
     syn1 = pd.read_parquet(release / "synthetic" / "syn1.parquet")
     combos = res[
-        (res.source == "margins") & (res.repetition == 1) & (res.setting == "keys=sex,agegr")
+        (res.source == "margins") & (res.repetition == 1) & (res.setting == "keys=sex+agegr")
         & (res.synthetic == "1") & (res.measure == "combinations")
     ]  # fmt: skip
     assert combos["value"].tolist() == [float(len(syn1.groupby(["sex", "agegr"], observed=True, dropna=False)))]
