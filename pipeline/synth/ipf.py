@@ -17,8 +17,20 @@ accumulating the next group's margin. This is the same sequence of updates as mi
 floating-point rounding) with one pass per group instead of two per margin.
 
 Prior (``priorn``, syn.ipf): every cell of every released margin gets ``priorn / (number of
-its cells)`` before fitting. Structural zeros are put in the seed (synthpop sets them to zero
-after fitting; seeding keeps the fitted margins consistent with them).
+its cells)`` before fitting.
+
+Structural zeros, two modes (``structzero_mode``):
+
+* ``"seed"`` (default): the zeros are put in the seed, the prior goes only to margin cells that
+  are not entirely structural zeros, and a positive released count in such a cell is an error.
+  The fitted margins are then consistent with the zeros: the fit matches the released margins
+  as closely as a table with those zeros can.
+* ``"syn.ipf"`` (synthpop 1.9-2 parity): the fit starts from an all-ones table, every margin
+  cell gets the prior, the fit ignores the zeros; the zero cells are set to 0 **after** the fit
+  and the table renormalised. The mass the fit put in the zero cells is spread proportionally
+  over the others, so the fitted margins no longer match the released ones where the zeros
+  fall (by up to 3.3e-6 in probability on the syn_ipf IPF04 reference); a positive released
+  count in a zero cell is only a warning, as in R.
 
 The function sees only the released margins and ``n`` - never microdata.
 """
@@ -45,6 +57,7 @@ TOL_MARGINS = 1e-10
 
 EngineName = Literal["auto", "dense", "sparse", "dask"]
 TolType = Literal["absolute", "relative"]
+StructZeroMode = Literal["seed", "syn.ipf"]
 StructuralZero = Mapping[str, Sequence[Level]]
 """One structural-zero set: ``{variable: [levels]}``; every cell whose values of all the named
 variables are among the listed levels is a structural zero (synthpop ``structzero``)."""
@@ -418,6 +431,7 @@ def fit_ipf(
     layout: Layout | None = None,
     priorn: float = 1.0,
     structural_zeros: Sequence[StructuralZero] = (),
+    structzero_mode: StructZeroMode = "seed",
     tol: float = 1e-8,
     tol_type: TolType = "relative",
     max_iter: int = 5000,
@@ -444,6 +458,10 @@ def fit_ipf(
         are not entirely structural zeros count and receive it).
     structural_zeros : sequence of mapping
         Structural-zero sets ``{variable: [levels]}``.
+    structzero_mode : {"seed", "syn.ipf"}
+        "seed" (default): zeros in the seed, prior only on the cells they leave open; "syn.ipf":
+        synthpop's order - fit from all ones with the prior on every margin cell, then zero the
+        cells and renormalise (see the module docstring).
     tol, tol_type
         Stop when the cycle's ``max |X - X_prev|`` (absolute, mipfp) or that divided by
         ``max |X|`` (relative) is below ``tol``. syn.ipf parity: ``tol=1e-3, tol_type="absolute"``.
@@ -492,7 +510,11 @@ def fit_ipf(
     unused = [v for a, v in enumerate(layout.names) if not any(a in ax for ax in margin_axes)]
     if unused:
         warnings.append(f"variable(s) {', '.join(unused)} appear in no margin and are fitted as uniform")
+    if structzero_mode not in ("seed", "syn.ipf"):
+        raise ParameterError(f"structzero_mode: must be 'seed' or 'syn.ipf', got {structzero_mode!r}")
     zero_sets = _zero_sets(layout, structural_zeros)
+    post_fit_zeros = structzero_mode == "syn.ipf"
+    fit_zero_sets = [] if post_fit_zeros else zero_sets
 
     # prior on the cells that are not entirely structural zeros; a positive released count there is a contradiction
     targets, priors = [], []
@@ -502,10 +524,15 @@ def fit_ipf(
         if bad.any():
             first = np.argwhere(bad)[0]
             cell = ", ".join(f"{layout.names[a]}={layout.levels[a][c]}" for a, c in zip(axes, first, strict=True))
-            raise ParameterError(
+            text = (
                 f"structural_zeros contradict margin {name!r}: {int(bad.sum())} cell(s) with a positive released "
                 f"count, e.g. ({cell}), contain only structural-zero cells"
             )
+            if not post_fit_zeros:
+                raise ParameterError(text)
+            warnings.append(text + " (syn.ipf mode: they are fitted, then set to 0)")
+        if post_fit_zeros:
+            covered = np.zeros_like(covered)
         k = int((~covered).sum())
         add = priorn / k if k else 0.0
         targets.append(np.where(covered, 0.0, rel + add))
@@ -514,11 +541,11 @@ def fit_ipf(
     groups = plan_groups(margin_axes, layout.shape, group_cells)
     max_acc = max(math.prod(layout.shape[a] for a in grp.axes) for grp in groups)
     eng = _make_engine(
-        layout, engine, priorn, margin_axes, released, zero_sets, int(max_cells), memory_limit, chunk_cells, max_acc,
-        executor,
+        layout, engine, priorn, margin_axes, released, fit_zero_sets, int(max_cells), memory_limit, chunk_cells,
+        max_acc, executor,
     )  # fmt: skip
     if eng.kind != "sparse":
-        for axes, mask in zero_sets:
+        for axes, mask in fit_zero_sets:
             eng.run(apply=Factor(axes, (~mask).astype(np.float64)))
     compat = _compatibility(names, margin_axes, targets, float(n))
     totals = [float(t.sum()) for t in targets]
@@ -553,6 +580,12 @@ def fit_ipf(
         warnings.append(f"IPF did not converge in {max_iter} cycles (last criterion {history[-1]:.3g}, tol {tol:g})")
 
     fitted = _group_margins(eng, groups, margin_axes)
+    # mipfp's error.margins: the fit itself, before any post-fit zeros
+    max_abs_devs = [float(np.max(np.abs(targets[j] - fitted[j]))) for j in range(len(margins))]
+    if post_fit_zeros and zero_sets:
+        for axes, mask in zero_sets:
+            eng.run(apply=Factor(axes, (~mask).astype(np.float64)))
+        fitted = _group_margins(eng, groups, margin_axes)
     total = float(fitted[0].sum())
     eng.divide(total)
     fits, fitted_tables = [], []
@@ -568,7 +601,7 @@ def fit_ipf(
                 int(released[j].size),
                 float(released[j].sum()),
                 priors[j],
-                float(np.max(np.abs(targets[j] - fitted[j]))),
+                max_abs_devs[j],
                 float(np.max(np.abs(rel_n - fit_n))),
                 float(0.5 * np.abs(rel_n - fit_n).sum()),
             )

@@ -29,7 +29,7 @@ from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
 from pipeline.synth.control import Adjust, ControlledMargins, Rounding, Ties, Variant, check_limit, control_margins
-from pipeline.synth.ipf import EngineName, FitReport, TolType, check_fit_settings, fit_ipf
+from pipeline.synth.ipf import EngineName, FitReport, StructZeroMode, TolType, check_fit_settings, fit_ipf
 from pipeline.synth.margins import Layout, MarginOrder, MarginTable, margin_sets, tabulate, write_margins
 from pipeline.synth.sample import draw_synthetic, output_schema
 from pipeline.synth.sdc import SdcResult, SdcStep, apply_sdc
@@ -59,6 +59,9 @@ class SynthesiseParams(BaseModel):
         syn.ipf prior mass added to every margin.
     structural_zeros : list of {variable: [levels]}
         Cells that must be empty.
+    structzero_mode : {"seed", "syn.ipf"}
+        "seed" (default): zeros in the IPF seed, so the fitted margins respect them; "syn.ipf":
+        synthpop's order (fit, then zero the cells and renormalise) for checking against R.
     tol, tol_type, max_iter, max_cells, engine, chunk_cells
         IPF stopping rule, size guard, storage and Dask block size (see :func:`~pipeline.synth.ipf.fit_ipf`).
     m, k, seed
@@ -83,6 +86,7 @@ class SynthesiseParams(BaseModel):
     adjust: Adjust = "shift"
     priorn: float = 1.0
     structural_zeros: list[dict[str, list[str | None]]] = Field(default_factory=list)
+    structzero_mode: StructZeroMode = "seed"
     tol: float = 1e-8
     tol_type: TolType = "relative"
     max_iter: int = 5000
@@ -315,6 +319,7 @@ def synthesise_frame(
         layout=layout,
         priorn=params.priorn,
         structural_zeros=params.structural_zeros,
+        structzero_mode=params.structzero_mode,
         tol=params.tol,
         tol_type=params.tol_type,
         max_iter=params.max_iter,

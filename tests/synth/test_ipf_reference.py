@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from synth_helpers import example_tables, r_array, reference_case
 
+from pipeline.errors import ParameterError
 from pipeline.synth import MarginTable, fit_ipf
 
 
@@ -104,3 +105,62 @@ def test_group_size_does_not_change_the_fit(example: dict) -> None:
     assert one.report.passes_per_cycle == 3 and all_.report.passes_per_cycle == 1
     assert one.report.iterations == all_.report.iterations
     np.testing.assert_allclose(one.probabilities(), all_.probabilities(), rtol=1e-13, atol=0)
+
+
+def _reference_margins(ref: dict) -> tuple[list[MarginTable], float]:
+    res = ref["result"]
+    obs = r_array(res["obs_table"])
+    names = res["obs_table"]["dimnames_names"]
+    levels = [tuple(lv) for lv in res["obs_table"]["dimnames"]]
+    tables = []
+    for m in res["margins"]:
+        axes = [a - 1 for a in m]
+        counts = obs.sum(axis=tuple(i for i in range(obs.ndim) if i not in axes))
+        tables.append(MarginTable(tuple(names[a] for a in axes), tuple(levels[a] for a in axes), counts))
+    return tables, float(obs.sum())
+
+
+@pytest.mark.parametrize("engine", ["dense", "sparse"])
+def test_syn_ipf_structzero_mode_reproduces_ipf04(engine: str) -> None:
+    """structzero_mode="syn.ipf": all-ones start, prior in every margin cell, zeros after the fit."""
+    ref = reference_case("IPF04")
+    res = ref["result"]
+    tables, n = _reference_margins(ref)
+    zeros = [z["cells"] for z in ref["args"]["structzero"]]
+    fit = fit_ipf(
+        tables, n, priorn=1, structural_zeros=zeros, structzero_mode="syn.ipf", tol=1e-3, tol_type="absolute",
+        engine=engine,
+    )  # fmt: skip
+    p = fit.probabilities()
+    np.testing.assert_allclose(p, r_array(res["fitted_prob"]), rtol=0, atol=1e-12)
+    assert p[0, 2:4, :].sum() == 0 and p[0, :, 3].sum() == 0
+    assert fit.report.iterations == res["iterations"]
+    np.testing.assert_allclose(fit.report.stopping, res["evol.stp.crit"], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose([m.max_abs_dev for m in fit.report.margins], res["error.margins"], rtol=0, atol=1e-9)
+    # the ground truth has counts in the zero cells: R warns, so do we
+    assert any("structural_zeros contradict margin 'agegr:marital'" in w for w in fit.report.warnings)
+
+
+def test_default_structzero_mode_refuses_counts_in_zero_cells_and_differs_from_syn_ipf() -> None:
+    """The default ("seed") refuses released counts inside zero cells; on margins without such
+    counts it fits a table whose margins respect the zeros, which syn.ipf's post-fit zeroing does not."""
+    ref = reference_case("IPF04")
+    tables, n = _reference_margins(ref)
+    zeros = [z["cells"] for z in ref["args"]["structzero"]]
+    with pytest.raises(ParameterError, match="structural_zeros contradict margin 'agegr:marital'"):
+        fit_ipf(tables, n, priorn=1, structural_zeros=zeros, tol=1e-3, tol_type="absolute")
+    cleaned = []
+    for t in tables:
+        c = t.counts.copy()
+        if t.variables == ("agegr", "marital"):
+            c[0, 2:4] = 0
+        if t.variables == ("agegr", "edu"):
+            c[0, 3] = 0
+        cleaned.append(t.with_counts(c))
+    total = cleaned[0].counts.sum()
+    cleaned[2] = cleaned[2].with_counts(cleaned[2].counts * total / cleaned[2].counts.sum())
+    seed = fit_ipf(cleaned, total, priorn=1, structural_zeros=zeros, tol=1e-10, tol_type="absolute")
+    post = fit_ipf(cleaned, total, priorn=1, structural_zeros=zeros, structzero_mode="syn.ipf", tol=1e-10,
+                   tol_type="absolute")  # fmt: skip
+    assert seed.report.margins[0].max_abs_dev_n < post.report.margins[0].max_abs_dev_n
+    assert 1e-9 < np.abs(seed.probabilities() - post.probabilities()).max() < 1e-2
