@@ -1,0 +1,161 @@
+"""The timing harness every benchmark uses: inputs on the workers first, then best-of-N.
+
+With a distributed client ``persist`` returns at once, before the data exist on the workers;
+a clock started then times the data generation or reading too.  :class:`Bench` therefore
+
+* puts the inputs on the workers with :meth:`Bench.ready` (``client.persist`` and then
+  ``distributed.wait`` on the persisted futures), and
+* refuses to start the clock (:class:`NotReady`) while any future of any Dask input of
+  :meth:`Bench.time` is not finished — or when a Dask input was never persisted at all;
+
+and reports, for the best of ``repeat`` runs (by wall time): wall seconds, CPU seconds of this
+process (the driver, with the in-process scheduler of a LocalCluster) and of every worker
+process (psutil over the worker processes: the load-independent cost), the peak resident
+memory of each worker (sampled every 50 ms) and the 1-minute load average before and after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import dask
+import psutil
+from distributed import futures_of, wait
+
+
+class NotReady(RuntimeError):
+    """A benchmark input is not (yet) on the workers, so the clock must not start."""
+
+
+@dataclass
+class Measurement:
+    """One timed call: the best of ``repeat`` runs by wall time."""
+
+    wall: float
+    cpu: float
+    cpu_driver: float
+    cpu_workers: float
+    peak_rss_mib: dict[str, float]
+    load_before: float
+    load_after: float
+    repeat: int
+    walls: list[float] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        peaks = ", ".join(f"{v:,.0f}" for v in self.peak_rss_mib.values()) or "-"
+        return (f"wall {self.wall:7.2f} s  CPU {self.cpu:7.2f} s (driver {self.cpu_driver:.2f} + workers "
+                f"{self.cpu_workers:.2f})  peak RSS/worker [{peaks}] MiB  load {self.load_before:.2f}->"
+                f"{self.load_after:.2f}  best of {self.repeat}")  # fmt: skip
+
+
+def on_workers(value: Any) -> bool:
+    """Whether a Dask collection's data are all on the workers (persisted and finished).
+
+    Non-Dask values (pandas frames, numbers) are always ready.
+    """
+    if not dask.is_dask_collection(value):
+        return True
+    futures = futures_of(value)
+    return bool(futures) and all(f.status == "finished" for f in futures)
+
+
+def _cpu(process: psutil.Process) -> float:
+    t = process.cpu_times()
+    return t.user + t.system
+
+
+class _PeakSampler:
+    """Largest RSS of each worker process while a block runs (sampled from the driver)."""
+
+    def __init__(self, workers: dict[str, psutil.Process], every: float = 0.05) -> None:
+        self.workers, self.every = workers, every
+        self.peak = dict.fromkeys(workers, 0)
+        self._stop = threading.Event()
+
+    def _sample(self) -> None:
+        while True:
+            for name, proc in self.workers.items():
+                with contextlib.suppress(psutil.Error):  # a worker restarting: keep sampling the others
+                    self.peak[name] = max(self.peak[name], proc.memory_info().rss)
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self) -> _PeakSampler:
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class Bench:
+    """Times calls on a Dask client honestly (see the module docstring).
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        None times in-process work only (no workers).
+    """
+
+    def __init__(self, client: Any = None) -> None:
+        self.client = client
+        pids = client.run(os.getpid) if client is not None else {}
+        me = os.getpid()
+        # a worker inside this process (processes=False) is already counted as the driver
+        self.workers = {addr: psutil.Process(pid) for addr, pid in pids.items() if pid != me}
+        self.driver = psutil.Process(me)
+
+    def ready(self, *collections: Any) -> list[Any]:
+        """Persist Dask collections and return them once their data are on the workers."""
+        lazy = [c for c in collections if dask.is_dask_collection(c)]
+        done = iter(self.client.persist(lazy) if lazy else [])
+        out = [next(done) if dask.is_dask_collection(c) else c for c in collections]
+        persisted = [c for c in out if dask.is_dask_collection(c)]
+        if persisted:
+            with self.client.as_current():  # wait() uses the current client
+                wait(persisted)
+        return out
+
+    def cpu(self) -> tuple[float, float]:
+        """CPU seconds used so far by the driver and by all worker processes."""
+        workers = 0.0
+        for proc in self.workers.values():
+            with contextlib.suppress(psutil.Error):
+                workers += _cpu(proc)
+        return _cpu(self.driver), workers
+
+    def time(self, fn: Callable[[], Any], inputs: Sequence[Any] = (), repeat: int = 3) -> tuple[Measurement, Any]:
+        """Best of ``repeat`` runs of ``fn()``; returns the measurement and the last result.
+
+        Raises
+        ------
+        NotReady
+            If a Dask input is not persisted or any of its futures is not finished.
+        """
+        waiting = [i for i, v in enumerate(inputs) if not on_workers(v)]
+        if waiting:
+            raise NotReady(f"input(s) {waiting} are not on the workers: call Bench.ready() on them first")
+        load_before = os.getloadavg()[0]
+        runs, result = [], None
+        with _PeakSampler(self.workers) as sampler:
+            for _ in range(repeat):
+                (d0, w0), t0 = self.cpu(), time.perf_counter()
+                result = fn()
+                wall = time.perf_counter() - t0
+                d1, w1 = self.cpu()
+                runs.append((wall, d1 - d0, w1 - w0))
+        wall, cpu_d, cpu_w = min(runs)
+        peaks = {name: rss / 2**20 for name, rss in sampler.peak.items()}
+        return Measurement(wall, cpu_d + cpu_w, cpu_d, cpu_w, peaks, load_before, os.getloadavg()[0], repeat,
+                           [r[0] for r in runs]), result  # fmt: skip
