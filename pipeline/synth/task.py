@@ -28,7 +28,17 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
-from pipeline.synth.control import Adjust, ControlledMargins, Rounding, Ties, Variant, check_limit, control_margins
+from pipeline.synth.control import (
+    Adjust,
+    ControlledMargins,
+    MarginTotal,
+    Rounding,
+    Ties,
+    Variant,
+    check_limit,
+    control_margins,
+)
+from pipeline.synth.dp import DpParams, DpRecord, check_dp, margin_noise
 from pipeline.synth.ipf import EngineName, FitReport, StructZeroMode, TolType, check_fit_settings, fit_ipf
 from pipeline.synth.margins import Layout, MarginOrder, MarginTable, margin_sets, tabulate, write_margins
 from pipeline.synth.sample import draw_synthetic, output_schema
@@ -68,6 +78,10 @@ class SynthesiseParams(BaseModel):
         Number of synthetic sets, records per set (default n), seed.
     numeric_output : {"uniform", "midpoint", "bin"}
         How categorised numeric variables are released.
+    dp : DpParams, optional
+        Differentially private margins (see :mod:`pipeline.synth.dp`): ``epsilon``, ``delta``,
+        ``noise``, ``order`` ("noise_only" needs ``variant: none``; "noise_then_coarsen" a
+        V1/V2/V3 variant), ``weights``.
     output_format : list of {"parquet", "csv"}
         Formats written by :meth:`SynthesisResult.write`.
     """
@@ -97,6 +111,7 @@ class SynthesiseParams(BaseModel):
     k: int | None = None
     seed: int | None = None
     numeric_output: NumericOutput = "uniform"
+    dp: DpParams | None = None
     output_format: list[OutputFormat] = Field(default_factory=lambda: ["parquet"])
 
 
@@ -137,6 +152,8 @@ class SynthesisResult(Result):
         Breaks/labels/codes of each categorised numeric variable.
     n, k, seed : int
     params : SynthesiseParams
+    dp : DpRecord, optional
+        The privacy budget the release spent and the noise of each margin.
     """
 
     synthetic: tuple[pd.DataFrame, ...]
@@ -152,6 +169,7 @@ class SynthesisResult(Result):
     k: int
     seed: int
     params: SynthesiseParams
+    dp: DpRecord | None = None
 
     def datasets(self, prefix: str = "syn") -> list[Dataset]:
         """The synthetic sets as :class:`Dataset` objects named ``syn1``, ``syn2``, ..."""
@@ -171,6 +189,7 @@ class SynthesisResult(Result):
             Row("original", "n", float(self.n)),
             Row("original", "k", float(self.k)),
             *self.margins.rows(),
+            *(self.dp.rows() if self.dp is not None else []),
             *self.fit.rows(),
             *per_set,
         ]
@@ -188,6 +207,7 @@ class SynthesisResult(Result):
             "sdc": list(self.sdc),
             "bins": self.bins,
             "margin_control": self.margins.to_dict(),
+            "dp": self.dp.to_dict() if self.dp is not None else None,
             "fit": self.fit.to_dict(),
             "synthetic_margins": [s.__dict__.copy() for s in self.synthetic_margins],
         }
@@ -217,7 +237,12 @@ class SynthesisResult(Result):
                 self.margins.tables,
                 tmp / "margins",
                 formats,
-                {"rule": self.margins.rule(), "layout": self.layout.to_dict(), **self.margins.to_dict()},
+                {
+                    "rule": self.margins.rule(),
+                    "layout": self.layout.to_dict(),
+                    **self.margins.to_dict(),
+                    "dp": self.dp.to_dict() if self.dp is not None else None,
+                },
             )
             (tmp / "fit_report.json").write_text(json.dumps(self.to_dict(), indent=1), encoding="utf-8")
             old = None
@@ -269,7 +294,42 @@ def check_settings(params: SynthesiseParams) -> list[tuple[str, ...]]:
         raise ParameterError("output_format: give at least one of 'parquet', 'csv'")
     check_limit(params.limit)
     check_fit_settings(params.priorn, params.tol, params.tol_type, params.max_iter, params.max_cells)
-    return margin_sets(list(params.variables), params.margins, params.extra_margins)
+    margins = margin_sets(list(params.variables), params.margins, params.extra_margins)
+    if params.dp is not None:
+        if params.dp.order == "noise_only" and params.variant != "none":
+            raise ParameterError(
+                f"dp.order 'noise_only' releases the noisy margins as they are: set variant: none "
+                f"(got {params.variant!r}), or use order 'noise_then_coarsen' to coarsen them"
+            )
+        if params.dp.order == "noise_then_coarsen" and params.variant == "none":
+            raise ParameterError("dp.order 'noise_then_coarsen' needs a variant V1, V2 or V3 (got 'none')")
+        check_dp(params.dp, len(margins))
+    return margins
+
+
+def _noisy_release(
+    gt_tables: Sequence[MarginTable], n: int, params: SynthesiseParams, seed: int
+) -> tuple[ControlledMargins, DpRecord, float]:
+    """DP margins: the released margins, the budget record and the prior the fit still adds.
+
+    "noise_only" follows syn.ipf (prior, noise, makepos; the fit adds no further prior);
+    "noise_then_coarsen" noises the ground-truth counts, rounds them to integers and applies
+    the variant, then the fit adds the prior as in the coarsened path.
+    """
+    assert params.dp is not None
+    if params.dp.order == "noise_only":
+        noisy, record = margin_noise(gt_tables, params.dp, params.priorn, seed)
+        totals = tuple(MarginTotal(t.name, float(n), t.total, t.total - n, 0.0) for t in noisy)
+        released = ControlledMargins(
+            tuple(noisy), totals, "none", params.limit, None, params.rounding, params.ties, params.adjust, n
+        )
+        return released, record, 0.0
+    noisy, record = margin_noise(gt_tables, params.dp, 0.0, seed)
+    released = control_margins(
+        [t.with_counts(np.rint(t.counts)) for t in noisy], n, params.variant, params.limit, params.small_value,
+        params.rounding, params.ties, params.adjust,
+    )  # fmt: skip
+    return released, record, params.priorn
 
 
 def _sdc(frame: Frame, schema: Schema, params: SynthesiseParams, executor: Executor) -> tuple[Frame, SdcResult]:
@@ -309,15 +369,20 @@ def synthesise_frame(
     layout, gt_tables, n = tabulate(frame, names, [sdc.levels[v] for v in names], margins, executor, sdc.transform)
     if n == 0:
         raise ParameterError("the original data set has no records")
-    released = control_margins(
-        gt_tables, n, params.variant, params.limit, params.small_value, params.rounding, params.ties, params.adjust
-    )
+    seed = int(np.random.SeedSequence(params.seed).entropy)
+    dp_record, priorn = None, params.priorn
+    if params.dp is None:
+        released = control_margins(
+            gt_tables, n, params.variant, params.limit, params.small_value, params.rounding, params.ties, params.adjust
+        )
+    else:
+        released, dp_record, priorn = _noisy_release(gt_tables, n, params, seed)
     del gt_tables  # the boundary: from here on only the released margins, their levels and n
     fit = fit_ipf(
         released.tables,
         n,
         layout=layout,
-        priorn=params.priorn,
+        priorn=priorn,
         structural_zeros=params.structural_zeros,
         structzero_mode=params.structzero_mode,
         tol=params.tol,
@@ -329,7 +394,7 @@ def synthesise_frame(
         executor=executor,
     )
     k = params.k or n
-    frames, codes, out_schema, seed = draw_synthetic(fit, sdc, k, params.m, params.seed, params.numeric_output)
+    frames, codes, out_schema, seed = draw_synthetic(fit, sdc, k, params.m, seed, params.numeric_output)
     return SynthesisResult(
         synthetic=tuple(frames),
         schema=out_schema,
@@ -344,6 +409,7 @@ def synthesise_frame(
         k=k,
         seed=seed,
         params=params,
+        dp=dp_record,
     )
 
 
