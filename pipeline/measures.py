@@ -80,6 +80,12 @@ _ENTRIES = [
         "pipeline.utility.task:UtilityTablesMeasure",
         "synthpop utility.tables(): every low-order table and the heat map",
     ),
+    MeasureEntry(
+        "utility_synds",
+        "utility",
+        "pipeline.utility.synds:UtilitySyndsMeasure",
+        "synthpop 1.2-1 utility.synds(): pMSE of cart/logit models, deviance, pairwise null",
+    ),
 ]
 REGISTRY: dict[str, MeasureEntry] = {e.type: e for e in _ENTRIES}
 

@@ -222,6 +222,27 @@ class Executor:
         handles = [dask.delayed(s, traverse=False) for s in shared]
         return self.compute(*[dask.delayed(fn)(*handles, *job) for job in jobs])
 
+    def map_frame_tasks(
+        self, fn: Callable[..., Any], jobs: Sequence[tuple], frames: Sequence[Frame], shared: Sequence[Any] = ()
+    ) -> list[Any]:
+        """``[fn(*shared, [frames[i] for i in job[0]], *job[1:]) for job in jobs]`` as parallel tasks.
+
+        Each job names the data sets it reads (``job[0]``, indices into ``frames``).  Dask
+        frames are assembled into one pandas frame per data set **on a worker** (once, shared
+        by every job that reads it), so independent fits over many data sets or pairs of them
+        never gather records on the client; pandas frames are sent to the cluster once.
+        """
+        if self.client is None and not any(dask.is_dask_collection(f) for f in frames):
+            return [fn(*shared, [frames[i] for i in job[0]], *job[1:]) for job in jobs]
+        whole = [
+            dask.delayed(_concat_parts)(f.to_delayed())
+            if dask.is_dask_collection(f)
+            else dask.delayed(f, traverse=False)
+            for f in frames
+        ]
+        handles = [dask.delayed(s, traverse=False) for s in shared]
+        return self.compute(*[dask.delayed(fn)(*handles, [whole[i] for i in job[0]], *job[1:]) for job in jobs])
+
     def key_blocks(
         self, data: EvalData, keys: Sequence[str], n_blocks: int | None = None, with_row_id: bool = False
     ) -> Blocks:
@@ -338,6 +359,11 @@ class Blocks:
 def _drop_positions(part: pd.DataFrame, positions: np.ndarray) -> pd.DataFrame:
     """A partition (with ``__row__``) without the records at ``positions``, ``__row__`` dropped."""
     return part[~np.isin(part[ROW_COLUMN].to_numpy(), positions)].drop(columns=ROW_COLUMN)
+
+
+def _concat_parts(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The partitions of one data set as one pandas frame (index 0..n-1), on a worker."""
+    return pd.concat(list(parts), ignore_index=True) if parts else pd.DataFrame()
 
 
 def _as_dask(frame: Frame) -> dd.DataFrame:

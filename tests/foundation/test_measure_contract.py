@@ -40,6 +40,10 @@ EXAMPLES: dict[str, tuple[str, dict]] = {
     "utility_gen": ("sd2011", {"method": "logit", "maxorder": 1, "vars": ["sex", "age", "edu", "income"]}),
     "utility_tab": ("sd2011", {"vars": ["sex", "edu"]}),
     "utility_tables": ("sd2011", {"tables": "twoway", "vars": ["sex", "agegr", "edu"]}),
+    "utility_synds": (
+        "sd2011",
+        {"method": ["logit", "cart"], "vars": ["sex", "age", "edu", "income"], "deviance": True, "null_utility": True},
+    ),
 }
 
 

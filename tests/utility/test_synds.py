@@ -1,0 +1,169 @@
+"""utility_synds (synthpop 1.2-1's utility.synds) against the R references US01-US06, and bad input."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.errors import ParameterError
+from pipeline.evaluation.execution import Executor
+from pipeline.utility.synds import UtilitySyndsMeasure, UtilitySyndsResult, format_r_matrix, utility_synds
+
+from .helpers import case_data, load, r_array, ref_files
+
+RTOL = 1e-8
+
+
+@cache
+def _case(case_id: str) -> dict:
+    (path,) = [f for f in ref_files("utility_synds") if f.name == f"utility_synds_{case_id}.json"]
+    return load(path)
+
+
+@cache
+def _data(case_id: str) -> tuple[pd.DataFrame, list[pd.DataFrame], object, list[str]]:
+    ref = _case(case_id)
+    orig, syns, schema = case_data(ref)
+    prep = ref["data_preparation"]
+    names = prep["vars"]
+    if prep["rows"] != "all":
+        orig, syns = orig.iloc[: prep["rows"]], [s.iloc[: prep["rows"]] for s in syns]
+    synthesised = [v for v, how in prep["synds_method"].items() if how]
+    return orig[names], [s[names] for s in syns], schema.select(names), synthesised
+
+
+def _run(case_id: str, variant: str | None = None, **extra) -> tuple[UtilitySyndsResult, dict]:
+    ref = _case(case_id)
+    args = {k.replace(".", "_"): v for k, v in ref["args"].items() if k != "variants"}
+    if variant is not None:
+        args.update({k.replace(".", "_"): v for k, v in ref["args"]["variants"][variant].items()})
+    orig, syns, schema, synthesised = _data(case_id)
+    method = args.pop("method")
+    res = utility_synds(orig, syns, method, schema=schema, synthesised=synthesised, **args, **extra)
+    result = ref["result"] if variant is None else ref["result"][variant]
+    return res, result
+
+
+def _assert_case(res: UtilitySyndsResult, r: dict) -> None:
+    assert list(res.method) == ([r["method"]] if isinstance(r["method"], str) else r["method"])
+    np.testing.assert_allclose(res.utility_raw.to_numpy(), r_array(r["utility.raw"]), rtol=RTOL)
+    assert list(res.utility_raw.index) == r["utility.raw"]["dimnames"][0]
+    np.testing.assert_allclose(res.utility_summary.to_numpy(), r_array(r["utility.summary"]), rtol=RTOL)
+    if r["deviance.raw"] is None:
+        assert res.deviance_raw is None
+    else:
+        assert list(res.deviance_raw.columns) == r["deviance.raw"]["dimnames"][1]
+        np.testing.assert_allclose(res.deviance_raw.to_numpy(), r_array(r["deviance.raw"]), rtol=RTOL)
+        np.testing.assert_allclose(res.deviance_summary.to_numpy(), r_array(r["deviance.summary"]), rtol=RTOL)
+    if r["nullstats.raw"] is None:
+        assert res.null_raw is None
+    else:
+        for name, matrix in r["nullstats.raw"].items():
+            np.testing.assert_allclose(res.null_raw[name.removesuffix(".null")], r_array(matrix), rtol=RTOL, atol=1e-15)
+        np.testing.assert_allclose(res.nullstats_summary.to_numpy(), r_array(r["nullstats.summary"]), rtol=RTOL)
+    summary = r["ind.propensity.scores_summary"]
+    assert res.ind_propensity_scores.shape == tuple(r["ind.propensity.scores_dim"])
+    for k, meth in enumerate(res.method):
+        for i, (setname, s) in enumerate(summary[meth].items()):
+            scores = res.ind_propensity_scores[:, k, i]
+            np.testing.assert_allclose(scores[:20], s["first20"], rtol=1e-6)
+            np.testing.assert_allclose(np.sum((scores - 0.5) ** 2), s["sum_sq_dev_0.5"], rtol=1e-7)
+            assert setname == res.utility_raw.index[i]
+
+
+@pytest.mark.parametrize("case_id", ["US01", "US02", "US03"])
+def test_reference_cases(case_id: str) -> None:
+    res, r = _run(case_id)
+    _assert_case(res, r)
+    assert list(res.model_columns) == _case(case_id)["design"]["columns"]
+
+
+@pytest.mark.parametrize("variant", ["syn_only_TRUE", "syn_only_FALSE"])
+def test_partially_synthetic_cedata_with_and_without_syn_only(variant: str) -> None:
+    res, r = _run("US05", variant)
+    _assert_case(res, r)
+    assert list(res.model_columns) == _case("US05")["design"][variant]["columns"]
+    expected = {
+        "syn_only_TRUE": "Non-synthesized variables not used in computing the utility.",
+        "syn_only_FALSE": "NOTE: Non-synthesized variables also used in computing the utility.",
+    }[variant]
+    assert res.notes == (expected,)
+
+
+def test_factor_only_missing_values_r_quirk_and_default() -> None:
+    """US06: 1.2-1's fill.NA drops the factors (r_fill_quirk); by default they stay with an NA level."""
+    res, r = _run("US06", r_fill_quirk=True)
+    _assert_case(res, r)
+    assert res.model_columns == ("age",)
+    kept, _ = _run("US06")
+    assert kept.model_columns == ("sex", "edu", "marital", "age")
+    # with the factors in the model the sets are told apart better than with age alone
+    assert np.all(kept.utility_raw.to_numpy() > res.utility_raw.to_numpy())
+
+
+def test_print_like_synthpop_1_2_1() -> None:
+    res, _ = _run("US02")
+    text = str(res)
+    assert "Method:\n($method)\ncart \n" in text
+    assert "($utility.summary)\n           Mean          SD\ncart 0.06349473 0.001201259" in text
+    assert "($nullstats.summary)\n        Mean diff Mean ratio\ncart -0.003509779  0.9476188" in text
+    frame = pd.DataFrame({"Mean": [7.700586949701245e-06, 0.0075704846532066205]}, index=["logit", "cart"])
+    assert format_r_matrix(frame) == "              Mean\nlogit 7.700587e-06\ncart  7.570485e-03"
+
+
+def test_rows_carry_method_and_null_pairs() -> None:
+    res, _ = _run("US02")
+    tidy = res.tidy()
+    null = tidy[tidy["measure"] == "null_pMSE"]
+    assert len(null) == 5 * 4
+    row = null[(null["synthetic"] == "3") & (null["params"] == '{"against":1,"method":"cart"}')]
+    assert row["value"].item() == pytest.approx(res.null_raw["cart"][2, 0], rel=1e-15)
+    ratio = tidy[tidy["measure"] == "null_mean_ratio"]["value"].item()
+    assert ratio == pytest.approx(0.9476187622214453, rel=RTOL)
+
+
+def test_same_result_on_partitions() -> None:
+    """The fits read whole data sets assembled on the workers: partitions do not change them."""
+    import dask.dataframe as dd
+
+    orig, syns, schema, _ = _data("US01")
+    small = [f.iloc[:1500].reset_index(drop=True) for f in (orig, *syns[:3])]
+    kw = {"schema": schema, "maxorder": 1, "deviance": True, "null_utility": True}
+    ref = utility_synds(small[0], small[1:], ["logit", "cart"], executor=Executor(policy="memory"), **kw)
+    parts = [dd.from_pandas(f, npartitions=3, sort=False) for f in small]
+    got = utility_synds(parts[0], parts[1:], ["logit", "cart"], executor=Executor(policy="blocks"), **kw)
+    pd.testing.assert_frame_equal(got.tidy(), ref.tidy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"method": ["cart", "forest"]}, "method"),
+        ({"method": "poly2"}, "method"),
+        ({"method": []}, "method"),
+        ({"maxorder": 5}, "maxorder"),
+        ({"maxorder": -1}, "maxorder"),
+        ({"syn_only": True}, "synthesised"),
+        ({"method": ["cart", "cart"]}, "once"),
+        ({"cp": -1}, "cp"),
+    ],
+)
+def test_bad_parameters_refused(params: dict, match: str) -> None:
+    with pytest.raises(ParameterError, match=match):
+        UtilitySyndsMeasure(params)
+
+
+def test_null_utility_needs_several_sets() -> None:
+    orig, syns, schema, _ = _data("US06")
+    with pytest.raises(ParameterError, match="null_utility needs m > 1"):
+        utility_synds(orig, syns[0], "cart", schema=schema, null_utility=True)
+
+
+def test_syn_only_with_no_synthesised_variable_left() -> None:
+    """Unknown variables are refused by the contract's check; here none of ``vars`` is synthesised."""
+    orig, syns, schema, _ = _data("US06")
+    with pytest.raises(ParameterError, match="synthesised"):
+        utility_synds(orig, syns, "cart", schema=schema, syn_only=True, synthesised=["age"], vars=["sex", "edu"])
