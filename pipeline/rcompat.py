@@ -307,14 +307,25 @@ def cut_labels(breaks: Sequence[float] | np.ndarray, dig_lab: int = 8) -> list[s
         raise ParameterError("cut needs at least two break points")
     if np.any(brks[1:] == brks[:-1]):
         raise ParameterError("cut: 'breaks' are not unique")
-    text: list[str] = []
-    for digits in range(dig_lab, max(12, dig_lab) + 1):
-        text = [format_g(float(b), digits) for b in brks]
-        if all(a != b for a, b in itertools.pairwise(text)):
-            break
-    else:
+    text = cut_edge_texts(brks, dig_lab)
+    if text is None:
         return [f"Range_{i + 1}" for i in range(brks.size - 1)]
-    labels = [f"[{a},{b})" for a, b in itertools.pairwise(text)]
+    return interval_labels(text)
+
+
+def cut_edge_texts(breaks: np.ndarray, dig_lab: int = 8) -> list[str] | None:
+    """The break texts of :func:`cut_labels` (sorted, distinct ``breaks``); ``None`` when R falls
+    back to ``Range_i`` labels."""
+    for digits in range(dig_lab, max(12, dig_lab) + 1):
+        text = [format_g(float(b), digits) for b in breaks]
+        if all(a != b for a, b in itertools.pairwise(text)):
+            return text
+    return None
+
+
+def interval_labels(edges: Sequence[str]) -> list[str]:
+    """``cut``'s interval labels from the edge texts: ``[a,b)``, the last one closed ``[a,b]``."""
+    labels = [f"[{a},{b})" for a, b in itertools.pairwise(edges)]
     labels[-1] = labels[-1][:-1] + "]"
     return labels
 

@@ -265,7 +265,7 @@ def _evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Execut
     result = measure.evaluate(data, executor)
     seconds = time.perf_counter() - t0
     table = unit_table(result.rows(), unit)
-    summary = jsonable(result.to_dict())
+    summary = jsonable(result.public_dict())
     atomic_write_parquet(table, table_path)
     atomic_write_text(json.dumps({"summary": summary, "seconds": seconds}), summary_path)
     return table, summary, seconds, False
@@ -292,7 +292,7 @@ def _run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor
     # the cache always holds Parquet sets: the measure units read them back
     result.write(folder / "release", overwrite=True, formats=["parquet", *params.output_format])
     table = unit_table(result.rows(), unit)
-    summary = jsonable(result.to_dict())
+    summary = jsonable(result.public_dict())
     atomic_write_parquet(table, rows_path)
     atomic_write_text(json.dumps({"summary": summary, "seconds": seconds}), summary_path)  # last: complete
     return table, summary, seconds, False

@@ -30,6 +30,7 @@ from pipeline.config_io import validation_message
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.public import MIN_RECORDS, LevelCounts, coarsen, public_summary
 
 #: columns of :meth:`Result.rows`
 ROW_COLUMNS = ["synthetic", "params", "measure", "value"]
@@ -97,6 +98,17 @@ class Result(ABC):
     def tidy(self) -> pd.DataFrame:
         """The rows as a frame with :data:`TIDY_COLUMNS` (``params`` as canonical JSON)."""
         return rows_frame(self.rows())
+
+    def level_counts(self) -> Sequence[LevelCounts]:
+        """The level labels the summary shows with their original record counts (binned numeric
+        variables with their breaks), so that written summaries can coarsen the labels that
+        would expose a value (:mod:`pipeline.evaluation.public`). None by default."""
+        return ()
+
+    def public_dict(self, min_records: int = MIN_RECORDS) -> dict[str, Any]:
+        """:meth:`to_dict` with every label that would expose an original value coarsened: what
+        is written to files (the result object itself keeps R's labels)."""
+        return public_summary(self.to_dict(), coarsen(self.level_counts(), min_records))
 
 
 def rows_frame(rows: Sequence[Row]) -> pd.DataFrame:

@@ -30,6 +30,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.public import LevelCounts
 from pipeline.utility.design import Design, Predictor, n_params
 from pipeline.utility.glm import (
     IRLS,
@@ -324,10 +325,15 @@ class UtilityGenResult(Result):
     fits: tuple[Any, ...]
     notes: tuple[str, ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)
+    #: the factor-like predictors' levels with their original counts (coarsened when written)
+    original_levels: tuple[LevelCounts, ...] = ()
 
     @property
     def m(self) -> int:
         return len(self.stats)
+
+    def level_counts(self) -> tuple[LevelCounts, ...]:
+        return self.original_levels
 
     def __getitem__(self, stat: str) -> np.ndarray:
         return self.stats[stat].to_numpy()
@@ -561,6 +567,16 @@ def _assemble(
         nnosplits=nnosplits,
         fits=tuple(fits),
         notes=tuple(notes),
+        original_levels=tuple(
+            LevelCounts(
+                c.source,
+                tuple(c.labels or ()),
+                tuple(plan.level_counts[0][c.name].tolist()),
+                c.binning.breaks if c.role == "binned" else None,
+            )
+            for c in plan.columns
+            if c.is_factor
+        ),
         settings={
             "cp": settings.cp,
             "minbucket": settings.minbucket,

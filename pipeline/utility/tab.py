@@ -23,6 +23,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.public import LevelCounts
 from pipeline.utility.binning import Binning, make_binning
 from pipeline.utility.params import (
     TAB_STATS,
@@ -268,10 +269,25 @@ class UtilityTabResult(Result):
     tab_zdiff: tuple[np.ndarray, ...]
     levels: tuple[tuple[str | None, ...], ...]
     notes: tuple[str, ...] = ()
+    #: per axis, the breaks of a binned numeric variable (else None)
+    breaks: tuple[np.ndarray | None, ...] = ()
 
     @property
     def m(self) -> int:
         return len(self.tab_syn)
+
+    def level_counts(self) -> list[LevelCounts]:
+        """Each axis's labels with the original table's margin (records counted in the table)."""
+        axes = range(self.tab_obs.ndim)
+        return [
+            LevelCounts(
+                var,
+                tuple(self.levels[a]),
+                tuple(self.tab_obs.sum(axis=tuple(b for b in axes if b != a)).tolist()),
+                self.breaks[a] if self.breaks else None,
+            )
+            for a, var in zip(axes, self.vars, strict=True)
+        ]
 
     def __getitem__(self, stat: str) -> np.ndarray:
         """The statistic ``stat`` for each synthetic set (e.g. ``result["S_pMSE"]``)."""
@@ -348,6 +364,7 @@ def evaluate_tab(params: UtilityTabParams, data: EvalData, executor: Executor) -
         tab_zdiff=tuple(zs),
         levels=tuple(tv.labels for tv in tvars),
         notes=tuple(notes),
+        breaks=tuple(tv.binning.breaks if tv.binning is not None else None for tv in tvars),
     )
 
 
