@@ -123,6 +123,31 @@ def utility_section(results: pd.DataFrame, outcome: Any) -> list[str]:
         ax.invert_yaxis()
         out.append(figure_html(fig, f"{name}: {dataset}: S_pMSE of each synthetic set by source (bar: mean)"))
     out += _table_heat_maps(per_set(results[results["measure_name"].isin(tables)]))
+    synds = [name for name, kind in measure_types(outcome).items() if kind == "utility_synds"]
+    out += utility_synds_tables(results[results["measure_name"].isin(synds)])
+    return out
+
+
+#: utility_synds summary rows ("mean") shown per method, as synthpop 1.2-1 prints them
+SYNDS_SUMMARY = {
+    "pMSE": "pMSE (mean)",
+    "pMSE_sd": "pMSE (SD)",
+    "deviance": "deviance/N (mean)",
+    "deviance_sd": "deviance/N (SD)",
+    "null_mean_diff": "null: Mean diff",
+    "null_mean_ratio": "null: Mean ratio",
+}
+
+
+def utility_synds_tables(rows: pd.DataFrame) -> list[str]:
+    """Per dataset, utility_synds entry, source and repetition: one row per propensity method
+    with the mean/SD of pMSE and deviance and the pairwise-null summary (synthpop 1.2-1)."""
+    out = []
+    summary = param_columns(rows[rows["synthetic"] == "mean"], "method", row_keys=["method", "all_comb"])
+    for (dataset, source, rep, name), unit, sub in unit_groups(summary, RUN_GROUP):
+        wide = sub.pivot_table(index="method", columns="measure", values="value", aggfunc="first", sort=False)
+        wide = wide[[c for c in SYNDS_SUMMARY if c in wide.columns]].rename(columns=SYNDS_SUMMARY)
+        out.append(f"<h3>{_title(dataset, source, rep, name, unit)}</h3>" + table_html(wide.reset_index()))
     return out
 
 
