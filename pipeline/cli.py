@@ -62,8 +62,8 @@ def run(task_file: Path, cluster: Path | None, out: Path | None, history: Path |
     from pipeline.tasks import load_task
 
     task = load_task(task_file)
-    outcome = run_task(task, cluster=cluster, out_dir=out, report=not no_report)
     hist = history or task.spec.history
+    outcome = run_task(task, cluster=cluster, out_dir=out, report=not no_report, history=hist)
     if hist is not None:
         from pipeline.store import ResultsStore
 
@@ -107,11 +107,17 @@ def nightly(
 @click.option("--task", "task_name", help="Only this task.")
 @click.option("--measure", help="Only this measure (e.g. repU).")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
+@click.option("--budget", is_flag=True, help="Privacy budget (epsilon, delta) spent per dataset over all DP releases.")
 @_handle_errors
-def history(history_dir: Path, task_name: str | None, measure: str | None, as_csv: bool) -> None:
+def history(history_dir: Path, task_name: str | None, measure: str | None, as_csv: bool, budget: bool) -> None:
     """Query a results store: one row per run date x dataset x source x setting x synthetic set."""
     from pipeline.store import ResultsStore
 
+    if budget:
+        spent = ResultsStore(history_dir).budget(task_name)
+        text = spent.to_csv(index=False) if as_csv else (spent.to_string(index=False) + "\n" if len(spent) else "")
+        click.echo(text or "no differentially private releases", nl=not text)
+        return
     res = ResultsStore(history_dir).query(task_name)
     if measure:
         res = res[res["measure"] == measure]

@@ -171,6 +171,32 @@ def _in_context(task: LoadedTask, unit: SynthesisUnit, e: PipelineError) -> Pipe
     return type(e)(f"{task.path}: {unit.where}: synthesise: {e}")
 
 
+def planned_spend(task: LoadedTask, inputs: TaskInputs, history: str | Path | None) -> list[dict[str, Any]]:
+    """The privacy-budget ledger entries of the run's DP releases, after checking the task's cap
+    against them and the spend already in ``history`` (see :mod:`pipeline.synth.dp_ledger`).
+
+    Raises
+    ------
+    TaskError
+        The run would take a dataset over its cap (nothing has been written yet).
+    """
+    from pipeline.synth.dp_ledger import check_cap, history_entries, ledger_entries, release_spend
+
+    spends = []
+    for u in inputs.syntheses:
+        try:
+            s = release_spend(
+                u.dataset, inputs.hashes[(u.dataset, None, 0)], u.source, u.repetition, u.fingerprint,
+                _synthesise_params(u),
+            )  # fmt: skip
+        except PipelineError as e:
+            raise _in_context(task, u, e) from None
+        if s is not None:
+            spends.append(s)
+    check_cap(task.spec.privacy_budget, spends, history_entries(history), str(task.path))
+    return ledger_entries(spends)
+
+
 def stand_in_syntheses(task: LoadedTask, inputs: TaskInputs, executor: Executor) -> None:
     """Give every synthesised source its schema without synthesising: the original aligned to
     the synthesised schema and m empty sets of it, for the checks that precede any work."""
@@ -409,12 +435,15 @@ def execute_task(
     progress: bool = True,
     measures: bool = True,
     release_dir: str | Path | None = None,
+    history: str | Path | None = None,
 ) -> RunOutcome:
     """Run every unit of ``task`` (its syntheses, then, if ``measures``, its measure units) on
     the configured cluster; cache each unit under ``<out>/.units``; write nothing else.
 
     :func:`write_run` writes the run folder.  ``release_dir`` (default ``<out>/synthesis``) is
     where the folder will hold each synthesis's release, as ``<dataset>/<source>/rep<r>``.
+    ``history`` (default: the task's) is the results history whose privacy-budget spend counts
+    against the task's ``privacy_budget`` cap.
 
     Raises
     ------
@@ -436,6 +465,7 @@ def execute_task(
         units = list(expand(task, inputs.hashes)) if measures else []
         if measures and not units:
             raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
+        budget = planned_spend(task, inputs, history if history is not None else task.spec.history)
         persist_inputs(inputs, executor)
         if units:
             stand_in_syntheses(task, inputs, executor)
@@ -492,6 +522,7 @@ def execute_task(
         "seed": task.spec.seed,
         "units": timings,
         "releases": {s.label: str(dest) for s, dest in zip(inputs.syntheses, releases, strict=True)},
+        "privacy_budget": budget,
         "rows": len(results),
     }
     return RunOutcome(run_id, out, results, summaries, manifest, inputs, releases)
@@ -545,8 +576,11 @@ def run_task(
     out_dir: str | Path | None = None,
     progress: bool = True,
     report: bool = True,
+    history: str | Path | None = None,
 ) -> RunOutcome:
     """Run every unit of ``task`` on the configured cluster and write the run folder.
+
+    ``history``: the results history the privacy-budget cap is checked against (default: the task's).
 
     Raises
     ------
@@ -554,7 +588,7 @@ def run_task(
         For invalid inputs (before any result is written) or a failed unit (finished units
         stay cached for the next run; no results file is written for a failed run).
     """
-    outcome = execute_task(task, cluster, out_dir, progress)
+    outcome = execute_task(task, cluster, out_dir, progress, history=history)
     write_run(outcome, report=report)
     return outcome
 

@@ -118,6 +118,16 @@ class ResultsStore:
             table["params"] = None
         return table[RESULT_COLUMNS]
 
+    def budget(self, task: str | None = None) -> pd.DataFrame:
+        """Privacy budget spent per dataset over the stored runs (optionally of one task): each
+        DP release counted once, ε and δ summed under basic composition
+        (:func:`~pipeline.synth.dp_ledger.budget_table`); columns dataset, data (content hash of
+        the original), releases, epsilon, delta."""
+        from pipeline.synth.dp_ledger import budget_table, history_entries
+
+        self._check(create=False)
+        return budget_table(history_entries(self.root, task))
+
     def query(self, task: str | None = None) -> pd.DataFrame:
         """All stored results (optionally of one task), with their run_date."""
         runs = self.runs(task)

@@ -30,6 +30,7 @@ from pipeline.config_io import read_yaml, validation_message
 from pipeline.errors import TaskError
 from pipeline.evaluation.base import setting_text
 from pipeline.evaluation.execution import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
+from pipeline.synth.dp_ledger import BudgetCap
 
 
 class _Spec(BaseModel):
@@ -134,6 +135,8 @@ class TaskSpec(_Spec):
     output: str | None = None
     cluster: str | None = None
     history: str | None = None
+    #: privacy-budget cap per dataset over the history's DP releases and this run's
+    privacy_budget: BudgetCap | None = None
     gates: list[GateSpec] = []
     concurrency: int = Field(2, ge=1, description="units evaluated at the same time")
     execution: ExecutionSpec = ExecutionSpec()
@@ -205,10 +208,10 @@ def load_task(path: str | Path) -> LoadedTask:
 
 
 def _validate_synthesise(src: SourceSpec, where: str) -> None:
-    from pipeline.synth.task import SynthesiseParams
+    from pipeline.synth.task import synthesis_params
 
     try:
-        SynthesiseParams.model_validate(src.synthesise)
+        synthesis_params(src.synthesise)
     except ValidationError as e:
         raise TaskError(f"{where}: invalid synthesise settings: {validation_message(e)}") from None
 

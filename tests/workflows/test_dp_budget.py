@@ -1,0 +1,112 @@
+"""The privacy-budget ledger: run folders and the history record each DP release's spend,
+`history --budget` sums it per dataset over releases, and the task's cap refuses an
+over-budget run before anything is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import main
+from pipeline.errors import TaskError
+from pipeline.synth.dp_ledger import BudgetCap, Spend, budget_table, check_cap, ledger_entries
+
+TASK = """
+name: dp_budget
+seed: {seed}
+repetitions: {reps}
+concurrency: 1
+{cap}
+datasets:
+  - name: sd2011
+    original: {{demo: sd2011_subset}}
+    synthetic:
+      - name: laplace
+        synthesise: {{variables: [sex, agegr, smoke], variant: none, tol: 1.0e-6, dp: {{epsilon: 0.5}}}}
+      - name: gaussian
+        synthesise:
+          variables: [sex, agegr, smoke]
+          variant: V2
+          tol: 1.0e-6
+          dp: {{epsilon: 0.9, noise: gaussian, delta: 0.001, order: noise_then_coarsen}}
+measures:
+  - type: profile
+"""
+
+
+def _task(tmp_path: Path, seed: int, reps: int = 1, cap: str = "") -> Path:
+    (tmp_path / "local.yaml").write_text("type: local\nn_workers: 1\nprocesses: false\n")
+    p = tmp_path / f"dp_{seed}.yaml"
+    p.write_text(TASK.format(seed=seed, reps=reps, cap=cap))
+    return p
+
+
+def _run(tmp_path: Path, task: Path, out: str) -> object:
+    args = ["run", str(task), "--cluster", str(tmp_path / "local.yaml"), "--out", str(tmp_path / out)]
+    return CliRunner().invoke(main, [*args, "--history", str(tmp_path / "hist"), "--no-report"])
+
+
+def _spend(release: str, eps: float, delta: float = 0.0, dataset: str = "d", data: str = "h") -> Spend:
+    return Spend(dataset, data, "s", 0, release, eps, delta, "laplace")
+
+
+def test_budget_table_sums_per_dataset_and_counts_a_release_once() -> None:
+    entries = ledger_entries(
+        [_spend("r1", 0.5), _spend("r2", 0.25, 0.01), _spend("r1", 0.5), _spend("r3", 1.0, data="other")]
+    )
+    table = budget_table(entries)
+    assert table.to_dict("records") == [
+        {"dataset": "d", "data": "h", "releases": 2, "epsilon": 0.75, "delta": 0.01},
+        {"dataset": "d", "data": "other", "releases": 1, "epsilon": 1.0, "delta": 0.0},
+    ]
+
+
+def test_cap_counts_history_and_new_releases_only() -> None:
+    previous = ledger_entries([_spend("r1", 0.6)])
+    check_cap(BudgetCap(epsilon=1.0), [_spend("r1", 0.6), _spend("r2", 0.4)], previous, "t.yaml")  # exactly 1.0
+    with pytest.raises(TaskError, match=r"epsilon 1.1 > cap 1 \(already spent epsilon 0.6, delta 0 .* epsilon 0.5"):
+        check_cap(BudgetCap(epsilon=1.0), [_spend("r3", 0.5)], previous, "t.yaml")
+    with pytest.raises(TaskError, match=r"delta 0.02 > cap 0.01"):
+        check_cap(BudgetCap(epsilon=5.0, delta=0.01), [_spend("r3", 0.5, 0.02)], [], "t.yaml")
+
+
+def test_ledger_in_run_folder_history_budget_sums_and_cap_refuses(tmp_path: Path) -> None:
+    first = _run(tmp_path, _task(tmp_path, seed=1), "run1")
+    assert first.exit_code == 0, first.output
+    ledger = json.loads((tmp_path / "run1" / "manifest.json").read_text())["privacy_budget"]
+    by_source = {e["source"]: e for e in ledger}
+    assert by_source["laplace"]["epsilon"] == pytest.approx(0.5)
+    assert by_source["laplace"]["delta"] == 0.0
+    # Gaussian: three two-way margins, each (0.3, 0.001)-DP -> (0.9, 0.003) under basic composition
+    assert by_source["gaussian"]["epsilon"] == pytest.approx(0.9)
+    assert by_source["gaussian"]["delta"] == pytest.approx(0.003)
+
+    second = _run(tmp_path, _task(tmp_path, seed=2, reps=2), "run2")  # 4 new releases
+    assert second.exit_code == 0, second.output
+    out = CliRunner().invoke(main, ["history", str(tmp_path / "hist"), "--budget", "--csv"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.strip().splitlines()
+    assert lines[0] == "dataset,data,releases,epsilon,delta"
+    dataset, _, releases, eps, delta = lines[1].split(",")
+    assert (dataset, int(releases)) == ("sd2011", 6)
+    assert float(eps) == pytest.approx(3 * (0.5 + 0.9))
+    assert float(delta) == pytest.approx(3 * 0.003)
+
+    # a cap the history already nearly uses: the next release is refused before anything is written
+    before = sorted(p.name for p in (tmp_path / "hist").rglob("*"))
+    capped = _task(tmp_path, seed=10, cap="privacy_budget: {epsilon: 5.0}")
+    refused = _run(tmp_path, capped, "run3")
+    assert refused.exit_code == 2
+    assert "privacy budget of dataset 'sd2011' would be exceeded: epsilon 5.6 > cap 5" in refused.output
+    assert "already spent epsilon 4.2" in refused.output and "this run's new releases epsilon 1.4" in refused.output
+    assert not (tmp_path / "run3").exists()
+    assert sorted(p.name for p in (tmp_path / "hist").rglob("*")) == before
+
+    # re-running an already recorded release (same seed: cached, same noisy margins) spends nothing new
+    again = _run(tmp_path, _task(tmp_path, seed=1, cap="privacy_budget: {epsilon: 5.0}"), "run1")
+    assert again.exit_code == 0, again.output
+    out = CliRunner().invoke(main, ["history", str(tmp_path / "hist"), "--budget"])
+    assert "sd2011" in out.output and " 6 " in out.output
