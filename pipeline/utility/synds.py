@@ -318,7 +318,8 @@ def evaluate_synds(params: UtilitySyndsParams, data: EvalData, executor: Executo
     names = compared_variables(params, data)
     kinds = _kinds(data.schema, names)
     dropped = len(names) < len(data.columns)
-    data = executor.prepare(data.select(names))
+    # no executor.prepare: every fit reads whole data sets, assembled on a worker (never on the client)
+    data = data.select(names)
     settings = FitSettings(
         params.maxorder, params.cp, params.minbucket, params.minsplit, params.maxdepth, params.r_fill_quirk
     )
