@@ -176,7 +176,8 @@ def _table_heat_maps(rows: pd.DataFrame) -> list[str]:
 
 
 def synthesis_section(results: pd.DataFrame, outcome: Any) -> list[str]:
-    """IPF fit diagnostics and how far the released margins' totals moved."""
+    """IPF fit diagnostics and how far the released margins' totals moved; with DP releases,
+    the ε trade-off plot (from all of the run's rows)."""
     out = []
     rows = param_columns(results[results["synthetic"] == "original"], "margin")
     for key, unit, sub in unit_groups(rows, RUN_GROUP):
@@ -188,6 +189,47 @@ def synthesis_section(results: pd.DataFrame, outcome: Any) -> list[str]:
             margins = per_margin.assign(margin=per_margin["margin"].map(value_text))
             wide = margins.pivot_table(index="margin", columns="measure", values="value", sort=False)
             out.append(f"<h3>{title}: margins</h3>" + table_html(wide.reset_index()))
+    return out + dp_tradeoff_section(outcome.results)
+
+
+#: the utility and risk measures the DP trade-off plot shows, with the direction that is better
+TRADEOFF_MEASURES = {"S_pMSE": "utility (lower is better)", "repU": "risk", "DiSCO": "risk"}
+
+
+def dp_tradeoff_section(results: pd.DataFrame) -> list[str]:
+    """Per dataset with differentially private releases: utility (S_pMSE) and risk (repU,
+    DiSCO) against the release's ε (log scale), beside the dataset's other synthesised sources
+    (e.g. coarsened margins V1/V2/V3) drawn as horizontal lines. Values are means over
+    synthetic sets, repetitions and settings of each measure entry."""
+    eps = results[results["measure"] == "dp_epsilon_spent"].groupby(["dataset", "source"])["value"].mean()
+    if eps.empty:
+        return []
+    syn = results[results["family"] == "synthesis"]
+    synthesised = set(zip(syn["dataset"], syn["source"], strict=True))
+    shown = results["measure"].isin(TRADEOFF_MEASURES) & results["family"].isin(["utility", "disclosure"])
+    rows = per_set(results[shown])
+    means = rows.groupby(["dataset", "measure_name", "measure", "source"])["value"].mean()
+    out = []
+    for dataset in eps.index.get_level_values("dataset").unique():
+        panels = means.loc[dataset].index.droplevel("source").unique() if dataset in means.index else []
+        if len(panels) == 0:
+            continue
+        fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), squeeze=False)
+        for ax, (name, measure) in zip(axes[0], panels, strict=True):
+            vals = means.loc[(dataset, name, measure)]
+            dp = pd.DataFrame({"eps": eps.loc[dataset], "value": vals}).dropna().sort_values("eps")
+            ax.plot(dp["eps"], dp["value"], "o-", color="#1b9e77", label="DP margins")
+            others = [s for s in vals.index if s not in eps.loc[dataset].index and (dataset, s) in synthesised]
+            for i, src in enumerate(others):
+                ax.axhline(vals[src], color=plt.cm.Dark2(i + 1), ls="--", lw=1, label=src)
+            ax.set_xscale("log")
+            ax.set_xlabel("overall epsilon of the release")
+            ax.set_title(f"{name}: {measure}\n{TRADEOFF_MEASURES[measure]}", fontsize=9)
+        axes[0][0].legend(fontsize=7)
+        fig.tight_layout()
+        out.append(
+            figure_html(fig, f"{dataset}: utility and risk of DP margins against epsilon, beside the other syntheses")
+        )
     return out
 
 
