@@ -162,9 +162,9 @@ def read_inputs(task: LoadedTask, with_sources: bool = True) -> TaskInputs:
 
 
 def _synthesise_params(unit: SynthesisUnit) -> Any:
-    from pipeline.synth.task import SynthesiseParams
+    from pipeline.synth.task import synthesis_params
 
-    return SynthesiseParams.model_validate(unit.params)
+    return synthesis_params(unit.params)
 
 
 def _in_context(task: LoadedTask, unit: SynthesisUnit, e: PipelineError) -> PipelineError:

@@ -208,10 +208,10 @@ def load_task(path: str | Path) -> LoadedTask:
 
 
 def _validate_synthesise(src: SourceSpec, where: str) -> None:
-    from pipeline.synth.task import SynthesiseParams
+    from pipeline.synth.task import synthesis_params
 
     try:
-        SynthesiseParams.model_validate(src.synthesise)
+        synthesis_params(src.synthesise)
     except ValidationError as e:
         raise TaskError(f"{where}: invalid synthesise settings: {validation_message(e)}") from None
 

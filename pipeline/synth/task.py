@@ -13,14 +13,14 @@ import json
 import math
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
 
 from pipeline.data.dataset import Dataset, write_dataset
 from pipeline.data.schema import Schema
@@ -41,6 +41,8 @@ from pipeline.synth.control import (
 from pipeline.synth.dp import DpParams, DpRecord, check_dp, margin_noise
 from pipeline.synth.ipf import EngineName, FitReport, StructZeroMode, TolType, check_fit_settings, fit_ipf
 from pipeline.synth.margins import Layout, MarginOrder, MarginTable, margin_sets, tabulate, write_margins
+from pipeline.synth.partial.params import PartialParams
+from pipeline.synth.partial.syn import PartialSynthesisResult, partial_schema, synthesise_partial
 from pipeline.synth.sample import draw_synthetic, output_schema
 from pipeline.synth.sdc import SdcResult, SdcStep, apply_sdc
 
@@ -53,6 +55,9 @@ class SynthesiseParams(BaseModel):
 
     Attributes
     ----------
+    kind : "margins"
+        The default synthesiser; ``kind: partial`` selects :class:`PartialParams` instead
+        (:func:`synthesis_params`).
     variables : list of str
         Variables to synthesise (factors, or numerics categorised by an ``sdc`` step).
     sdc : list of steps
@@ -88,6 +93,8 @@ class SynthesiseParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the synthesiser: coarsened margins (this model) or ``partial`` (:class:`PartialParams`)
+    kind: Literal["margins"] = "margins"
     variables: list[str] = Field(min_length=1)
     sdc: list[SdcStep] = Field(default_factory=list)
     margins: MarginOrder | None = "twoway"
@@ -338,7 +345,32 @@ def _sdc(frame: Frame, schema: Schema, params: SynthesiseParams, executor: Execu
     return frame, apply_sdc(frame, schema, list(params.variables), params.sdc, executor)
 
 
-def synthesised_schema(original: Dataset, params: SynthesiseParams, executor: Executor | None = None) -> Schema:
+def _settings_kind(settings: Any) -> str:
+    return settings.get("kind", "margins") if isinstance(settings, dict) else getattr(settings, "kind", "margins")
+
+
+#: a ``synthesise`` section: its ``kind`` chooses the model (default the coarsened margins)
+SynthesisSettings = Annotated[
+    Annotated[SynthesiseParams, Tag("margins")] | Annotated[PartialParams, Tag("partial")],
+    Discriminator(_settings_kind),
+]
+_SETTINGS = TypeAdapter(SynthesisSettings)
+
+
+def synthesis_params(settings: Mapping[str, Any]) -> SynthesiseParams | PartialParams:
+    """Validate a task's ``synthesise`` section into the model of its ``kind``.
+
+    Raises
+    ------
+    pydantic.ValidationError
+        An unknown ``kind`` or invalid settings for it.
+    """
+    return _SETTINGS.validate_python(dict(settings))
+
+
+def synthesised_schema(
+    original: Dataset, params: SynthesiseParams | PartialParams, executor: Executor | None = None
+) -> Schema:
     """The schema of the synthetic sets ``params`` would make from ``original``, without synthesising.
 
     The variables and their levels after SDC: the settings fix them, except where a step
@@ -352,6 +384,8 @@ def synthesised_schema(original: Dataset, params: SynthesiseParams, executor: Ex
     ParameterError
         As :func:`check_settings` and :func:`~pipeline.synth.sdc.apply_sdc`.
     """
+    if isinstance(params, PartialParams):
+        return partial_schema(original, params)
     executor = executor or Executor.current()
     check_settings(params)
     _, sdc = _sdc(original.frame, original.schema, params, executor)
@@ -413,8 +447,11 @@ def synthesise_frame(
     )
 
 
-def synthesise(original: Dataset, params: SynthesiseParams, executor: Executor | None = None) -> SynthesisResult:
-    """Make synthetic data from coarsened margins of ``original``.
+def synthesise(
+    original: Dataset, params: SynthesiseParams | PartialParams, executor: Executor | None = None
+) -> SynthesisResult | PartialSynthesisResult:
+    """Make synthetic data from coarsened margins of ``original`` (or, for :class:`PartialParams`,
+    partially synthetic data: :func:`~pipeline.synth.partial.syn.synthesise_partial`).
 
     Parameters
     ----------
@@ -435,4 +472,6 @@ def synthesise(original: Dataset, params: SynthesiseParams, executor: Executor |
         Unknown variables, invalid SDC steps or margin rules, L <= 0, structural zeros that
         contradict a released margin, a table over the size guard.
     """
+    if isinstance(params, PartialParams):
+        return synthesise_partial(original, params, executor)
     return synthesise_frame(original.frame, original.schema, params, executor)

@@ -1,0 +1,723 @@
+"""R's ``rpart`` for synthpop's ``cart`` method: regression (``anova``) and k-class (``class``) trees.
+
+:mod:`pipeline.utility.rpart` ports rpart's two-class tree for the CART pMSE; synthpop's
+``syn.cart`` needs two more of rpart's methods, fitted to every synthesised variable:
+``anova`` for numeric variables (``anova.c``: the split maximising
+``w_l (mean_l - mean)^2 + w_r (mean_r - mean)^2``, factor levels ordered by their mean
+response) and ``class`` with any number of classes (``gini.c``; with more than two classes
+a factor's level groupings are enumerated by rpart's Gray code, ``graycode.c``).  The
+partition and cost-complexity bookkeeping is ``partition.c``'s, with the same
+floating-point operation order, so that the trees equal R's node for node (see
+``tests/synth/test_partial_rpart.py``).  The quicksort is :mod:`pipeline.utility.rpart`'s.
+
+Not ported, because they do not change the tree: cross-validation (``xval``), competitor
+splits and variable importance.  Surrogate splits are not ported either: a record whose
+split variable is missing, or whose factor level did not occur in the node when it was
+split, goes the majority way (``usesurrogate = 2``'s last resort) instead of following a
+surrogate first.  The CEdata scenarios have no missing values, so this affects only a
+synthesised factor predictor taking a level unseen in a node.  Case weights are all 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numba as nb
+import numpy as np
+
+from pipeline.utility.rpart import _mysort
+
+LEFT = -1
+RIGHT = 1
+TreeMethod = Literal["anova", "class"]
+
+
+# ---------------------------------------------------------------------------------------------
+# numba kernels
+# ---------------------------------------------------------------------------------------------
+@nb.njit(cache=True)
+def _graycode_init2(numcat, count, val, gray):  # pragma: no cover - compiled
+    """Empty categories first, then the others ordered by ``val`` (stable insertion sort)."""
+    gray[0] = 0
+    k = 1 if count[0] == 0 else 0
+    for i in range(1, numcat):
+        if count[i] == 0:
+            for j in range(i - 1, k - 1, -1):
+                gray[j + 1] = gray[j]
+                val[j + 1] = val[j]
+            gray[k] = i
+            k += 1
+        else:
+            temp = val[i]
+            j = i - 1
+            while j >= k and val[j] > temp:
+                gray[j + 1] = gray[j]
+                val[j + 1] = val[j]
+                j -= 1
+            val[j + 1] = temp
+            gray[j + 1] = i
+    return k - 1
+
+
+@nb.njit(cache=True)
+def _graycode_next(gray, numcat, state):  # pragma: no cover - compiled
+    """The next category to change sides (``graycode()``); ``numcat`` when done.
+
+    ``state[0]`` is ``gsave``: ``> -2`` walks the ordered categories, ``-2`` the classic Gray
+    code over all subsets (``graycode_init1``)."""
+    if state[0] > -2:
+        state[0] += 1
+        if state[0] < numcat:
+            return gray[state[0]]
+        return numcat
+    for i in range(numcat - 1):
+        if gray[i] == 1:
+            gray[i] = 2
+            return i
+        elif gray[i] == 2:
+            gray[i] = 1
+    return numcat
+
+
+@nb.njit(cache=True)
+def _anova(n, y, x, nclass, edge, myrisk, csplit):  # pragma: no cover - compiled
+    """``anova.c``'s split search over one predictor; returns (improve, split point)."""
+    right_wt = 0.0
+    right_n = n
+    right_sum = 0.0
+    for i in range(n):
+        right_sum += y[i] * 1.0
+        right_wt += 1.0
+    grandmean = right_sum / right_wt
+    split = 0.0
+    if nclass == 0:
+        left_sum = 0.0
+        left_wt = 0.0
+        left_n = 0
+        right_sum = 0.0
+        best = 0.0
+        where = 0
+        direction = LEFT
+        i = 0
+        while right_n > edge:
+            left_wt += 1.0
+            right_wt -= 1.0
+            left_n += 1
+            right_n -= 1
+            temp = (y[i] - grandmean) * 1.0
+            left_sum += temp
+            right_sum -= temp
+            if x[i + 1] != x[i] and left_n >= edge:
+                temp = left_sum * left_sum / left_wt + right_sum * right_sum / right_wt
+                if temp > best:
+                    best = temp
+                    where = i
+                    direction = LEFT if left_sum < right_sum else RIGHT
+            i += 1
+        if best > 0:
+            csplit[0] = direction
+            split = (x[where] + x[where + 1]) / 2
+        return best / myrisk, split
+    sums = np.zeros(nclass)
+    countn = np.zeros(nclass, dtype=np.int64)
+    wts = np.zeros(nclass)
+    mean = np.zeros(nclass)
+    tsplit = np.zeros(nclass, dtype=np.int64)
+    for i in range(n):
+        j = int(x[i]) - 1
+        countn[j] += 1
+        wts[j] += 1.0
+        sums[j] += (y[i] - grandmean) * 1.0
+    for i in range(nclass):
+        if countn[i] > 0:
+            tsplit[i] = RIGHT
+            mean[i] = sums[i] / wts[i]
+    gray = np.zeros(nclass, dtype=np.int64)
+    state = np.array([_graycode_init2(nclass, countn, mean, gray)])
+    left_wt = 0.0
+    left_sum = 0.0
+    right_sum = 0.0
+    left_n = 0
+    best = 0.0
+    while True:
+        j = _graycode_next(gray, nclass, state)
+        if j >= nclass:
+            break
+        tsplit[j] = LEFT
+        left_n += countn[j]
+        right_n -= countn[j]
+        left_wt += wts[j]
+        right_wt -= wts[j]
+        left_sum += sums[j]
+        right_sum -= sums[j]
+        if left_n >= edge and right_n >= edge:
+            temp = left_sum * left_sum / left_wt + right_sum * right_sum / right_wt
+            if temp > best:
+                best = temp
+                flip = (left_sum / left_wt) > (right_sum / right_wt)
+                for i in range(nclass):
+                    csplit[i] = -tsplit[i] if flip else tsplit[i]
+    return best / myrisk, split
+
+
+@nb.njit(cache=True)
+def _gini_impurity(left, lwt, right, rwt, aprior, nk):  # pragma: no cover - compiled
+    temp = 0.0
+    lmean = 0.0
+    rmean = 0.0
+    for j in range(nk):
+        p = aprior[j] * left[j] / lwt
+        temp += lwt * (p * (1.0 - p))
+        lmean += p * j
+        p = aprior[j] * right[j] / rwt
+        temp += rwt * (p * (1.0 - p))
+        rmean += p * j
+    return temp, lmean, rmean
+
+
+@nb.njit(cache=True)
+def _gini(n, y, x, numcat, edge, aprior, nk, csplit):  # pragma: no cover - compiled
+    """``gini.c``'s split search over one predictor for ``nk`` classes; (improve, split)."""
+    left = np.zeros(nk)
+    right = np.zeros(nk)
+    lwt = 0.0
+    rwt = 0.0
+    rtot = 0
+    ltot = 0
+    for i in range(n):
+        j = int(y[i])
+        rwt += aprior[j] * 1.0
+        right[j] += 1.0
+        rtot += 1
+    total_ss = 0.0
+    for i in range(nk):
+        temp = aprior[i] * right[i] / rwt
+        total_ss += rwt * (temp * (1.0 - temp))
+    best = total_ss
+    split = 0.0
+    if numcat == 0:
+        where = 0
+        direction = LEFT
+        i = 0
+        while rtot > edge:
+            j = int(y[i])
+            rwt -= aprior[j] * 1.0
+            lwt += aprior[j] * 1.0
+            rtot -= 1
+            ltot += 1
+            right[j] -= 1.0
+            left[j] += 1.0
+            if ltot >= edge and x[i + 1] != x[i]:
+                temp, lmean, rmean = _gini_impurity(left, lwt, right, rwt, aprior, nk)
+                if temp < best:
+                    best = temp
+                    where = i
+                    direction = LEFT if lmean < rmean else RIGHT
+            i += 1
+        improve = total_ss - best
+        if improve > 0:
+            csplit[0] = direction
+            split = (x[where] + x[where + 1]) / 2
+        return improve, split
+    awt = np.zeros(numcat)
+    countn = np.zeros(numcat, dtype=np.int64)
+    ccnt = np.zeros((nk, numcat))
+    for i in range(n):
+        j = int(y[i])
+        k = int(x[i]) - 1
+        awt[k] += aprior[j] * 1.0
+        countn[k] += 1
+        ccnt[j, k] += 1.0
+    tsplit = np.zeros(numcat, dtype=np.int64)
+    rate = np.zeros(numcat)
+    for i in range(numcat):
+        if awt[i] != 0:
+            rate[i] = ccnt[0, i] / awt[i]
+            tsplit[i] = RIGHT
+    gray = np.zeros(numcat, dtype=np.int64)
+    state = np.array([-2])
+    if nk == 2:
+        state[0] = _graycode_init2(numcat, countn, rate, gray)
+    else:
+        for i in range(numcat):
+            gray[i] = 1 if countn[i] else 0
+    while True:
+        i = _graycode_next(gray, numcat, state)
+        if i >= numcat:
+            break
+        if tsplit[i] == LEFT:
+            tsplit[i] = RIGHT
+            rwt += awt[i]
+            lwt -= awt[i]
+            rtot += countn[i]
+            ltot -= countn[i]
+            for j in range(nk):
+                right[j] += ccnt[j, i]
+                left[j] -= ccnt[j, i]
+        else:
+            tsplit[i] = LEFT
+            rwt -= awt[i]
+            lwt += awt[i]
+            rtot -= countn[i]
+            ltot += countn[i]
+            for j in range(nk):
+                right[j] -= ccnt[j, i]
+                left[j] += ccnt[j, i]
+        if ltot >= edge and rtot >= edge:
+            temp, lmean, rmean = _gini_impurity(left, lwt, right, rwt, aprior, nk)
+            if temp < best:
+                best = temp
+                for j in range(numcat):
+                    csplit[j] = tsplit[j] if lmean < rmean else -tsplit[j]
+    return total_ss - best, split
+
+
+@nb.njit(cache=True)
+def _bsplit(is_anova, xdata, ncat, sorts, y, n1, n2, edge, myrisk, aprior, nk, iscale, maxcat):  # pragma: no cover
+    """Best primary split of a node (``bsplit.c`` + ``insert_split``'s ordering of the head)."""
+    nvar = xdata.shape[0]
+    xtemp = np.empty(n2 - n1)
+    ytemp = np.empty(n2 - n1)
+    csplit = np.zeros(max(maxcat, 1), dtype=np.int64)
+    best_csplit = np.zeros(max(maxcat, 1), dtype=np.int64)
+    best_var = -1
+    best_improve = 0.0
+    best_split = 0.0
+    for i in range(nvar):
+        nc = ncat[i]
+        k = 0
+        for j in range(n1, n2):
+            kk = sorts[i, j]
+            if kk >= 0:
+                xtemp[k] = xdata[i, kk]
+                ytemp[k] = y[kk]
+                k += 1
+        if k == 0 or (nc == 0 and xtemp[0] == xtemp[k - 1]):
+            continue
+        for jj in range(max(nc, 1)):
+            csplit[jj] = 0
+        if is_anova:
+            improve, split = _anova(k, ytemp, xtemp, nc, edge, myrisk, csplit)
+        else:
+            improve, split = _gini(k, ytemp, xtemp, nc, edge, aprior, nk, csplit)
+        if improve > iscale:
+            iscale = improve
+        if improve > iscale * 1e-10 and (best_var < 0 or improve > best_improve):
+            best_var = i
+            best_improve = improve
+            best_split = split
+            for jj in range(max(nc, 1)):
+                best_csplit[jj] = csplit[jj]
+    return best_var, best_improve, best_split, best_csplit, iscale
+
+
+@nb.njit(cache=True)
+def _nodesplit(xdata, ncat, sorts, which, var, spoint, csplit, n1, n2, nodenum, tempvec):  # pragma: no cover
+    """Send the node's records left or right (a missing or unseen value: the majority way) and
+    reorder every ``sorts`` row stably; returns (nleft, nright)."""
+    leftson = 2 * nodenum
+    rightson = leftson + 1
+    nleft = 0
+    nright = 0
+    lost = 0
+    for i in range(n1, n2):
+        j = sorts[var, i]
+        if j < 0:
+            which[-(j + 1)] = 0
+            lost += 1
+            continue
+        if ncat[var] > 0:
+            side = csplit[int(xdata[var, j]) - 1]
+        elif xdata[var, j] < spoint:
+            side = csplit[0]
+        else:
+            side = -csplit[0]
+        if side == LEFT:
+            which[j] = leftson
+            nleft += 1
+        elif side == RIGHT:
+            which[j] = rightson
+            nright += 1
+        else:
+            which[j] = 0
+            lost += 1
+    if lost > 0:
+        major = leftson if nleft >= nright else rightson
+        for i in range(n1, n2):
+            j = sorts[var, i]
+            jj = j if j >= 0 else -(j + 1)
+            if which[jj] == 0:
+                which[jj] = major
+                if major == leftson:
+                    nleft += 1
+                else:
+                    nright += 1
+    nvar = xdata.shape[0]
+    for k in range(nvar):
+        i1 = n1
+        i2 = n1 + nleft
+        for i in range(n1, n2):
+            j = sorts[k, i]
+            jj = j if j >= 0 else -(j + 1)
+            if which[jj] == leftson:
+                sorts[k, i1] = j
+                i1 += 1
+            else:
+                tempvec[i2] = j
+                i2 += 1
+        for i in range(n1 + nleft, n2):
+            sorts[k, i] = tempvec[i]
+    return nleft, nright
+
+
+@nb.njit(cache=True)
+def _node_eval(is_anova, sorts0, y, n1, n2, prior, nk):  # pragma: no cover - compiled
+    """``anovass`` / ``ginidev`` over the node's records in ``sorts[0]`` order: (yval, risk, counts)."""
+    counts = np.zeros(max(nk, 1))
+    if is_anova:
+        temp = 0.0
+        twt = 0.0
+        for i in range(n1, n2):
+            j = sorts0[i]
+            if j < 0:
+                j = -(j + 1)
+            temp += y[j] * 1.0
+            twt += 1.0
+        mean = temp / twt
+        ss = 0.0
+        for i in range(n1, n2):
+            j = sorts0[i]
+            if j < 0:
+                j = -(j + 1)
+            temp = y[j] - mean
+            ss += temp * temp * 1.0
+        return mean, ss, counts
+    for i in range(n1, n2):
+        j = sorts0[i]
+        if j < 0:
+            j = -(j + 1)
+        counts[int(y[j])] += 1.0
+    best = 0
+    dev = 0.0
+    for i in range(nk):
+        temp = 0.0
+        for j in range(nk):
+            temp += counts[j] * (0.0 if i == j else 1.0) * prior[j]
+        if i == 0 or temp < dev:
+            best = i
+            dev = temp
+    return float(best + 1), dev, counts
+
+
+# ---------------------------------------------------------------------------------------------
+# the tree
+# ---------------------------------------------------------------------------------------------
+class _Node:
+    __slots__ = ("complexity", "counts", "csplit", "left", "n", "right", "risk", "split", "var", "yval")
+
+    def __init__(self, complexity: float = 0.0) -> None:
+        self.complexity = complexity
+        self.risk = 0.0
+        self.yval = 0.0
+        self.n = 0
+        self.counts = np.zeros(0)
+        self.var = -1
+        self.split = 0.0
+        self.csplit = np.zeros(0, dtype=np.int64)
+        self.left: _Node | None = None
+        self.right: _Node | None = None
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A fitted tree, one entry per node in ascending node number (root 1, children 2k, 2k+1).
+
+    Attributes
+    ----------
+    method : {"anova", "class"}
+    node : ndarray of int
+    var : ndarray of int
+        Index of the split variable (-1 for a leaf).
+    ncat : ndarray of int
+        Levels of each predictor (0 for numeric ones).
+    split : ndarray of float
+        Split point of a numeric split.
+    csplit : ndarray of int (n_nodes, max(1, max ncat))
+        Direction of a numeric split (column 0: -1 when ``x < split`` goes left, +1 when it
+        goes right), or per factor level -1 left, +1 right, 0 not present in the node.
+    n : ndarray of int
+        Training records in the node.
+    dev, yval : ndarray of float
+        Node risk (sum of squares, or misclassification count) and fitted value (mean, or
+        1-based class).
+    complexity : ndarray of float
+        rpart's complexity of the node, scaled by the root's risk (``frame$complexity``).
+    counts : ndarray (n_nodes, n_classes)
+        Class counts of a class tree's nodes (empty for anova).
+    prob_scale : ndarray
+        rpart's factor ``prior / max(1, counts)`` turning counts into class probabilities.
+    where : ndarray of int
+        Leaf node of every training record (``fit$where`` as node numbers).
+    """
+
+    method: TreeMethod
+    node: np.ndarray
+    var: np.ndarray
+    ncat: np.ndarray
+    split: np.ndarray
+    csplit: np.ndarray
+    n: np.ndarray
+    dev: np.ndarray
+    yval: np.ndarray
+    complexity: np.ndarray
+    counts: np.ndarray
+    prob_scale: np.ndarray
+    where: np.ndarray
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.var < 0
+
+    def leaves(self, x: np.ndarray) -> np.ndarray:
+        """The node each row of ``x`` (same columns and coding as the fit) descends to.
+
+        A row whose split value is missing, or whose factor level did not occur in the node,
+        goes to the larger child (more training records); with equal children it stops at the
+        internal node, as rpart's prediction does without surrogates.
+        """
+        x = np.asarray(x, dtype=float)
+        pos = np.zeros(len(x), dtype=np.int64)  # position in self.node
+        active = np.flatnonzero(~self.is_leaf[pos])
+        index = {int(k): i for i, k in enumerate(self.node)}
+        left_pos = np.array([index.get(2 * int(k), -1) for k in self.node])
+        right_pos = np.array([index.get(2 * int(k) + 1, -1) for k in self.node])
+        while active.size:
+            p = pos[active]
+            var = self.var[p]
+            value = x[active, var]
+            numeric = self.ncat[var] == 0
+            side = np.zeros(active.size, dtype=np.int64)
+            num_dir = self.csplit[p, 0]
+            side[numeric] = np.where(value[numeric] < self.split[p[numeric]], num_dir[numeric], -num_dir[numeric])
+            fac = ~numeric & ~np.isnan(value)
+            code = np.where(fac, np.nan_to_num(value, nan=1.0), 1.0).astype(np.int64) - 1
+            ok = fac & (code >= 0) & (code < self.csplit.shape[1])
+            side[ok] = self.csplit[p[ok], code[ok]]
+            side[numeric & np.isnan(value)] = 0
+            lost = side == 0
+            nl, nr = self.n[left_pos[p]], self.n[right_pos[p]]
+            side[lost] = np.where(nl[lost] > nr[lost], LEFT, np.where(nl[lost] < nr[lost], RIGHT, 0))
+            moved = side != 0
+            pos[active[moved]] = np.where(side[moved] == LEFT, left_pos[p[moved]], right_pos[p[moved]])
+            nxt = active[moved]
+            active = nxt[~self.is_leaf[pos[nxt]]]
+        return self.node[pos]
+
+    def class_prob(self, nodes: np.ndarray) -> np.ndarray:
+        """Class probabilities of the given nodes (``predict(type = "prob")``)."""
+        pos = np.searchsorted(self.node, nodes)
+        t = self.counts[pos] * self.prob_scale
+        return t / t.sum(axis=1, keepdims=True)
+
+
+class _Grower:
+    def __init__(self, method, xdata, ncat, y, nk, minsplit, minbucket, cp, maxdepth):
+        self.is_anova = method == "anova"
+        self.method = method
+        self.xdata, self.ncat, self.y, self.nk = xdata, ncat, y, nk
+        n = xdata.shape[1]
+        self.minsplit, self.edge = int(minsplit), int(minbucket)
+        self.maxnode = int(2.0**maxdepth) - 1
+        self.maxcat = int(ncat.max()) if len(ncat) else 0
+        self.sorts = np.empty((xdata.shape[0], n), dtype=np.int64)
+        for i in range(xdata.shape[0]):
+            idx = np.arange(n, dtype=np.int64)
+            miss = np.isnan(xdata[i])
+            idx[miss] = -(idx[miss] + 1)
+            if ncat[i] == 0:
+                xt = np.where(miss, 0.0, xdata[i]).copy()
+                _mysort(xt, idx)
+            self.sorts[i] = idx
+        self.which = np.ones(n, dtype=np.int64)
+        self.tempvec = np.empty(n, dtype=np.int64)
+        self.prior = np.zeros(1)
+        self.aprior = np.zeros(1)
+        self.class_counts = np.zeros(0)
+        if not self.is_anova:
+            counts = np.bincount(y.astype(np.int64), minlength=nk).astype(float)
+            freq = counts / float(n)
+            parm_prior = counts / counts.sum()  # rpart's default prior: observed class shares
+            temp = 0.0
+            aprior = np.zeros(nk)
+            for i in range(nk):
+                for j in range(nk):
+                    loss = 0.0 if i == j else 1.0
+                    temp += loss * parm_prior[i]
+                    aprior[i] += loss * parm_prior[i]
+            self.prior = np.where(freq > 0, parm_prior / np.where(freq > 0, freq, 1.0), parm_prior)
+            self.aprior = np.where(freq > 0, aprior / (temp * np.where(freq > 0, freq, 1.0)), aprior)
+            self.class_counts = counts
+        self.iscale = 0.0
+        root = _Node()
+        # the root is evaluated over the records in data order (rpart.c)
+        order = np.arange(n, dtype=np.int64)
+        root.yval, root.risk, root.counts = _node_eval(self.is_anova, order, y, 0, n, self.prior, nk)
+        root.n = n
+        root.complexity = root.risk
+        self.alpha = cp * root.risk
+        self.root = root
+        self._partition(1, root, 0, n)
+
+    def _partition(self, nodenum: int, me: _Node, n1: int, n2: int) -> tuple[int, float]:
+        alpha = self.alpha
+        if nodenum > 1:
+            me.yval, me.risk, me.counts = _node_eval(self.is_anova, self.sorts[0], self.y, n1, n2, self.prior, self.nk)
+            me.n = n2 - n1
+            tempcp = me.risk
+            if tempcp > me.complexity:
+                tempcp = me.complexity
+        else:
+            tempcp = me.risk
+        if (n2 - n1) < self.minsplit or tempcp <= alpha or nodenum > self.maxnode:
+            me.complexity = alpha
+            return 0, me.risk
+        var, _, spoint, csplit, self.iscale = _bsplit(
+            self.is_anova, self.xdata, self.ncat, self.sorts, self.y, n1, n2, self.edge, me.risk,
+            self.aprior, self.nk, self.iscale, self.maxcat,
+        )
+        if var < 0:
+            me.complexity = alpha
+            return 0, me.risk
+        me.var, me.split, me.csplit = var, spoint, csplit[: max(int(self.ncat[var]), 1)].copy()
+        nleft, nright = _nodesplit(
+            self.xdata, self.ncat, self.sorts, self.which, var, spoint, csplit, n1, n2, nodenum, self.tempvec
+        )
+        me.left = _Node(tempcp - alpha)
+        left_split, left_risk = self._partition(2 * nodenum, me.left, n1, n1 + nleft)
+        tempcp = (me.risk - left_risk) / (left_split + 1)
+        tempcp2 = me.risk - me.left.risk
+        if tempcp < tempcp2:
+            tempcp = tempcp2
+        if tempcp > me.complexity:
+            tempcp = me.complexity
+        me.right = _Node(tempcp - alpha)
+        right_split, right_risk = self._partition(2 * nodenum + 1, me.right, n1 + nleft, n1 + nleft + nright)
+        tempcp = (me.risk - (left_risk + right_risk)) / (left_split + right_split + 1)
+        if me.right.complexity > me.left.complexity:
+            if tempcp > me.left.complexity:
+                left_risk = me.left.risk
+                left_split = 0
+                tempcp = (me.risk - (left_risk + right_risk)) / (left_split + right_split + 1)
+                if tempcp > me.right.complexity:
+                    right_risk = me.right.risk
+                    right_split = 0
+        elif tempcp > me.right.complexity:
+            right_split = 0
+            right_risk = me.right.risk
+            tempcp = (me.risk - (left_risk + right_risk)) / (left_split + right_split + 1)
+            if tempcp > me.left.complexity:
+                left_risk = me.left.risk
+                left_split = 0
+        me.complexity = (me.risk - (left_risk + right_risk)) / (left_split + right_split + 1)
+        if me.complexity <= alpha:
+            me.left = None
+            me.right = None
+            me.var = -1
+            idx = self.sorts[0, n1:n2]
+            idx = np.where(idx < 0, -(idx + 1), idx)
+            self.which[idx] = nodenum
+            return 0, me.risk
+        return left_split + right_split + 1, left_risk + right_risk
+
+    def result(self) -> Tree:
+        nodes: dict[int, _Node] = {}
+        stack = [(1, self.root)]
+        while stack:
+            num, node = stack.pop()
+            nodes[num] = node
+            if node.left is not None and node.right is not None:
+                stack.append((2 * num, node.left))
+                stack.append((2 * num + 1, node.right))
+        nums = np.array(sorted(nodes), dtype=np.int64)
+        where = self.which.copy()
+        known = np.isin(where, nums)
+        while not known.all():  # rpart.c: a record of a trimmed node belongs to its nearest kept ancestor
+            where[~known] //= 2
+            known = np.isin(where, nums)
+        width = max(1, self.maxcat)
+        csplit = np.zeros((len(nums), width), dtype=np.int64)
+        for i, k in enumerate(nums):
+            c = nodes[int(k)].csplit
+            csplit[i, : len(c)] = c
+        root_risk = self.root.risk
+        # rpart.c's fix_cp: no node's complexity exceeds its parent's (parents come first in nums)
+        for k in nums[1:]:
+            node, parent = nodes[int(k)], nodes[int(k) // 2]
+            node.complexity = min(node.complexity, parent.complexity)
+        if self.is_anova:
+            counts, scale = np.zeros((len(nums), 0)), np.zeros(0)
+        else:
+            counts = np.array([nodes[int(k)].counts for k in nums])
+            # rpart.R: temp = counts %*% diag(prior / pmax(1, counts)); yprob = temp / rowSums(temp)
+            scale = (self.class_counts / self.class_counts.sum()) / np.maximum(1.0, self.class_counts)
+        return Tree(
+            method=self.method,
+            node=nums,
+            var=np.array([nodes[int(k)].var for k in nums], dtype=np.int64),
+            ncat=self.ncat.copy(),
+            split=np.array([nodes[int(k)].split for k in nums]),
+            csplit=csplit,
+            n=np.array([nodes[int(k)].n for k in nums], dtype=np.int64),
+            dev=np.array([nodes[int(k)].risk for k in nums]),
+            yval=np.array([nodes[int(k)].yval for k in nums]),
+            complexity=np.array([nodes[int(k)].complexity for k in nums]) / root_risk,
+            counts=counts,
+            prob_scale=scale,
+            where=where,
+        )
+
+
+def fit_tree(
+    x: np.ndarray,
+    ncat: np.ndarray,
+    y: np.ndarray,
+    method: TreeMethod,
+    *,
+    n_classes: int = 0,
+    cp: float = 0.01,
+    minbucket: int | None = None,
+    minsplit: int | None = None,
+    maxdepth: int = 30,
+) -> Tree:
+    """Grow rpart's ``anova`` or ``class`` tree.
+
+    Parameters
+    ----------
+    x : ndarray (n_records, n_variables)
+        Predictors: numeric values (NaN missing), or factor codes ``1..ncat`` for factors.
+    ncat : ndarray of int
+        Levels of each factor column, 0 for numeric columns.
+    y : ndarray
+        Numeric response (``anova``) or class codes ``0..n_classes-1`` (``class``), no missing.
+    method : {"anova", "class"}
+    n_classes : int
+        Number of classes of a class tree (every class should occur in ``y``).
+    cp, minbucket, minsplit, maxdepth
+        ``rpart.control``; ``minsplit`` defaults to ``3 * minbucket`` when only ``minbucket``
+        is given, ``minbucket`` to ``round(minsplit / 3)``, and both to 20/7.
+    """
+    if minbucket is None and minsplit is None:
+        minsplit, minbucket = 20, 7
+    elif minsplit is None:
+        minsplit = 3 * int(minbucket)
+    elif minbucket is None:
+        minbucket = max(1, round(minsplit / 3))
+    minbucket = max(1, int(minbucket))
+    if not 1 <= maxdepth <= 30:
+        raise ValueError("maxdepth must be between 1 and 30 (rpart's limit)")
+    xdata = np.ascontiguousarray(np.asarray(x, dtype=float).T)
+    yy = np.ascontiguousarray(np.asarray(y, dtype=float))
+    nk = int(n_classes) if method == "class" else 0
+    grower = _Grower(method, xdata, np.asarray(ncat, dtype=np.int64), yy, nk, minsplit, minbucket, cp, maxdepth)
+    return grower.result()

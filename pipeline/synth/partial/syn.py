@@ -1,0 +1,584 @@
+"""Partial synthesis with synthpop ``syn()`` semantics: some variables synthesised, the rest kept.
+
+Row ``i`` of every synthetic set belongs to record ``i``: kept variables hold the original
+values, synthesised ones are drawn variable by variable in the visit sequence, each from a
+model of the original data whose predictors take their *current synthetic* values (kept
+variables: the original ones; synthesised ones: the values already drawn for this set).
+Specification: ``../shared/spec/partial_synthesis.md``.
+
+Preparation (synthpop's ``padMis``): a factor with missing values gets the explicit level
+``NAtemp`` (missingness is modelled like any level); a numeric variable with missing values or
+special codes (the schema's ``missing_codes``, synthpop ``cont.na``) that takes part in a model
+is split into a numeric part (0 at the special rows) and a factor saying which special value
+(or "ordinary") each row has. Synthesising it draws the factor first, then the numeric part
+for the ordinary rows only, from a model fitted to the ordinary rows.
+
+Methods (``synthpop::syn.<method>`` with ``proper = FALSE``):
+
+* ``cart``: rpart tree (:mod:`pipeline.synth.partial.rpart`, R-identical), ``anova`` for
+  numeric and ``class`` for factor variables, ``minbucket = 5``, ``cp = 1e-8``.  A numeric
+  value is a donor drawn with equal probability and replacement from the original values of
+  the leaf the synthetic record falls into; a factor level is drawn with the leaf's class
+  probabilities.
+* ``sample``: values drawn with replacement from the original values.
+* ``norm``, ``normrank``, ``logreg``, ``polyreg``: :mod:`pipeline.synth.partial.parametric`.
+
+The trees depend on the original data only, so they are fitted once and shared by the m sets
+(synthpop refits them per set; only rpart's cross-validation random numbers differ).  Set ``i``
+draws from its own stream ``SeedSequence(seed, spawn_key=(i,))``, so the sets do not depend on
+how many workers make them; they are made as parallel tasks by the executor.
+
+Differences from R: R's random numbers (Mersenne-Twister, ``sample()``) are not reproduced,
+so the sets agree with R's in distribution, not value by value; surrogate splits are not
+ported (see :mod:`pipeline.synth.partial.rpart`); synthpop's collinearity pre-check
+(``remove.lindep.syn``, groups with correlation >= 0.99999) is not run; ``smoothing`` and
+``proper = TRUE`` are not offered.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pipeline.data.dataset import Dataset, write_dataset
+from pipeline.data.schema import Schema
+from pipeline.errors import ParameterError
+from pipeline.evaluation.base import Result, Row
+from pipeline.evaluation.data import EvalData, Frame
+from pipeline.evaluation.execution import Executor
+from pipeline.synth.partial.parametric import ParametricFit, fit_parametric
+from pipeline.synth.partial.params import (
+    FACTOR_METHODS,
+    NUMERIC_METHODS,
+    OutputFormat,
+    PartialParams,
+    check_partial_settings,
+)
+from pipeline.synth.partial.rpart import Tree, fit_tree
+
+log = logging.getLogger("pipeline")
+
+#: synthpop's ``maxfaclevels``: factors in a model may have at most this many levels
+MAX_FACTOR_LEVELS = 60
+NA_LEVEL = "NAtemp"
+
+
+# ---------------------------------------------------------------------------------------------
+# the plan: methods, visit sequence, predictor matrix (schema only)
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    """What will be synthesised, in which order, from which predictors.
+
+    Attributes
+    ----------
+    variables : tuple of str
+        Output columns in order.
+    method : dict
+        Method of every output variable (``""`` kept).
+    visit_sequence : tuple of str
+    predictors : dict
+        Predictors of every synthesised variable, in column order.
+    dropped : dict
+        Predictors dropped because they are synthesised after the variable they would predict.
+    """
+
+    variables: tuple[str, ...]
+    method: dict[str, str]
+    visit_sequence: tuple[str, ...]
+    predictors: dict[str, tuple[str, ...]]
+    dropped: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def synthesised(self) -> list[str]:
+        """Synthesised variables in visit order."""
+        return [v for v in self.visit_sequence if self.method[v] != ""]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "variables": list(self.variables),
+            "method": dict(self.method),
+            "visit_sequence": list(self.visit_sequence),
+            "predictor_matrix": {v: list(p) for v, p in self.predictors.items()},
+            "dropped_predictors": {v: list(p) for v, p in self.dropped.items()},
+        }
+
+
+def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
+    """Resolve the method vector, visit sequence and predictor matrix against ``schema``.
+
+    Raises
+    ------
+    ParameterError
+        A variable not in the data (in ``variables``, ``method``, ``keep``,
+        ``visit_sequence`` or as a predictor), a method unknown for the variable's type, a
+        synthesised variable not visited, a factor in a model with more than 60 levels.
+    """
+    check_partial_settings(params)
+    where = "the original data"
+    variables = list(params.variables) if params.variables is not None else schema.names
+    schema.require(variables, "variable", where)
+    for what, names in (("method", list(params.method)), ("keep", params.keep)):
+        missing = [v for v in names if v not in variables]
+        if missing:
+            raise ParameterError(f"{what}: variable(s) {', '.join(map(repr, missing))} not in the data's columns")
+    method = {v: params.method.get(v, "") for v in variables}
+    for v, meth in method.items():
+        var = schema[v]
+        allowed = FACTOR_METHODS if var.is_factor else NUMERIC_METHODS if var.is_numeric else ("", "sample")
+        if meth not in allowed:
+            raise ParameterError(
+                f"method: {meth!r} is not a method for {v!r} ({var.kind}); use one of "
+                f"{', '.join(repr(a) for a in allowed if a)}"
+            )
+        if meth == "logreg" and len(var.levels or ()) != 2:
+            raise ParameterError(f"method: 'logreg' is for factors with 2 levels; {v!r} has {len(var.levels or ())}")
+    visit = list(params.visit_sequence) if params.visit_sequence is not None else variables
+    unknown = [v for v in visit if v not in variables]
+    if unknown:
+        raise ParameterError(f"visit_sequence: variable(s) {', '.join(map(repr, unknown))} not in the data's columns")
+    if len(set(visit)) != len(visit):
+        raise ParameterError("visit_sequence: a variable is visited twice")
+    not_visited = [v for v in params.synthesised if v not in visit]
+    if not_visited:
+        raise ParameterError(f"visit_sequence: synthesised variable(s) {', '.join(map(repr, not_visited))} not visited")
+    position = {v: i for i, v in enumerate(visit)}
+    predictors: dict[str, tuple[str, ...]] = {}
+    dropped: dict[str, tuple[str, ...]] = {}
+    for v in visit:
+        if method[v] == "":
+            continue
+        if params.predictors is not None and v in params.predictors:
+            given = params.predictors[v]
+            outside = [p for p in given if p not in variables]
+            if outside:
+                raise ParameterError(
+                    f"predictors of {v!r}: {', '.join(map(repr, outside))} not in the data's columns"
+                )
+            if v in given:
+                raise ParameterError(f"predictors of {v!r}: a variable cannot predict itself")
+            # synthpop: a synthesised predictor must be synthesised before the variable
+            late = [p for p in given if method[p] != "" and (p not in position or position[p] > position[v])]
+            if late:
+                dropped[v] = tuple(late)
+                log.warning("predictors of %r: dropped %s (synthesised after it)", v, ", ".join(late))
+            chosen = {p for p in given if p not in late}
+        elif method[v] == "sample":
+            chosen = set()
+        else:
+            chosen = {p for p in visit if position[p] < position[v]}
+        predictors[v] = tuple(p for p in variables if p in chosen)
+    for v, preds in predictors.items():
+        for p in (v, *preds):
+            var = schema[p]
+            if var.is_factor and len(var.levels or ()) > MAX_FACTOR_LEVELS:
+                raise ParameterError(
+                    f"{p!r} has {len(var.levels or ())} levels; a factor in a model may have at most "
+                    f"{MAX_FACTOR_LEVELS} (synthpop's maxfaclevels)"
+                )
+    return Plan(tuple(variables), method, tuple(visit), predictors, dropped)
+
+
+# ---------------------------------------------------------------------------------------------
+# encoding (padMis)
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Coding:
+    """How one variable is held in model columns.
+
+    A factor: codes 1..L (+ ``NAtemp`` as L+1 when the original has missing values).  A
+    numeric variable with special values: a numeric part and an indicator factor whose levels
+    are the special codes (sorted), ``ordinary``, and ``NAtemp`` when NA occurs.
+    """
+
+    name: str
+    kind: str  # "factor", "numeric", "padded", "other"
+    ncat: int = 0
+    levels: tuple[str, ...] = ()
+    specials: tuple[float, ...] = ()  # padded: the special codes occurring, in level order
+    has_na: bool = False
+
+    @property
+    def ordinary(self) -> int:
+        """Indicator code (1-based) of ordinary values of a padded variable."""
+        return len(self.specials) + 1
+
+
+def _coding(name: str, values: pd.Series, schema: Schema) -> _Coding:
+    var = schema[name]
+    if var.is_factor:
+        has_na = bool(values.isna().any())
+        levels = tuple(var.levels or ())
+        return _Coding(name, "factor", len(levels) + has_na, levels + ((NA_LEVEL,) if has_na else ()), has_na=has_na)
+    if not var.is_numeric:
+        return _Coding(name, "other")
+    x = values.to_numpy(dtype=float)
+    codes = tuple(sorted(c for c in var.missing_codes if np.any(x == c)))
+    has_na = bool(np.isnan(x).any())
+    if not codes and not has_na:
+        return _Coding(name, "numeric")
+    return _Coding(name, "padded", len(codes) + 1 + has_na, specials=codes, has_na=has_na)
+
+
+def _encode(values: pd.Series, c: _Coding) -> dict[str, np.ndarray]:
+    """Model columns of a variable: ``{name: values}`` and, for a padded one, ``{name.NA: codes}``."""
+    if c.kind == "factor":
+        codes = values.cat.codes.to_numpy().astype(float) + 1.0
+        codes[codes == 0] = c.ncat  # NA -> NAtemp
+        return {c.name: codes}
+    if c.kind == "numeric":
+        return {c.name: values.to_numpy(dtype=float)}
+    x = values.to_numpy(dtype=float)
+    ind = np.full(len(x), float(c.ordinary))
+    for i, code in enumerate(c.specials):
+        ind[x == code] = i + 1.0
+    if c.has_na:
+        ind[np.isnan(x)] = float(c.ncat)
+    return {c.name: np.where(ind == c.ordinary, x, 0.0), f"{c.name}.NA": ind}
+
+
+def _decode(cols: dict[str, np.ndarray], c: _Coding, schema: Schema) -> Any:
+    var = schema[c.name]
+    if c.kind == "factor":
+        codes = cols[c.name].astype(np.int64) - 1
+        if c.has_na:
+            codes[codes == len(c.levels) - 1] = -1
+        return pd.Categorical.from_codes(codes, dtype=var.dtype)
+    if c.kind == "numeric":
+        return cols[c.name]
+    ind = cols[f"{c.name}.NA"].astype(np.int64)
+    special = np.array([*c.specials, np.nan, np.nan])[np.clip(ind - 1, 0, None)]
+    special[ind == c.ordinary] = np.nan
+    return np.where(ind == c.ordinary, cols[c.name], special)
+
+
+def _model_columns(v: str, codings: dict[str, _Coding]) -> list[str]:
+    c = codings[v]
+    return [v, f"{v}.NA"] if c.kind == "padded" else [v]
+
+
+def _predictor_columns(preds: Sequence[str], codings: dict[str, _Coding]) -> list[str]:
+    """Model columns of predictors: unpadded ones in column order, then each padded variable's
+    numeric part and indicator (padMis appends them at the end of the data)."""
+    plain = [p for p in preds if codings[p].kind != "padded"]
+    padded = [col for p in preds if codings[p].kind == "padded" for col in (p, f"{p}.NA")]
+    return plain + padded
+
+
+def _ncat(col: str, codings: dict[str, _Coding]) -> int:
+    if col.endswith(".NA") and col[:-3] in codings and codings[col[:-3]].kind == "padded":
+        return codings[col[:-3]].ncat
+    return codings[col].ncat if codings[col].kind == "factor" else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# models: one per synthesised model column
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Step:
+    """Synthesise one model column with ``method`` from ``predictors``.
+
+    ``ordinary`` (indicator column, code) restricts a padded variable's numeric part to the
+    rows whose synthetic indicator says ordinary (its model was fitted to those rows only).
+    """
+
+    column: str
+    method: str
+    predictors: tuple[str, ...]
+    observed: np.ndarray
+    tree: Tree | None = None
+    #: class tree: the original code (1-based) of each class
+    classes: np.ndarray | None = None
+    #: anova tree: original values ordered by leaf; the leaves, each one's first position, count
+    donors: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    parametric: ParametricFit | None = None
+    ordinary: tuple[str, int] | None = None
+
+
+def _fit_step(
+    column: str,
+    method: str,
+    preds: list[str],
+    cols: dict[str, np.ndarray],
+    codings: dict[str, _Coding],
+    params: PartialParams,
+    ordinary: tuple[str, int] | None = None,
+) -> _Step:
+    rows = None if ordinary is None else np.flatnonzero(cols[ordinary[0]] == ordinary[1])
+    y = cols[column] if rows is None else cols[column][rows]
+    if not preds or len(np.unique(y)) <= 1:
+        method = "sample"  # synthpop: no predictor -> sample; a single value stays that value
+    if method == "sample":
+        return _Step(column, method, (), y, ordinary=ordinary)
+    x = np.column_stack([cols[p] if rows is None else cols[p][rows] for p in preds])
+    pcat = np.array([_ncat(p, codings) for p in preds], dtype=np.int64)
+    ncat = _ncat(column, codings)
+    step = _Step(column, method, tuple(preds), y, ordinary=ordinary)
+    if method == "cart" and ncat == 0:
+        tree = fit_tree(x, pcat, y, "anova", cp=params.cart_cp, minbucket=params.cart_minbucket)
+        order = np.argsort(tree.where, kind="stable")
+        leaves, start, count = np.unique(tree.where[order], return_index=True, return_counts=True)
+        return replace(step, tree=tree, donors=(y[order], leaves, start, count))
+    if method == "cart":
+        classes, yk = np.unique(y.astype(np.int64), return_inverse=True)  # unused levels dropped
+        tree = fit_tree(
+            x, pcat, yk, "class", n_classes=len(classes), cp=params.cart_cp, minbucket=params.cart_minbucket
+        )
+        return replace(step, tree=tree, classes=classes)
+    return replace(step, parametric=fit_parametric(method, x, pcat, y, ncat))
+
+
+def _descend_randomly(tree: Tree, nodes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """synthpop: a record stopped at an internal node goes to child 2j or 2j+1 with probability
+    1/2 per step, one draw per distinct internal node (all its records share the path)."""
+    leaves = tree.node[tree.is_leaf]
+    leaf_set = set(leaves.tolist())
+    out = nodes.copy()
+    for j in np.unique(nodes[~np.isin(nodes, leaves)]):
+        k = int(j)
+        while k not in leaf_set:
+            k = 2 * k + int(rng.random() >= 0.5)
+        out[nodes == j] = k
+    return out
+
+
+def _categorical(prob: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One class per row with the row's probabilities (inverse CDF of one uniform per row)."""
+    u = rng.random(len(prob))
+    cum = np.cumsum(prob, axis=1)
+    return np.minimum((cum < u[:, None] * cum[:, -1:]).sum(axis=1), prob.shape[1] - 1)
+
+
+def _draw(step: _Step, cols: dict[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
+    """The synthetic column: drawn rows replaced, the others keep their current values."""
+    out = cols[step.column].copy()
+    rows = np.arange(len(out)) if step.ordinary is None else np.flatnonzero(cols[step.ordinary[0]] == step.ordinary[1])
+    if step.ordinary is not None:
+        out[:] = 0.0  # the numeric part of special rows
+    if rows.size == 0:
+        return out
+    if step.method == "sample":
+        out[rows] = step.observed[rng.integers(0, len(step.observed), size=rows.size)]
+        return out
+    xp = np.column_stack([cols[p][rows] for p in step.predictors])
+    if step.tree is not None:
+        nodes = step.tree.leaves(xp)
+        if not step.tree.is_leaf[np.searchsorted(step.tree.node, nodes)].all():
+            nodes = _descend_randomly(step.tree, nodes, rng)
+        if step.donors is not None:
+            values, leaves, start, count = step.donors
+            pos = np.searchsorted(leaves, nodes)
+            out[rows] = values[start[pos] + rng.integers(0, count[pos])]
+        else:
+            assert step.classes is not None
+            out[rows] = step.classes[_categorical(step.tree.class_prob(nodes), rng)]
+        return out
+    assert step.parametric is not None
+    out[rows] = step.parametric.draw(xp, rng)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the synthesiser
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Prepared:
+    """Everything a synthetic set needs: the original (its output columns), its model columns,
+    the codings and the fitted steps in visit order."""
+
+    original: pd.DataFrame
+    columns: dict[str, np.ndarray]
+    codings: dict[str, _Coding]
+    steps: tuple[_Step, ...]
+    schema: Schema
+
+    def tree_sizes(self) -> dict[str, tuple[int, int]]:
+        """(nodes, leaves) of every tree, by model column."""
+        return {s.column: (len(s.tree.node), int(s.tree.is_leaf.sum())) for s in self.steps if s.tree is not None}
+
+
+def prepare(frame: pd.DataFrame, schema: Schema, plan: Plan, params: PartialParams) -> Prepared:
+    """Encode the original (padMis) and fit every synthesised variable's model."""
+    used = set(plan.synthesised) | {p for ps in plan.predictors.values() for p in ps}
+    codings: dict[str, _Coding] = {}
+    cols: dict[str, np.ndarray] = {}
+    for v in plan.variables:
+        c = _coding(v, frame[v], schema)
+        if c.kind == "padded" and v not in used:
+            c = _Coding(v, "numeric")  # padMis applies only to variables in a model
+        if c.kind == "other" and v in used:
+            raise ParameterError(f"{v!r} ({schema[v].kind}) cannot be synthesised or used as a predictor")
+        codings[v] = c
+        if c.kind != "other":
+            cols.update(_encode(frame[v], c))
+    steps = []
+    for v in plan.synthesised:
+        preds = _predictor_columns(plan.predictors[v], codings)
+        meth = plan.method[v]
+        c = codings[v]
+        if c.kind == "padded":
+            ind_method = meth if meth in ("cart", "sample") else ("logreg" if c.ncat == 2 else "polyreg")
+            steps.append(_fit_step(f"{v}.NA", ind_method, preds, cols, codings, params))
+            steps.append(_fit_step(v, meth, preds, cols, codings, params, (f"{v}.NA", c.ordinary)))
+        else:
+            steps.append(_fit_step(v, meth, preds, cols, codings, params))
+    original = frame[list(plan.variables)].reset_index(drop=True)
+    return Prepared(original, cols, codings, tuple(steps), schema.select(list(plan.variables)))
+
+
+def synthetic_set(prepared: Prepared, entropy: int, set_index: int) -> pd.DataFrame:
+    """Synthetic set ``set_index`` from its own stream ``SeedSequence(entropy, spawn_key=(i,))``,
+    the same whichever worker makes it."""
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(set_index,)))
+    cols = dict(prepared.columns)
+    for step in prepared.steps:
+        cols[step.column] = _draw(step, cols, rng)
+    out = prepared.original.copy()
+    for v in {s.column.removesuffix(".NA") for s in prepared.steps}:
+        out[v] = _decode(cols, prepared.codings[v], prepared.schema)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class PartialSynthesisResult(Result):
+    """m partially synthetic sets, row-aligned with the original.
+
+    Attributes
+    ----------
+    synthetic : tuple of pandas DataFrame
+        The m sets in ``schema``'s in-memory form (kept columns identical to the original).
+    schema : Schema
+    plan : Plan
+        Methods, visit sequence and predictor matrix used.
+    tree_sizes : dict
+        (nodes, leaves) of every cart tree, by model column.
+    n, seed : int
+    params : PartialParams
+    """
+
+    synthetic: tuple[pd.DataFrame, ...]
+    schema: Schema
+    plan: Plan
+    tree_sizes: dict[str, tuple[int, int]]
+    n: int
+    seed: int
+    params: PartialParams
+
+    def datasets(self, prefix: str = "syn") -> list[Dataset]:
+        """The synthetic sets as :class:`Dataset` objects named ``syn1``, ``syn2``, ..."""
+        return [Dataset.from_pandas(f, self.schema, name=f"{prefix}{i + 1}") for i, f in enumerate(self.synthetic)]
+
+    def rows(self) -> list[Row]:
+        """n and m, and the size of every cart tree (params ``{"variable": column}``)."""
+        trees = [
+            Row("original", measure, float(value), {"variable": col})
+            for col, (nodes, leaves) in self.tree_sizes.items()
+            for measure, value in (("cart_nodes", nodes), ("cart_leaves", leaves))
+        ]
+        return [Row("original", "n", float(self.n)), Row("original", "m", float(len(self.synthetic))), *trees]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": "partial synthesis (synthpop syn())",
+            "n": self.n,
+            "m": len(self.synthetic),
+            "seed": self.seed,
+            "params": self.params.model_dump(mode="json"),
+            **self.plan.to_dict(),
+            "trees": {c: {"nodes": n, "leaves": k} for c, (n, k) in self.tree_sizes.items()},
+        }
+
+    def write(
+        self, out_dir: str | Path, overwrite: bool = False, formats: Sequence[OutputFormat] | None = None
+    ) -> Path:
+        """Write ``synthetic/syn<i>.{parquet,csv}`` (+ ``.schema.json``) and ``synthesis_report.json``
+        into ``out_dir`` atomically (a temporary sibling renamed at the end)."""
+        formats = list(dict.fromkeys(formats or self.params.output_format))
+        out = Path(out_dir)
+        if out.exists() and not overwrite:
+            raise ParameterError(f"out_dir {out} already exists; pass overwrite=True to replace it")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
+        try:
+            (tmp / "synthetic").mkdir(parents=True)
+            for i, frame in enumerate(self.synthetic):
+                for fmt in formats:
+                    write_dataset(frame, tmp / "synthetic" / f"syn{i + 1}.{fmt}", self.schema)
+            (tmp / "synthesis_report.json").write_text(json.dumps(self.to_dict(), indent=1), encoding="utf-8")
+            old = None
+            if out.exists():
+                old = out.parent / f".{out.name}.old-{uuid.uuid4().hex}"
+                out.rename(old)
+            tmp.rename(out)
+            if old is not None:
+                shutil.rmtree(old)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+        return out
+
+
+def partial_schema(original: Dataset, params: PartialParams) -> Schema:
+    """The schema of the sets ``params`` would make (the original's, restricted to ``variables``),
+    after every check that needs no synthesis (:func:`plan_synthesis`)."""
+    plan = plan_synthesis(original.schema, params)
+    return original.schema.select(list(plan.variables))
+
+
+def synthesise_partial_frame(
+    frame: Frame, schema: Schema, params: PartialParams, executor: Executor | None = None
+) -> PartialSynthesisResult:
+    """:func:`synthesise_partial` on a frame in ``schema``'s in-memory form."""
+    executor = executor or Executor.current()
+    plan = plan_synthesis(schema, params)
+    data = executor.collect(EvalData((frame,), schema))
+    original = data.original
+    if len(original) == 0:
+        raise ParameterError("the original data set has no records")
+    prepared = prepare(original, schema, plan, params)
+    root = np.random.SeedSequence(params.seed)
+    entropy = int(root.entropy)
+    sets = executor.map_tasks(synthetic_set, [(entropy, i) for i in range(params.m)], shared=[prepared])
+    return PartialSynthesisResult(
+        synthetic=tuple(sets),
+        schema=prepared.schema,
+        plan=plan,
+        tree_sizes=prepared.tree_sizes(),
+        n=len(original),
+        seed=entropy,
+        params=params,
+    )
+
+
+def synthesise_partial(
+    original: Dataset, params: PartialParams, executor: Executor | None = None
+) -> PartialSynthesisResult:
+    """Partially synthetic versions of ``original`` with synthpop ``syn()`` semantics.
+
+    Parameters
+    ----------
+    original : Dataset
+    params : PartialParams
+    executor : Executor, optional
+        Makes the m sets as parallel tasks on its cluster (the original is collected into
+        memory: the models need all records); default :meth:`Executor.current`.
+
+    Returns
+    -------
+    PartialSynthesisResult
+
+    Raises
+    ------
+    ParameterError
+        See :func:`plan_synthesis`; an empty original.
+    """
+    return synthesise_partial_frame(original.frame, original.schema, params, executor)
