@@ -167,3 +167,25 @@ def test_syn_only_with_no_synthesised_variable_left() -> None:
     orig, syns, schema, _ = _data("US06")
     with pytest.raises(ParameterError, match="synthesised"):
         utility_synds(orig, syns, "cart", schema=schema, syn_only=True, synthesised=["age"], vars=["sex", "edu"])
+
+
+def test_missing_values_only_in_a_synthetic_set_are_filled() -> None:
+    """1.2-1 decides from the original alone (its glm then fails); here the comparison is filled."""
+    orig, syns, schema, _ = _data("US06")
+    orig = orig.dropna().reset_index(drop=True)
+    syn = syns[0].copy()
+    syn.loc[:9, "age"] = np.nan
+    res = utility_synds(orig, [syn, syns[1]], ["logit", "cart"], schema=schema, deviance=True)
+    assert "age.NA" in res.model_columns
+    assert np.all(np.isfinite(res.utility_raw.to_numpy()))
+    clean = utility_synds(orig, [syns[1].dropna()], ["logit"], schema=schema)
+    assert clean.model_columns == ("sex", "age", "edu", "marital")  # no missing values: data order
+
+
+def test_all_comb_rows_are_one_comparison() -> None:
+    res, _ = _run("US03")
+    tidy = res.tidy()
+    assert set(tidy["synthetic"]) == {"mean"}
+    pmse = tidy[(tidy["measure"] == "pMSE") & (tidy["params"] == '{"all_comb":true,"method":"cart"}')]
+    assert pmse["value"].item() == pytest.approx(0.0001240778367550652, rel=RTOL)
+    assert "pMSE_sd" not in set(tidy["measure"])
