@@ -1,0 +1,203 @@
+"""The partial synthesiser: syn() semantics (kept columns, donors from the leaf, visit sequence,
+predictor matrix, padMis), its methods, bad input, and seeds independent of the workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.data.dataset import Dataset
+from pipeline.data.schema import Schema, Variable
+from pipeline.datasets import load_demo
+from pipeline.errors import ParameterError, PipelineError
+from pipeline.evaluation.execution import Executor
+from pipeline.runner import run_task
+from pipeline.synth.partial.params import PartialParams
+from pipeline.synth.partial.syn import plan_synthesis, prepare, synthesise_partial
+from pipeline.synth.task import synthesis_params
+from pipeline.tasks import load_task
+
+MEMORY = Executor(None, policy="memory")
+
+
+@pytest.fixture(scope="module")
+def cedata() -> Dataset:
+    return load_demo("cedata")
+
+
+def _params(**kw) -> PartialParams:
+    return PartialParams(kind="partial", **kw)
+
+
+def test_kept_columns_identical_and_cart_values_are_leaf_donors(cedata):
+    params = _params(method={"Income": "cart"}, m=2, seed=5)
+    res = synthesise_partial(cedata, params, MEMORY)
+    orig = cedata.to_pandas().reset_index(drop=True)
+    prepared = prepare(orig, cedata.schema, plan_synthesis(cedata.schema, params), params)
+    (step,) = prepared.steps
+    assert res.tree_sizes == {"Income": (1269, 635)}
+    for syn in res.synthetic:
+        for v in ["Age", "Urban", "Tenure", "Educ", "Expenditure", "Marital"]:
+            pd.testing.assert_series_equal(syn[v], orig[v])
+        # every synthetic Income is an original Income of the leaf the (kept) predictors lead to
+        leaf = step.tree.where  # predictors are all kept: the synthetic record's leaf is its own
+        pairs = set(zip(leaf.tolist(), orig["Income"].tolist(), strict=True))
+        assert all((lf, y) in pairs for lf, y in zip(leaf.tolist(), syn["Income"].tolist(), strict=True))
+        assert (syn["Income"] != orig["Income"]).mean() > 0.5
+    assert not res.synthetic[0]["Income"].equals(res.synthetic[1]["Income"])
+
+
+def test_default_visit_sequence_and_predictor_matrix_follow_column_order(cedata):
+    plan = plan_synthesis(cedata.schema, _params(method={"Tenure": "cart", "Expenditure": "cart", "Income": "cart"}))
+    assert plan.synthesised == ["Tenure", "Expenditure", "Income"]
+    assert plan.predictors == {
+        "Tenure": ("Age", "Urban"),
+        "Expenditure": ("Age", "Urban", "Tenure", "Educ"),
+        "Income": ("Age", "Urban", "Tenure", "Educ", "Expenditure", "Marital"),
+    }
+    # a user predictor row: a synthesised predictor visited later is dropped (synthpop), kept ones stay
+    plan = plan_synthesis(
+        cedata.schema,
+        _params(method={"Expenditure": "cart", "Income": "cart"}, predictors={"Expenditure": ["Income", "Marital"]}),
+    )
+    assert plan.predictors["Expenditure"] == ("Marital",)
+    assert plan.dropped == {"Expenditure": ("Income",)}
+
+
+def test_synthesised_factor_keeps_its_levels_and_margins(cedata):
+    res = synthesise_partial(cedata, _params(method={"Tenure": "cart"}, m=3, seed=2), MEMORY)
+    orig = cedata.to_pandas()["Tenure"].value_counts(normalize=True).sort_index()
+    for syn in res.synthetic:
+        assert list(syn["Tenure"].cat.categories) == ["1", "2", "4", "5", "6"]
+        share = syn["Tenure"].value_counts(normalize=True).sort_index()
+        np.testing.assert_allclose(share, orig, atol=0.03)  # ~ 3 SE of a 5571-record share
+
+
+@pytest.mark.parametrize(
+    ("method", "variable"),
+    [("norm", "Expenditure"), ("normrank", "Income"), ("logreg", "Urban"), ("polyreg", "Marital"), ("sample", "Age")],
+)
+def test_other_methods_reproduce_the_margin(cedata, method, variable):
+    res = synthesise_partial(cedata, _params(method={variable: method}, m=1, seed=9), MEMORY)
+    orig, syn = cedata.to_pandas()[variable], res.synthetic[0][variable]
+    if cedata.schema[variable].is_factor:
+        np.testing.assert_allclose(
+            syn.value_counts(normalize=True).sort_index(), orig.value_counts(normalize=True).sort_index(), atol=0.03
+        )
+    else:
+        assert abs(syn.mean() - orig.mean()) < 0.1 * orig.std()
+        if method in ("normrank", "sample"):
+            assert syn.isin(orig).all()  # both return original values
+        if method == "norm":
+            assert abs(syn.std() - orig.std()) < 0.1 * orig.std()
+
+
+def test_missing_values_and_special_codes_are_synthesised_as_categories():
+    """padMis: a numeric variable with NA and a code -8 keeps their shares; a factor's NA is a level."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    g = rng.integers(0, 3, n)
+    income = np.exp(rng.normal(7 + 0.3 * g, 0.4))
+    income[rng.random(n) < 0.1] = -8.0
+    income[rng.random(n) < 0.05] = np.nan
+    grp = np.where(rng.random(n) < 0.08, None, g.astype(str))
+    frame = pd.DataFrame({"grp": grp, "income": income})
+    schema = Schema(
+        (Variable("grp", "factor", ("0", "1", "2")), Variable("income", "numeric", missing_codes=(-8.0,)))
+    )
+    ds = Dataset.from_pandas(frame, schema)
+    res = synthesise_partial(ds, _params(method={"grp": "cart", "income": "cart"}, m=2, seed=1), MEMORY)
+    orig = ds.to_pandas()
+    for syn in res.synthetic:
+        assert abs(syn["grp"].isna().mean() - orig["grp"].isna().mean()) < 0.025
+        assert abs((syn["income"] == -8).mean() - (orig["income"] == -8).mean()) < 0.025
+        assert abs(syn["income"].isna().mean() - orig["income"].isna().mean()) < 0.02
+        ordinary = syn["income"][(syn["income"] != -8) & syn["income"].notna()]
+        assert ordinary.isin(orig["income"]).all() and (ordinary > 0).all()
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"method": {"Income": "cart"}, "keep": ["Income"]}, "both kept"),
+        ({"method": {"Urban": "norm"}}, "'norm' is not a method for 'Urban'"),
+        ({"method": {"Income": "logreg"}}, "'logreg' is not a method for 'Income'"),
+        ({"method": {"Income": "cart"}, "predictors": {"Income": ["Age", "Wealth"]}}, "'Wealth' not in the data"),
+        ({"method": {"Income": "cart"}, "m": 0}, "m: the number of synthetic sets must be >= 1"),
+        ({"method": {"Salary": "cart"}}, "'Salary' not in the data"),
+    ],
+)
+def test_bad_input_is_a_clear_error(cedata, settings, message):
+    with pytest.raises(ParameterError, match=message):
+        synthesise_partial(cedata, synthesis_params({"kind": "partial", **settings}), MEMORY)
+
+
+def test_settings_dispatch_on_kind():
+    assert synthesis_params({"variables": ["sex"]}).kind == "margins"
+    assert isinstance(synthesis_params({"kind": "partial", "method": {"x": "cart"}}), PartialParams)
+    with pytest.raises(Exception, match="does not match any of the expected tags"):
+        synthesis_params({"kind": "bootstrap"})
+
+
+TASK = """
+name: partial_units
+seed: 7
+repetitions: 2
+datasets:
+  - name: cedata
+    original: {{demo: cedata}}
+    synthetic:
+      - name: s3
+        synthesise: {{kind: partial, method: {method}, m: 3}}
+measures:
+  - type: identification_risk
+    params:
+      scenarios:
+        s3: {{known: [Urban, Tenure, Educ, Marital], synthesised: [Expenditure, Income]}}
+      radius_grid: [0.05, 0.1]
+"""
+
+
+def _task(tmp_path: Path, workers: int, method: str = "{Expenditure: cart, Income: cart}") -> Path:
+    folder = tmp_path / f"w{workers}"
+    folder.mkdir()
+    (folder / "local.yaml").write_text(f"type: local\nn_workers: {workers}\nprocesses: false\n")
+    p = folder / "task.yaml"
+    p.write_text(TASK.format(method=method))
+    return p
+
+
+def test_same_seed_same_sets_and_table_on_one_and_two_workers(tmp_path):
+    runs = []
+    for workers in (1, 2):
+        task = _task(tmp_path, workers)
+        out = task.parent / "out"
+        run_task(load_task(task), cluster=str(task.parent / "local.yaml"), out_dir=out, progress=False, report=False)
+        runs.append(out)
+    for rep in (0, 1):
+        for i in (1, 2, 3):
+            a, b = (pd.read_parquet(o / "synthesis" / "cedata" / "s3" / f"rep{rep}" / "synthetic" / f"syn{i}.parquet")
+                    for o in runs)  # fmt: skip
+            pd.testing.assert_frame_equal(a, b)
+    s0 = pd.read_parquet(runs[0] / "synthesis/cedata/s3/rep0/synthetic/syn1.parquet")
+    s1 = pd.read_parquet(runs[0] / "synthesis/cedata/s3/rep1/synthetic/syn1.parquet")
+    assert not s0["Income"].equals(s1["Income"])  # repetitions draw from different seeds
+    cols = ["dataset", "source", "repetition", "measure_name", "params", "synthetic", "measure", "value"]
+    t1, t2 = (pd.read_parquet(o / "results.parquet")[cols] for o in runs)
+    pd.testing.assert_frame_equal(t1, t2)
+    assert (t1["measure"] == "file_risk_at_max").sum() == 2 * 3
+
+
+@pytest.mark.parametrize(
+    ("method", "message"),
+    [("{Urban: norm}", "'norm' is not a method for 'Urban'"), ("{Income: cart}, keep: [Income]", "both kept")],
+)
+def test_bad_task_writes_nothing(tmp_path, method, message):
+    task = _task(tmp_path, 1, method)
+    out = task.parent / "out"
+    with pytest.raises(PipelineError, match=message):
+        run_task(load_task(task), cluster=str(task.parent / "local.yaml"), out_dir=out, progress=False)
+    assert not (out / "results.parquet").exists() and not (out / "synthesis").exists()
