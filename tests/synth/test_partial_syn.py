@@ -105,9 +105,7 @@ def test_missing_values_and_special_codes_are_synthesised_as_categories():
     income[rng.random(n) < 0.05] = np.nan
     grp = np.where(rng.random(n) < 0.08, None, g.astype(str))
     frame = pd.DataFrame({"grp": grp, "income": income})
-    schema = Schema(
-        (Variable("grp", "factor", ("0", "1", "2")), Variable("income", "numeric", missing_codes=(-8.0,)))
-    )
+    schema = Schema((Variable("grp", "factor", ("0", "1", "2")), Variable("income", "numeric", missing_codes=(-8.0,))))
     ds = Dataset.from_pandas(frame, schema)
     res = synthesise_partial(ds, _params(method={"grp": "cart", "income": "cart"}, m=2, seed=1), MEMORY)
     orig = ds.to_pandas()

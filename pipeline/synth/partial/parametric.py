@@ -122,8 +122,13 @@ def _multinom(x: np.ndarray, yk: np.ndarray, w: np.ndarray, k: int) -> np.ndarra
         grad = x.T @ (w[:, None] * (np.exp(logp) - onehot))[:, 1:]
         return float(-np.sum(w[:, None] * onehot * logp)), grad.ravel()
 
-    res = optimize.minimize(nll, np.zeros(x.shape[1] * (k - 1)), jac=True, method="L-BFGS-B",
-                            options={"maxiter": 1000, "ftol": 1e-10, "gtol": 1e-8})
+    res = optimize.minimize(
+        nll,
+        np.zeros(x.shape[1] * (k - 1)),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 1000, "ftol": 1e-10, "gtol": 1e-8},
+    )
     return res.x.reshape(x.shape[1], k - 1)
 
 

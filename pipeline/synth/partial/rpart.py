@@ -583,8 +583,19 @@ class _Grower:
             me.complexity = alpha
             return 0, me.risk
         var, _, spoint, csplit, self.iscale = _bsplit(
-            self.is_anova, self.xdata, self.ncat, self.sorts, self.y, n1, n2, self.edge, me.risk,
-            self.aprior, self.nk, self.iscale, self.maxcat,
+            self.is_anova,
+            self.xdata,
+            self.ncat,
+            self.sorts,
+            self.y,
+            n1,
+            n2,
+            self.edge,
+            me.risk,
+            self.aprior,
+            self.nk,
+            self.iscale,
+            self.maxcat,
         )
         if var < 0:
             me.complexity = alpha

@@ -161,9 +161,7 @@ def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
             given = params.predictors[v]
             outside = [p for p in given if p not in variables]
             if outside:
-                raise ParameterError(
-                    f"predictors of {v!r}: {', '.join(map(repr, outside))} not in the data's columns"
-                )
+                raise ParameterError(f"predictors of {v!r}: {', '.join(map(repr, outside))} not in the data's columns")
             if v in given:
                 raise ParameterError(f"predictors of {v!r}: a variable cannot predict itself")
             # synthpop: a synthesised predictor must be synthesised before the variable
