@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +22,8 @@ from pipeline.errors import PipelineError
 
 EXIT_ERROR = 2
 EXIT_GATE_FAILED = 3
+#: exit status after a signal: 128 + its number (130 for SIGINT, 143 for SIGTERM)
+EXIT_INTERRUPTED = 128
 
 
 def _quiet_libraries() -> None:
@@ -27,13 +31,37 @@ def _quiet_libraries() -> None:
 
 
 def _handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
+    """One-line ``error:`` and exit 2 for a :class:`PipelineError`; Ctrl-C and SIGTERM stop the
+    command (the cluster is closed on the way out) with exit 130 / 143 and one line on resuming."""
+
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        received: list[int] = []
+
+        def stop(signum: int, frame: Any) -> None:
+            received.append(signum)
+            raise KeyboardInterrupt
+
+        previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             return f(*args, **kwargs)
         except PipelineError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(EXIT_ERROR)
+        except KeyboardInterrupt:
+            signum = received[0] if received else signal.SIGINT
+            click.echo(
+                f"interrupted ({signal.Signals(signum).name}): finished units are kept; "
+                "run the same command again to resume",
+                err=True,
+            )
+            sys.stdout.flush()
+            sys.stderr.flush()
+            # units still running in threads stop with the cluster (already closed): do not wait
+            os._exit(EXIT_INTERRUPTED + signum)
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
 
     return wrapper
 

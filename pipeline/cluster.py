@@ -123,6 +123,13 @@ class SchedulerConfig(_Config):
     tls: TLSConfig | None = None
     timeout_s: float = Field(30, gt=0)
 
+    @field_validator("address")
+    @classmethod
+    def _has_port(cls, v: str) -> str:
+        if not re.fullmatch(r"(tcp|tls|ucx|inproc)://.+:\d+", v):
+            raise ValueError(f"expected tcp://host:port or tls://host:port, got {v!r}")
+        return v
+
 
 class SSHConfig(_Config):
     """distributed.SSHCluster: the first host runs the scheduler, the others workers."""
@@ -277,6 +284,24 @@ def describe(cfg: Any) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
+def _children_ignore_sigint() -> Iterator[None]:
+    """Worker processes started inside start with SIGINT ignored (an ignored signal stays ignored
+    in a child, and Python keeps it so), so that a terminal's Ctrl-C, which reaches the whole
+    process group, interrupts only the main process, which then stops the cluster in order."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
 def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
     """Start (or connect to) the configured cluster and yield a ``distributed.Client``.
 
@@ -293,8 +318,8 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
             from distributed import LocalCluster
 
             n, mem = local_size(cfg)
-            cluster = stack.enter_context(
-                LocalCluster(
+            with _children_ignore_sigint():
+                cluster = LocalCluster(
                     n_workers=n,
                     threads_per_worker=cfg.threads_per_worker,
                     memory_limit=mem,
@@ -303,7 +328,7 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
                     dashboard_address=cfg.dashboard_address or ":0",
                     silence_logs=logging.ERROR,
                 )
-            )
+            stack.enter_context(cluster)
             client = stack.enter_context(Client(cluster))
         elif cfg.type == "slurm":
             client = _start_slurm(cfg, stack)

@@ -357,22 +357,27 @@ def _run_all(
     """Run ``work`` on every unit, ``concurrency`` at a time; the outputs in unit order.
     Errors name the unit (``where``)."""
     done: dict[int, UnitOutput] = {}
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        futures = {pool.submit(work, u): i for i, u in enumerate(units)}
-        try:
-            for f in as_completed(futures):
-                i = futures[f]
-                try:
-                    done[i] = f.result()
-                except PipelineError as e:
-                    raise type(e)(f"{where(units[i])}: {e}") from e
-                except Exception as e:
-                    raise PipelineError(f"{where(units[i])} failed: {type(e).__name__}: {e}") from e
-                progress.report(units[i].label, done[i][2], done[i][3])
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+    futures = {pool.submit(work, u): i for i, u in enumerate(units)}
+    try:
+        for f in as_completed(futures):
+            i = futures[f]
+            try:
+                done[i] = f.result()
+            except PipelineError as e:
+                raise type(e)(f"{where(units[i])}: {e}") from e
+            except Exception as e:
+                raise PipelineError(f"{where(units[i])} failed: {type(e).__name__}: {e}") from e
+            progress.report(units[i].label, done[i][2], done[i][3])
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM: start nothing more and do not wait for the running units (they stop
+        # with the cluster); finished units stay cached for the next run
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    except BaseException:
+        pool.shutdown(cancel_futures=True)  # after an error the running units finish (and are cached)
+        raise
+    pool.shutdown()
     return [done[i] for i in range(len(units))]
 
 
