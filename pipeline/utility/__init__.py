@@ -9,6 +9,8 @@ utility_tab, utility_tables
     Table-based utility (VW, FT, JSD, G, pMSE, ... for one table or every low-order table).
 utility_by_set
     Per-set pMSE and S_pMSE of a result (for utility–risk plots).
+utility_synds
+    synthpop 1.2-1's ``utility.synds``: several propensity models per call, deviance, pairwise null.
 
 The task-file measures (``utility_gen``, ``utility_tab``, ``utility_tables``) are the classes
 of :mod:`pipeline.utility.task`; the functions above are thin wrappers over them.
@@ -16,16 +18,19 @@ of :mod:`pipeline.utility.task`; the functions above are thin wrappers over them
 
 from pipeline.utility.gen import UtilityGenResult, utility_by_set
 from pipeline.utility.params import TAB_STATS
+from pipeline.utility.synds import UtilitySyndsResult, utility_synds
 from pipeline.utility.tab import UtilityTablesResult, UtilityTabResult
 from pipeline.utility.task import utility_gen, utility_tab, utility_tables
 
 __all__ = [
     "TAB_STATS",
     "UtilityGenResult",
+    "UtilitySyndsResult",
     "UtilityTabResult",
     "UtilityTablesResult",
     "utility_by_set",
     "utility_gen",
+    "utility_synds",
     "utility_tab",
     "utility_tables",
 ]
