@@ -189,7 +189,8 @@ def synthesis_section(results: pd.DataFrame, outcome: Any) -> list[str]:
             margins = per_margin.assign(margin=per_margin["margin"].map(value_text))
             wide = margins.pivot_table(index="margin", columns="measure", values="value", sort=False)
             out.append(f"<h3>{title}: margins</h3>" + table_html(wide.reset_index()))
-    return out + dp_tradeoff_section(outcome.results)
+    # the trade-off needs the utility and risk rows too: the run's rows when the outcome is given
+    return out + dp_tradeoff_section(getattr(outcome, "results", results))
 
 
 #: the utility and risk measures the DP trade-off plot shows, with the direction that is better
