@@ -86,11 +86,13 @@ def main(verbose: bool) -> None:
 @_handle_errors
 def run(task_file: Path, cluster: Path | None, out: Path | None, history: Path | None, no_report: bool) -> None:
     """Run TASK_FILE and write results.parquet, summary.json, manifest.json and report.html."""
-    from pipeline.runner import run_task
+    from pipeline.runner import check_writable_folder, run_task
     from pipeline.tasks import load_task
 
     task = load_task(task_file)
     hist = history or task.spec.history
+    if hist is not None:
+        check_writable_folder(hist, "history")
     outcome = run_task(task, cluster=cluster, out_dir=out, report=not no_report, history=hist)
     if hist is not None:
         from pipeline.store import ResultsStore

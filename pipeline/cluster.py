@@ -326,10 +326,14 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
                     processes=cfg.processes,
                     # no fixed port unless asked for: ":0" picks a free one (8787 clashes between runs)
                     dashboard_address=cfg.dashboard_address or ":0",
-                    silence_logs=logging.ERROR,
+                    # a failed task's traceback goes to the worker log file, not the terminal
+                    silence_logs=logging.CRITICAL,
                 )
             stack.enter_context(cluster)
             client = stack.enter_context(Client(cluster))
+            from pipeline.worker_log import WorkerLogFile, worker_log_path
+
+            client.register_plugin(WorkerLogFile(str(worker_log_path())), name="sdc-worker-log")
         elif cfg.type == "slurm":
             client = _start_slurm(cfg, stack)
         elif cfg.type == "kubernetes":

@@ -16,8 +16,15 @@ def read_yaml(path: str | Path, what: str) -> Any:
     p = Path(path)
     if not p.exists():
         raise TaskError(f"{what} not found: {p}")
+    if p.is_dir():
+        raise TaskError(f"{p}: is a directory, expected a {what} (YAML)")
     try:
         return yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        line = p.read_bytes()[: e.start].count(b"\n") + 1
+        raise TaskError(f"{p}: not UTF-8 text (line {line}); save the {what} as UTF-8") from None
+    except OSError as e:
+        raise TaskError(f"{p}: cannot read the {what} ({e.strerror})") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""

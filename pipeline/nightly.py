@@ -172,11 +172,12 @@ def run_nightly(
     the nightly comparison, and its manifest last; the history gets the results once the gates
     have been checked (a gate naming an unknown measure leaves both untouched).
     """
-    from pipeline.runner import default_out_dir, execute_task, write_run
+    from pipeline.runner import check_writable_folder, default_out_dir, execute_task, write_run
 
     hist_path = history or task.spec.history
     if hist_path is None:
         raise TaskError(f"{task.path}: a nightly run needs a history folder ('history:' in the task or --history)")
+    check_writable_folder(hist_path, "history")
     if not task.spec.gates:
         raise TaskError(f"{task.path}: a nightly task needs 'gates:' to check")
     date = run_date or dt.datetime.now(dt.UTC).date().isoformat()

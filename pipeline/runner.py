@@ -422,6 +422,24 @@ def default_out_dir(task: LoadedTask) -> Path:
 
 
 def _with_unit_columns(table: pd.DataFrame, task: LoadedTask, run_id: str, u: Unit | SynthesisUnit) -> pd.DataFrame:
+def check_writable_folder(path: str | Path, what: str) -> None:
+    """Fail before any work when ``path`` cannot be a folder this process writes (nothing is created).
+
+    Raises
+    ------
+    TaskError
+        ``path`` (or the first existing folder above it) is a file or not writable.
+    """
+    import os
+
+    p = Path(path).absolute()
+    existing = next(q for q in [p, *p.parents] if q.exists())
+    if not existing.is_dir():
+        raise TaskError(f"{what} {path}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise TaskError(f"{what} {path}: {existing} is not writable")
+
+
     out = table.copy()
     out.insert(0, "task", task.spec.name)
     out.insert(1, "run_id", run_id)
@@ -465,6 +483,7 @@ def execute_task(
     run_id = started.strftime("%Y%m%dT%H%M%S%fZ")
     t_start = time.perf_counter()
     with connect(cluster_cfg.model_dump()) as client:
+    check_writable_folder(out, "output folder")
         executor = task_executor(task, client)
         inputs = read_inputs(task, with_sources=measures)
         units = list(expand(task, inputs.hashes)) if measures else []

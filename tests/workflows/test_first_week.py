@@ -74,3 +74,99 @@ def test_interrupt_stops_the_cluster_keeps_units_and_says_how_to_resume(tmp_path
     if code_version() == version:  # (unit fingerprints include the code: an edit in between re-runs all)
         assert again.stderr.count(": cached") >= len(kept)
     assert pd.read_parquet(out / "results.parquet")["measure_name"].eq("key_blocks").all()
+
+
+# ---- (6) crashes become one-line errors with exit 2 ---------------------------------------------
+
+DEMO_TASK = Path(__file__).resolve().parents[2] / "tasks" / "demo.yaml"
+
+
+def _one_line_error(res, *words: str) -> None:
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.output
+    for w in words:
+        assert w in lines[0]
+
+
+@pytest.fixture
+def no_cluster(monkeypatch):
+    """Fail the test if a cluster is started: these checks come before it."""
+    import pipeline.cluster
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the cluster was started before the check")
+
+    monkeypatch.setattr(pipeline.cluster, "connect", refuse)
+
+
+def test_output_folder_that_cannot_be_created_fails_before_the_cluster(tmp_path, no_cluster):
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    (tmp_path / "afile").write_text("x")
+    res = CliRunner().invoke(main, ["run", str(DEMO_TASK), "--out", str(tmp_path / "afile" / "run")])
+    _one_line_error(res, "output folder", "is a file, not a folder")
+    res = CliRunner().invoke(
+        main, ["run", str(DEMO_TASK), "--out", str(tmp_path / "run"), "--history", str(tmp_path / "afile" / "h")]
+    )
+    _one_line_error(res, "history", "is a file, not a folder")
+    assert not (tmp_path / "run").exists()
+
+
+def test_task_file_not_utf8_or_a_directory(tmp_path):
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"name: t\n# caf\xe9\n")
+    _one_line_error(CliRunner().invoke(main, ["validate", str(latin)]), "not UTF-8 text (line 2)")
+    _one_line_error(CliRunner().invoke(main, ["run", str(tmp_path)]), "is a directory")
+
+
+def test_scheduler_address_without_port(tmp_path):
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    cfg = tmp_path / "sched.yaml"
+    cfg.write_text("type: scheduler\naddress: tcp://localhost\n", encoding="utf-8")
+    res = CliRunner().invoke(main, ["run", str(DEMO_TASK), "--cluster", str(cfg), "--out", str(tmp_path / "o")])
+    _one_line_error(res, "scheduler.address", "tcp://host:port")
+
+
+def test_python_api_duplicated_columns_is_a_parameter_error():
+    from pipeline.errors import ParameterError
+    from pipeline.risk.disclosure import disclosure
+
+    df = pd.DataFrame([[1, 2, 3]], columns=["a", "a", "b"])
+    with pytest.raises(ParameterError, match="duplicated column name"):
+        disclosure(df, df, keys=["a"], target="b")
+
+
+def test_worker_traceback_of_a_data_error_goes_to_the_log_file(tmp_path):
+    from pipeline.datasets import demo_path
+    from pipeline.worker_log import worker_log_path
+
+    syn = pd.read_csv(demo_path("sd2011_cart_syn1.csv"))
+    syn["income"] = syn["income"].astype(object)
+    syn.loc[4000, "income"] = "abc"
+    syn.to_csv(tmp_path / "syn1.csv", index=False)
+    task = tmp_path / "task.yaml"
+    task.write_text(
+        "name: bad\ndatasets:\n  - name: sd2011\n    original: {demo: sd2011_subset}\n"
+        "    synthetic:\n      - {name: cart, paths: [syn1.csv]}\n"
+        "measures:\n  - type: utility_tab\n    params: {vars: [sex, income]}\n",
+        encoding="utf-8",
+    )
+    cluster = tmp_path / "local.yaml"
+    cluster.write_text("type: local\nn_workers: 1\nprocesses: true\n", encoding="utf-8")
+    res = subprocess.run(_run_cmd(task, tmp_path / "out", cluster), capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'syn1.csv'}: variable 'income' is numeric but 1 record(s) are not numbers"
+    ]
+    assert "Compute Failed" in worker_log_path().read_text(encoding="utf-8")
+    assert not (tmp_path / "out").exists()
