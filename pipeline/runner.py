@@ -202,6 +202,8 @@ def stand_in_syntheses(task: LoadedTask, inputs: TaskInputs, executor: Executor)
     the synthesised schema and m empty sets of it, for the checks that precede any work."""
     from pipeline.synth.task import synthesised_schema
 
+    # the repetitions of a source share one stand-in (same schema and m)
+    stand_ins: dict[tuple[str, str, str, int], tuple[Dataset, list[Dataset]]] = {}
     for u in inputs.syntheses:
         params = _synthesise_params(u)
         original = inputs.originals[u.dataset]
@@ -209,9 +211,12 @@ def stand_in_syntheses(task: LoadedTask, inputs: TaskInputs, executor: Executor)
             schema = synthesised_schema(original, params, executor)
         except PipelineError as e:
             raise _in_context(task, u, e) from None
-        empty = pd.DataFrame({v.name: pd.Series(dtype=v.dtype) for v in schema})
-        sets = [Dataset.from_pandas(empty, schema, name=f"{u.source}_{i + 1}") for i in range(params.m)]
-        inputs.synthetic[u.key] = _against_synthesised(original, sets)
+        key = (u.dataset, u.source, json.dumps(schema.to_dict(), sort_keys=True), params.m)
+        if key not in stand_ins:
+            empty = pd.DataFrame({v.name: pd.Series(dtype=v.dtype) for v in schema})
+            sets = [Dataset.from_pandas(empty, schema, name=f"{u.source}_{i + 1}") for i in range(params.m)]
+            stand_ins[key] = _against_synthesised(original, sets)
+        inputs.synthetic[u.key] = stand_ins[key]
 
 
 def _persisted(datasets: Iterable[Dataset], executor: Executor) -> dict[int, Dataset]:

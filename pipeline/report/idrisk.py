@@ -144,9 +144,21 @@ def identification_risk_figures(results: pd.DataFrame, utility_gen: list[str]) -
     )
     out.append(
         figure_html(
-            plot_2d_boxplot(joined[["source", "utility", "risk"]], group="source", utility_label=label),
+            plot_2d_boxplot(boxplot_points(joined), group="source", utility_label=label),
             "2D boxplot per synthetic source: interquartile rectangles and min–max "
-            "whiskers of utility and risk (Hornby & Hu Fig. 10)",
+            "whiskers of utility and risk; a repeated source has one point per repetition, the "
+            "mean over its m sets (Hornby & Hu Fig. 10)",
         )
     )
     return out
+
+
+def boxplot_points(joined: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 10's points (``source``, ``utility``, ``risk``): for a source with several repetitions
+    (e.g. the m-study), one point per repetition, the mean over the sets of that repetition;
+    otherwise one point per synthetic set."""
+    repeated = joined.groupby("source")["repetition"].transform("nunique") > 1
+    means = joined[repeated].groupby(["source", "repetition"], sort=False)[["utility", "risk"]].mean().reset_index()
+    return pd.concat(
+        [joined.loc[~repeated, ["source", "utility", "risk"]], means[["source", "utility", "risk"]]], ignore_index=True
+    )
