@@ -196,7 +196,7 @@ def run_nightly(
         previous = store.read_run(last.path)  # a corrupted previous result fails here, before any work
         previous_id = f"{last.run_date} ({last.run_id})"
     out = Path(out_dir) if out_dir else default_out_dir(task) / date
-    outcome = execute_task(task, cluster=cluster, out_dir=out)
+    outcome = execute_task(task, cluster=cluster, out_dir=out, history=hist_path)
     checks = check_gates(outcome.results, previous, task.spec.gates)
     store.append(outcome.results, outcome.manifest, run_date=date)
     write_run(

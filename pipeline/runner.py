@@ -627,7 +627,8 @@ def validate_task(task: LoadedTask) -> list[Unit | SynthesisUnit]:
 
     Reads the data of file and demo sources and runs every measure unit's checks — the same as
     a run — on them; a synthesised source is checked against the schema its synthesis will
-    have (:func:`~pipeline.synth.task.synthesised_schema`), so nothing is synthesised.
+    have (:func:`~pipeline.synth.task.synthesised_schema`), so nothing is synthesised. The
+    task's privacy-budget cap is checked against its history, as a run would.
 
     Raises
     ------
@@ -660,3 +661,4 @@ def synthesise_task(
     outcome = execute_task(task, cluster, out, progress, measures=False, release_dir=out)
     write_run(outcome, report=False)
     return outcome
+    planned_spend(task, inputs, task.spec.history)

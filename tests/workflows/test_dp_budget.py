@@ -132,3 +132,11 @@ def test_example_task_dp_vs_coarsened_report_shows_the_tradeoff(tmp_path: Path) 
     assert rep_u["dp_eps0.5"] < rep_u["dp_eps32"]
     html = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     assert "utility and risk of DP margins against epsilon, beside the other syntheses" in html
+
+
+def test_validate_checks_the_cap_against_the_tasks_history(tmp_path: Path) -> None:
+    task = _task(tmp_path, seed=1, cap=f"history: {tmp_path / 'hist'}\nprivacy_budget: {{epsilon: 1.0}}")
+    refused = CliRunner().invoke(main, ["validate", str(task)])
+    assert refused.exit_code == 2
+    assert "epsilon 1.4 > cap 1 (already spent epsilon 0, delta 0 in the history" in refused.output
+    assert not (tmp_path / "hist").exists()
