@@ -2,9 +2,10 @@
 
 The evaluation is a task run by the real runner (``run_task``): key-block statistics
 (``key_blocks``, a Dask shuffle of every data set on its key blocks, then per-block counts) for
-two key sets, on SD2011 and two of its CART syntheses scaled to ``--rows`` records each.  The
-data are written once as Parquet folders (8 files per data set): records drawn with replacement
-from the bundled data (fixed seeds) and ``age`` jittered by up to 3 years.
+two key sets, on SD2011 and two of its CART syntheses scaled to ``--rows`` records each by the
+one benchmark generator (``pipeline.datasets.scaled``: the bundled sets repeated, integers +-1,
+income x (1 +- 2 %) rounded, NA and special codes left alone, fixed seeds), written as Parquet
+folders (8 files per data set).
 
 For each worker count a fresh ``LocalCluster`` (single-threaded worker processes) runs the task
 ``--repeats`` times into fresh run folders (no cached units); the fastest run is reported, both

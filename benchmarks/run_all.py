@@ -58,7 +58,7 @@ BIG = 5_000_000
 #: R (and other) anchors measured on this machine kind: seconds by records, and where they come from
 ANCHORS: dict[str, dict[str, Any]] = {
     "disclosure": {"seconds": {50_000: 0.56, 500_000: 5.6, 5_000_000: 64.8},
-                   "source": "synthpop 1.9-2 disclosure(), issue 12 / bench_disclosure.py (SD2011 repeated, nudged)"},
+                   "source": "synthpop 1.9-2 disclosure(), keys sex, age, edu, marital, target ls, issue 12"},
     "multi_disclosure": {"seconds": {50_000: 4.1, 500_000: 38.6, 5_000_000: 390.0},
                          "source": "synthpop 1.9-2 multi.disclosure(), 7 targets, issue 12"},
     "utility_logit": {"seconds": {50_000: 2.2, 500_000: 16.4},
@@ -171,6 +171,7 @@ def run_disclosure(bench: Bench, sd: ScaledData, n: int, repeat: int, judged: bo
                             inputs=[orig, syn], repeat=repeat)  # fmt: skip
         ours = (float(res.ident.loc[1, "repU"]), float(res.attrib.loc[1, "DiSCO"]))
         duck = duckdb_rows(bench, orig, syn, repeat)
+        duck_files = duckdb_parquet_rows(bench, sd, repeat)
         a_s = anchor_seconds("disclosure", n)
         checks = [("wall s", m.wall, 3.2 * 1.0001)]
         note = f"repU {ours[0]:.4f} DiSCO {ours[1]:.4f}"
@@ -179,14 +180,19 @@ def run_disclosure(bench: Bench, sd: ScaledData, n: int, repeat: int, judged: bo
             checks.append(("CPU s vs DuckDB CPU", m.cpu, dm.cpu))
             same = np.allclose(got, ours, rtol=0, atol=1e-9)
             note += f"; DuckDB {'agrees' if same else 'DIFFERS: ' + str(got)}"
-            rows.append(Row("DuckDB SQL, disclosure core counts (repU, DiSCO), driver", n, _m(dm), "-", None,
-                            "side by side", judged=False))  # fmt: skip
+            rows.append(Row("DuckDB SQL, disclosure core counts (repU, DiSCO), in-memory categoricals", n, _m(dm),
+                            "-", None, "side by side", judged=False))  # fmt: skip
+        if duck_files is not None:
+            fm, got = duck_files
+            note += f"; DuckDB from Parquet {'agrees' if np.allclose(got, ours, rtol=0, atol=1e-9) else 'DIFFERS'}"
+            rows.append(Row("DuckDB SQL, the same core counts read from the Parquet files (labels)", n, _m(fm), "-",
+                            None, "side by side", judged=False))  # fmt: skip
         row = Row(f"disclosure, keys {', '.join(KEYS)}, target {TARGET}", n, _m(m), f"synthpop {seconds(a_s)}",
                   a_s, "<= 3.2 s wall (>= 20x R); CPU below DuckDB's", checks, judged, note)  # fmt: skip
         rows.insert(0, row)
         print_row(row)
-        if duck is not None:
-            print_row(rows[-1])
+        for r in rows[1:]:
+            print_row(r)
     if "multi_disclosure" in sections:
         m, _ = bench.time(lambda: multi_disclosure(orig, [syn], KEYS, TARGETS, schema=schema, executor=ex),
                           inputs=[orig, syn], repeat=repeat)  # fmt: skip
@@ -225,6 +231,22 @@ def duckdb_rows(bench: Bench, orig: Any, syn: Any, repeat: int) -> tuple[Measure
     con.execute(f"SET threads = {len(os.sched_getaffinity(0))}")
     con.register("o", po[[*KEYS, TARGET]])
     con.register("s", ps[[*KEYS, TARGET]])
+    m, got = bench.time(lambda: duckdb_core_counts(con, KEYS, TARGET), repeat=repeat)
+    con.close()
+    return m, got
+
+
+def duckdb_parquet_rows(bench: Bench, sd: ScaledData, repeat: int) -> tuple[Measurement, tuple[float, float]] | None:
+    """DuckDB reading the benchmark's Parquet files itself (factor labels as text), in the driver."""
+    try:
+        import duckdb
+    except ImportError:
+        return None
+    con = duckdb.connect()
+    con.execute(f"SET threads = {len(os.sched_getaffinity(0))}")
+    cols = ", ".join([*KEYS, TARGET])
+    for name, path in (("o", sd.path("original")), ("s", sd.path("syn1"))):
+        con.execute(f"CREATE VIEW {name} AS SELECT {cols} FROM read_parquet('{path}/*.parquet')")
     m, got = bench.time(lambda: duckdb_core_counts(con, KEYS, TARGET), repeat=repeat)
     con.close()
     return m, got
@@ -464,7 +486,7 @@ def main() -> None:
     print("\nnot met:" if any(r.met == "NOT met" for r in rows) else "")
     for r in rows:
         if r.met == "NOT met":
-            print(f"  {r.work}: " + "; ".join(f"{w} {v:.2f} (limit {lim:.2f})" for w, v, lim in r.checks))
+            print(f"  {r.work}: " + "; ".join(f"{w} {v:.2f} (limit {lim:.2f})" for w, v, lim in r.checks if v >= lim))
     out = args.json or Path(__file__).resolve().parent / "results" / f"run_all{'_big' if args.big else ''}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"records": n, "workers": args.workers, "memory_limit": args.memory_limit,

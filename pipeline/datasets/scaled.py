@@ -95,6 +95,12 @@ class ScaledData:
         return self.folder / name
 
 
+def family_schema(family: str) -> Schema:
+    """The schema of a family's data, special missing codes included."""
+    spec = FAMILIES[family]
+    return Schema.from_json(demo_path(spec.schema)).with_missing_codes(spec.special)
+
+
 def _bundled(family: Family, n_synthetic: int) -> tuple[Schema, list[pd.DataFrame]]:
     schema = Schema.from_json(demo_path(family.schema))
     files = [family.original, *family.synthetic[:n_synthetic]]
@@ -197,8 +203,7 @@ def write_scaled(
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    schema = Schema.from_json(demo_path(spec.schema))
-    schema.with_missing_codes(spec.special).to_json(out.schema_path)
+    family_schema(family).to_json(out.schema_path)
     names = ["original"] + [f"syn{i + 1}" for i in range(n_synthetic)]
     for name in names:
         out.path(name).mkdir()
