@@ -194,7 +194,11 @@ def synthesis_section(results: pd.DataFrame, outcome: Any) -> list[str]:
 
 
 #: the utility and risk measures the DP trade-off plot shows, with the direction that is better
-TRADEOFF_MEASURES = {"S_pMSE": "utility (lower is better)", "repU": "risk", "DiSCO": "risk"}
+TRADEOFF_MEASURES = {
+    "S_pMSE": "utility (lower is better)",
+    "repU": "risk (lower is safer)",
+    "DiSCO": "risk (lower is safer)",
+}
 
 
 def dp_tradeoff_section(results: pd.DataFrame) -> list[str]:
@@ -213,6 +217,7 @@ def dp_tradeoff_section(results: pd.DataFrame) -> list[str]:
     out = []
     for dataset in eps.index.get_level_values("dataset").unique():
         panels = means.loc[dataset].index.droplevel("source").unique() if dataset in means.index else []
+        panels = sorted(panels, key=lambda p: (list(TRADEOFF_MEASURES).index(p[1]), p[0]))  # utility first
         if len(panels) == 0:
             continue
         fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), squeeze=False)
