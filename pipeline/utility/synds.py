@@ -35,8 +35,6 @@ from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.utility.synds_model import FitSettings, Kind, fit_comparison, has_missing
 
-METHODS = ("cart", "logit")
-
 
 class UtilitySyndsParams(Params):
     """Parameters of ``utility_synds`` (synthpop 1.2-1's ``utility.synds``; R names are aliases).
@@ -49,7 +47,7 @@ class UtilitySyndsParams(Params):
     only factors have missing values.
     """
 
-    method: list[Literal["cart", "logit"]] = Field(default_factory=lambda: ["cart"], min_length=1)
+    method: list[Literal["cart", "logit", "poly"]] = Field(default_factory=lambda: ["cart"], min_length=1)
     cp: float = Field(1e-4, ge=0)
     maxorder: int = Field(1, ge=0, le=4)
     deviance: bool = False

@@ -28,6 +28,7 @@ import pandas as pd
 
 from pipeline.utility.design import Design, Predictor
 from pipeline.utility.glm import FREQ, IRLS, LABEL, ModelSpec, logit_pass
+from pipeline.utility.polyclass import MIN_POLY_RECORDS, PolyclassError, polyclass
 from pipeline.utility.rpart import fit_rpart
 
 #: glm.control() defaults that 1.2-1 uses (R's glm, not synthpop 1.9-2's maxit = 200)
@@ -149,6 +150,23 @@ def _cart(cols: Sequence[Column], t: np.ndarray, settings: FitSettings) -> tuple
     return tree.prob, tree.n_nodes
 
 
+def _poly(cols: Sequence[Column], t: np.ndarray, c: float) -> tuple[np.ndarray, int]:
+    """Class-1 probabilities and ``ndim`` of ``polyclass(t, cov, penalty = 0)``.
+
+    Covariates as 1.2-1 passes them: factor level codes (1..K, the NA level last), numerics,
+    0/1 indicators.  Where polyclass stops with an error (fewer than 25 records, one class),
+    1.2-1 uses ``p = c`` for every record and DF 0.
+    """
+    x = np.column_stack([col.values + 1.0 if col.levels is not None else col.values for col in cols])
+    if len(t) < MIN_POLY_RECORDS or len(np.unique(t)) < 2:
+        return np.full(len(t), c), 0
+    try:
+        fit = polyclass(t, x)
+    except PolyclassError:
+        return np.full(len(t), c), 0
+    return fit.prob1(x), fit.ndim
+
+
 def fit_comparison(
     kinds: Sequence[Kind],
     settings: FitSettings,
@@ -173,10 +191,13 @@ def fit_comparison(
         p, dev, rank = _logit(cols, t, settings.maxorder)
         stat, df = dev / len(t), rank - 1
     else:
-        p, n_nodes = _cart(cols, t, settings)
+        if method == "cart":
+            p, n_nodes = _cart(cols, t, settings)
+            df = 2 * n_nodes - 1
+        else:
+            p, df = _poly(cols, t, c)
         with np.errstate(divide="ignore"):
             stat = float(-2 * (np.sum(np.log(1 - p[t == 0])) + np.sum(np.log(p[t == 1]))) / len(t))
-        df = 2 * n_nodes - 1
     ok = ~np.isnan(p)
     return {
         "pMSE": float(np.sum((p[ok] - c) ** 2) / len(t)),

@@ -10,7 +10,9 @@ import pytest
 
 from pipeline.errors import ParameterError
 from pipeline.evaluation.execution import Executor
+from pipeline.utility.polyclass import polyclass, probability1
 from pipeline.utility.synds import UtilitySyndsMeasure, UtilitySyndsResult, format_r_matrix, utility_synds
+from pipeline.utility.synds_model import Kind, model_columns
 
 from .helpers import case_data, load, r_array, ref_files
 
@@ -29,8 +31,9 @@ def _data(case_id: str) -> tuple[pd.DataFrame, list[pd.DataFrame], object, list[
     orig, syns, schema = case_data(ref)
     prep = ref["data_preparation"]
     names = prep["vars"]
-    if prep["rows"] != "all":
-        orig, syns = orig.iloc[: prep["rows"]], [s.iloc[: prep["rows"]] for s in syns]
+    if prep["rows"] != "all":  # "first 1000 rows of ..."
+        rows = int(prep["rows"].split()[1])
+        orig, syns = orig.iloc[:rows], [s.iloc[:rows] for s in syns]
     synthesised = [v for v, how in prep["synds_method"].items() if how]
     return orig[names], [s[names] for s in syns], schema.select(names), synthesised
 
@@ -142,6 +145,7 @@ def test_same_result_on_partitions() -> None:
     ("params", "match"),
     [
         ({"method": ["cart", "forest"]}, "method"),
+        ({"method": ["poly", "polymars"]}, "method"),
         ({"method": "poly2"}, "method"),
         ({"method": []}, "method"),
         ({"maxorder": 5}, "maxorder"),
@@ -189,3 +193,48 @@ def test_all_comb_rows_are_one_comparison() -> None:
     pmse = tidy[(tidy["measure"] == "pMSE") & (tidy["params"] == '{"all_comb":true,"method":"cart"}')]
     assert pmse["value"].item() == pytest.approx(0.0001240778367550652, rel=RTOL)
     assert "pMSE_sd" not in set(tidy["measure"])
+
+
+def _poly_covariates(case_id: str, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """The covariates 1.2-1 passes to polyclass for original vs set i (fill.NA layout, level codes)."""
+    orig, syns, schema, _ = _data(case_id)
+    kinds = [Kind(v, tuple(schema[v].levels), schema[v].ordered) if schema[v].is_factor else Kind(v, None)
+             for v in orig.columns]  # fmt: skip
+    stacked = pd.concat([orig, syns[i]], ignore_index=True)
+    cols = model_columns(stacked, kinds, fill=True, r_fill_quirk=False)
+    x = np.column_stack([c.values + 1.0 if c.levels is not None else c.values for c in cols])
+    return np.r_[np.zeros(len(orig)), np.ones(len(syns[i]))], x
+
+
+@pytest.mark.parametrize("i", [0, 2, 4])
+def test_polyclass_search_reaches_r_model(i: int) -> None:
+    """US04 sets 1, 3, 5: the model the port's addition phase fits at R's dimension is R's model.
+
+    R stopped there because a numerically degenerate candidate (a repeated knot, a knot at a
+    covariate's minimum) won the Rao search by rounding noise and its refit failed; the port
+    scores such candidates 0 and continues (docs/utility_synds.md)."""
+    ref = _case("US04")["result"]
+    d = ref["ind.propensity.scores"]
+    r_scores = np.array(d["data"], dtype=float).reshape(d["dim"][::-1]).transpose()[:, 0, i]
+    r_dim = int(r_array(ref["deviance.raw"])[i, 1])
+    t, x = _poly_covariates("US04", i)
+    fit = polyclass(t, x)
+    (at_r_dim,) = [m for m in fit.visited if m.nbas == r_dim]
+    np.testing.assert_allclose(probability1(at_r_dim, x), r_scores, rtol=0, atol=1e-5)
+    # the search goes on from there: R's model is not the port's selection
+    assert fit.ndim > r_dim
+    assert fit.loglik_path == tuple(sorted(fit.loglik_path))
+
+
+def test_poly_in_utility_synds() -> None:
+    res, r = _run("US04")
+    assert list(res.deviance_raw.columns) == ["poly Stat", "poly DF"]
+    p = res.ind_propensity_scores[:, 0, :]
+    assert p.shape == (2000, 5) and np.all((p > 0) & (p < 1))
+    # deviance/N of the fitted propensities, DF = ndim; below the constant model's log(4)
+    stat = res.deviance_raw["poly Stat"].to_numpy()
+    t = np.r_[np.zeros(1000), np.ones(1000)]
+    expected = -2 * (np.log(1 - p[t == 0]).sum(axis=0) + np.log(p[t == 1]).sum(axis=0)) / 2000
+    np.testing.assert_allclose(stat, expected, rtol=1e-12)
+    assert np.all(stat < np.log(4))
+    assert np.all(res.deviance_raw["poly DF"].to_numpy() >= r_array(r["deviance.raw"])[:, 1])
