@@ -640,6 +640,7 @@ def validate_task(task: LoadedTask) -> list[Unit | SynthesisUnit]:
     units = list(expand(task, inputs.hashes))
     if not units:
         raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
+    planned_spend(task, inputs, task.spec.history)
     stand_in_syntheses(task, inputs, executor)
     validate_units(task, units, inputs)
     return [*inputs.syntheses, *units]
@@ -661,4 +662,3 @@ def synthesise_task(
     outcome = execute_task(task, cluster, out, progress, measures=False, release_dir=out)
     write_run(outcome, report=False)
     return outcome
-    planned_spend(task, inputs, task.spec.history)
