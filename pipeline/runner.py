@@ -422,8 +422,53 @@ class RunOutcome:
     releases: dict[Path, Path] = field(default_factory=dict)
 
 
-def default_out_dir(task: LoadedTask) -> Path:
-    return Path(task.spec.output) if task.spec.output else Path("results") / task.spec.name
+#: in ``<out>/.units``: the task the run folder belongs to
+OWNER_FILE = "task.json"
+#: files of a run folder that a run writes only on request: removed when a rerun does not
+STALE_FILES = ("report.html", "gates.json")
+
+
+def folder_owner(out: Path) -> str | None:
+    """The name of the task whose run folder ``out`` is (its owner file, else its manifest)."""
+    for f in (out / ".units" / OWNER_FILE, out / "manifest.json"):
+        if f.is_file():
+            try:
+                return str(json.loads(f.read_text(encoding="utf-8"))["task"])
+            except (OSError, ValueError, KeyError):
+                continue
+    return None
+
+
+def check_folder_owner(out: Path, task: LoadedTask) -> None:
+    """A run folder belongs to one task: refuse to run another task into it.
+
+    Raises
+    ------
+    TaskError
+        ``out`` is the run folder of another task (named).
+    """
+    owner = folder_owner(out)
+    if owner is not None and owner != task.spec.name:
+        raise TaskError(
+            f"{out} is the run folder of task {owner!r}; task {task.spec.name!r} ({task.path}) needs another "
+            "folder (--out or 'output:')"
+        )
+
+
+def _remove_stale(out: Path, written: set[str], releases: Iterable[Path]) -> None:
+    """Remove what an earlier run of the task left and this one did not write: the optional files
+    and release folders (``<root>/<dataset>/<source>/rep<r>``) of syntheses no longer in the task."""
+    for name in STALE_FILES:
+        if name not in written:
+            (out / name).unlink(missing_ok=True)
+    keep = {Path(r) for r in releases}
+    for root in {out / "synthesis", *(r.parent.parent.parent for r in keep)}:
+        for rep in root.glob("*/*/rep*") if root.is_dir() else []:
+            if rep.is_dir() and rep not in keep:
+                shutil.rmtree(rep)
+        for d in [*sorted(root.glob("*/*")), *sorted(root.glob("*")), root]:
+            if d.is_dir() and d.name != ".units" and not any(d.iterdir()):
+                d.rmdir()
 
 
 def _with_unit_columns(table: pd.DataFrame, task: LoadedTask, run_id: str, u: Unit | SynthesisUnit) -> pd.DataFrame:
@@ -487,6 +532,8 @@ def execute_task(
     started = dt.datetime.now(dt.UTC)
     run_id = started.strftime("%Y%m%dT%H%M%S%fZ")
     t_start = time.perf_counter()
+    check_writable_folder(out, "output folder")
+    check_folder_owner(out, task)
     with connect(cluster_cfg.model_dump()) as client:
     check_writable_folder(out, "output folder")
         executor = task_executor(task, client)
@@ -504,6 +551,7 @@ def execute_task(
         count = _Progress(len(inputs.syntheses) + len(units), progress)
         synthesised = _run_all(
             inputs.syntheses,
+        atomic_write_text(json.dumps({"task": task.spec.name, "task_file": str(task.path)}), cache / OWNER_FILE)
             lambda u: _run_synthesis(u, inputs.originals[u.dataset], cache, executor),
             lambda u: f"{task.path}: {u.where}: synthesise",
             task.spec.concurrency,
@@ -599,6 +647,7 @@ def write_run(
     atomic_write_text(json.dumps(jsonable(outcome.manifest), indent=1), out / "manifest.json")
 
 
+    _remove_stale(out, {*(extra_files or {}), *(["report.html"] if report else [])}, outcome.releases)
 def run_task(
     task: LoadedTask,
     cluster: str | Path | dict[str, Any] | None = None,

@@ -170,3 +170,48 @@ def test_worker_traceback_of_a_data_error_goes_to_the_log_file(tmp_path):
     ]
     assert "Compute Failed" in worker_log_path().read_text(encoding="utf-8")
     assert not (tmp_path / "out").exists()
+
+
+# ---- (5) a run folder belongs to one task -------------------------------------------------------
+
+OWNED = """
+name: {name}
+datasets:
+  - name: sd2011
+    original: {{demo: sd2011_subset}}
+    synthetic:
+      - {{name: cart, demo: sd2011_cart}}
+{synth}
+measures:
+  - type: key_blocks
+    sources: [cart]
+    params: {{keys: [sex, edu]}}
+"""
+SYNTH = "      - name: margins\n        synthesise: {variables: [sex, agegr, edu], limit: 10, m: 1}"
+
+
+def _run_in_process(tmp_path: Path, name: str, synth: bool, *extra: str):
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    task = tmp_path / f"{name}.yaml"
+    task.write_text(OWNED.format(name=name, synth=SYNTH if synth else ""), encoding="utf-8")
+    cluster = tmp_path / "threads.yaml"
+    cluster.write_text("type: local\nn_workers: 1\nprocesses: false\n", encoding="utf-8")
+    return CliRunner().invoke(main, ["run", str(task), "--out", str(tmp_path / "run"), "--cluster", str(cluster),
+                                     *extra])  # fmt: skip
+
+
+def test_run_folder_belongs_to_one_task_and_a_rerun_replaces_stale_artefacts(tmp_path):
+    first = _run_in_process(tmp_path, "first", True)
+    assert first.exit_code == 0, first.output
+    run = tmp_path / "run"
+    assert (run / "report.html").exists() and (run / "synthesis" / "sd2011" / "margins" / "rep0").is_dir()
+    other = _run_in_process(tmp_path, "second", False, "--no-report")
+    _one_line_error(other, "is the run folder of task 'first'", "'second'")
+    assert (run / "report.html").exists()  # untouched
+    again = _run_in_process(tmp_path, "first", False, "--no-report")
+    assert again.exit_code == 0, again.output
+    assert not (run / "report.html").exists() and not (run / "synthesis").exists()
+    assert set(pd.read_parquet(run / "results.parquet")["source"]) == {"cart"}
