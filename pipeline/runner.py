@@ -471,7 +471,6 @@ def _remove_stale(out: Path, written: set[str], releases: Iterable[Path]) -> Non
                 d.rmdir()
 
 
-def _with_unit_columns(table: pd.DataFrame, task: LoadedTask, run_id: str, u: Unit | SynthesisUnit) -> pd.DataFrame:
 def check_writable_folder(path: str | Path, what: str) -> None:
     """Fail before any work when ``path`` cannot be a folder this process writes (nothing is created).
 
@@ -490,6 +489,11 @@ def check_writable_folder(path: str | Path, what: str) -> None:
         raise TaskError(f"{what} {path}: {existing} is not writable")
 
 
+def default_out_dir(task: LoadedTask) -> Path:
+    return Path(task.spec.output) if task.spec.output else Path("results") / task.spec.name
+
+
+def _with_unit_columns(table: pd.DataFrame, task: LoadedTask, run_id: str, u: Unit | SynthesisUnit) -> pd.DataFrame:
     out = table.copy()
     out.insert(0, "task", task.spec.name)
     out.insert(1, "run_id", run_id)
@@ -528,14 +532,13 @@ def execute_task(
 
     cluster_cfg = _cluster_config(task, cluster)
     out = Path(out_dir) if out_dir is not None else default_out_dir(task)
+    check_writable_folder(out, "output folder")
+    check_folder_owner(out, task)
     releases_to = Path(release_dir) if release_dir is not None else out / "synthesis"
     started = dt.datetime.now(dt.UTC)
     run_id = started.strftime("%Y%m%dT%H%M%S%fZ")
     t_start = time.perf_counter()
-    check_writable_folder(out, "output folder")
-    check_folder_owner(out, task)
     with connect(cluster_cfg.model_dump()) as client:
-    check_writable_folder(out, "output folder")
         executor = task_executor(task, client)
         inputs = read_inputs(task, with_sources=measures)
         units = list(expand(task, inputs.hashes)) if measures else []
@@ -548,10 +551,10 @@ def execute_task(
             validate_units(task, units, inputs)
         cache = out / ".units"
         cache.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(json.dumps({"task": task.spec.name, "task_file": str(task.path)}), cache / OWNER_FILE)
         count = _Progress(len(inputs.syntheses) + len(units), progress)
         synthesised = _run_all(
             inputs.syntheses,
-        atomic_write_text(json.dumps({"task": task.spec.name, "task_file": str(task.path)}), cache / OWNER_FILE)
             lambda u: _run_synthesis(u, inputs.originals[u.dataset], cache, executor),
             lambda u: f"{task.path}: {u.where}: synthesise",
             task.spec.concurrency,
@@ -644,10 +647,10 @@ def write_run(
         from pipeline.report.html import write_report
 
         write_report(outcome, out / "report.html", extra_sections=list(extra_sections))
+    _remove_stale(out, {*(extra_files or {}), *(["report.html"] if report else [])}, outcome.releases)
     atomic_write_text(json.dumps(jsonable(outcome.manifest), indent=1), out / "manifest.json")
 
 
-    _remove_stale(out, {*(extra_files or {}), *(["report.html"] if report else [])}, outcome.releases)
 def run_task(
     task: LoadedTask,
     cluster: str | Path | dict[str, Any] | None = None,
