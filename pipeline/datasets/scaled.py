@@ -158,7 +158,10 @@ def scaled_frames(family: str, rows: int, n_synthetic: int = 1, seed: int = 2011
     The same records as :func:`write_scaled` writes, for tests and small benchmarks.
     """
     spec = FAMILIES[family]
-    _, base = _bundled(spec, n_synthetic)
+    return _scaled(_bundled(spec, n_synthetic)[1], spec, rows, seed, start)
+
+
+def _scaled(base: list[pd.DataFrame], spec: Family, rows: int, seed: int, start: int) -> list[pd.DataFrame]:
     size = len(base[0])
     first, last = start // size, (start + rows - 1) // size
     parts = [nudged_copy(base, spec, c, seed) for c in range(first, last + 1)]
@@ -207,8 +210,9 @@ def write_scaled(
     names = ["original"] + [f"syn{i + 1}" for i in range(n_synthetic)]
     for name in names:
         out.path(name).mkdir()
+    base = _bundled(spec, n_synthetic)[1]
     for i, start in enumerate(range(0, rows, file_rows)):
-        frames = scaled_frames(family, min(file_rows, rows - start), n_synthetic, seed, start)
+        frames = _scaled(base, spec, min(file_rows, rows - start), seed, start)
         for name, frame in zip(names, frames, strict=True):
             # factors stored as plain labels, as a user's files would be; the schema makes them factors again
             labels = frame.astype({c: object for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)})
