@@ -162,7 +162,6 @@ class FitReport:
             Row("original", "ipf_converged", float(self.converged)),
             Row("original", "ipf_stopping_criterion", self.stopping[-1] if self.stopping else float("nan")),
             Row("original", "ipf_compatible", float(self.compatibility.compatible)),
-            Row("original", "ipf_elapsed_s", self.elapsed_s),
         ]
         for m in self.margins:
             p = {"margin": m.margin}

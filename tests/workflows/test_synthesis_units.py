@@ -136,8 +136,9 @@ def test_run_killed_after_its_syntheses_resumes_without_resynthesising(tmp_path,
     assert sorted(calls) == [11, 11, 12, 12]
     a, b = resumed.results, fresh.results
     pd.testing.assert_frame_equal(a[COLS], b[COLS])
-    timed = a["measure"] == "ipf_elapsed_s"
-    pd.testing.assert_series_equal(a.loc[~timed, "value"], b.loc[~timed, "value"])
+    # no timing in the table (issue 16): two runs give equal values; the time is in the manifest
+    pd.testing.assert_series_equal(a["value"], b["value"])
+    assert all(isinstance(v["ipf_elapsed_s"], float) for k, v in fresh.manifest["units"].items() if k in syntheses)
 
 
 def test_synthesis_rows_are_the_units_own_rows(tmp_path):
