@@ -84,7 +84,7 @@ _ENTRIES = [
         "utility_synds",
         "utility",
         "pipeline.utility.synds:UtilitySyndsMeasure",
-        "synthpop 1.2-1 utility.synds(): pMSE of cart/logit models, deviance, pairwise null",
+        "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null",
     ),
 ]
 REGISTRY: dict[str, MeasureEntry] = {e.type: e for e in _ENTRIES}

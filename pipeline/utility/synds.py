@@ -3,7 +3,8 @@
 The utility of each synthetic set is the propensity MSE ``pMSE = sum (p - c)^2 / N`` of a
 model telling the original (``t = 0``, stacked first) from the set (``t = 1``), with
 ``c`` = the synthetic share, for every method asked for (``"logit"``: all interactions up to
-``maxorder + 1``, R's glm; ``"cart"``: rpart with ``cp = 1e-4``).  Options, as in 1.2-1:
+``maxorder + 1``, R's glm; ``"cart"``: rpart with ``cp = 1e-4``; ``"poly"``: polspline's
+polyclass with penalty 0, :mod:`pipeline.utility.polyclass`).  Options, as in 1.2-1:
 
 * ``deviance``: a deviance statistic per method and set (deviance / N) and its df (logit: the
   model's non-aliased parameters minus 1; cart: ``2 x nodes - 1``);
@@ -388,7 +389,7 @@ class UtilitySyndsMeasure(Measure):
     type = "utility_synds"
     family = "utility"
     params_model = UtilitySyndsParams
-    description = "synthpop 1.2-1 utility.synds(): pMSE of cart/logit models, deviance, pairwise null"
+    description = "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null"
     params: UtilitySyndsParams
 
     def check(self, data: EvalData) -> None:
@@ -416,7 +417,7 @@ def utility_synds(
     ----------
     original : DataFrame or Dataset
     synthetic : frame, Dataset or a sequence of them (the m synthetic sets)
-    method : str or sequence of {"cart", "logit"}
+    method : str or sequence of {"cart", "logit", "poly"}
     schema : Schema, optional
     executor : Executor, optional
     **kwargs

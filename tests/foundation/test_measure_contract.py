@@ -42,7 +42,12 @@ EXAMPLES: dict[str, tuple[str, dict]] = {
     "utility_tables": ("sd2011", {"tables": "twoway", "vars": ["sex", "agegr", "edu"]}),
     "utility_synds": (
         "sd2011",
-        {"method": ["logit", "cart"], "vars": ["sex", "age", "edu", "income"], "deviance": True, "null_utility": True},
+        {
+            "method": ["logit", "cart", "poly"],
+            "vars": ["sex", "age", "edu", "income"],
+            "deviance": True,
+            "null_utility": True,
+        },
     ),
 }
 
