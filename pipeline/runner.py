@@ -585,7 +585,8 @@ def execute_task(
         tables.append(_with_unit_columns(table, task, run_id, u))
         summaries[u.label] = summary
         timings[u.label] = {"seconds": round(seconds, 4), "cached": cached, "fingerprint": u.fingerprint}
-        if isinstance(u, SynthesisUnit):  # the IPF fit's own time (not a row: tables of two runs compare equal)
+        # the IPF fit's own time (not a row: tables of two runs compare equal); a partial synthesis has no fit
+        if isinstance(u, SynthesisUnit) and "fit" in summary:
             timings[u.label]["ipf_elapsed_s"] = round(float(summary["fit"]["elapsed_s"]), 4)
     releases = {
         releases_to / s.dataset / s.source / f"rep{s.repetition}": synthesis_folder(cache, s) / "release"
