@@ -199,3 +199,33 @@ def test_bad_task_writes_nothing(tmp_path, method, message):
     with pytest.raises(PipelineError, match=message):
         run_task(load_task(task), cluster=str(task.parent / "local.yaml"), out_dir=out, progress=False)
     assert not (out / "results.parquet").exists() and not (out / "synthesis").exists()
+
+
+def test_sj_bandwidth_scales_and_pair_counts_count_every_pair():
+    from pipeline.synth.partial.smooth import _pair_counts, bandwidth_sj
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(10.0, 2.0, 480)  # <= 500 values: R counts every pair
+    h = bandwidth_sj(x)
+    assert 0.3 < h < 0.9  # normal reference ~ 1.06 * sd * n^-1/5 = 0.61
+    assert bandwidth_sj(3 * x) == pytest.approx(3 * h, rel=0.05)  # a scale parameter (to R's root tolerance)
+    d, exact = _pair_counts(x)
+    assert d == pytest.approx((x.max() - x.min()) * 1.01 / 1000)
+    assert exact.sum() == len(x) * (len(x) - 1) / 2
+    y = np.concatenate([x, x + 1e-9])  # 960 values: the binned counts
+    d, binned = _pair_counts(y)
+    assert d == pytest.approx((y.max() - y.min()) * 1.01 / 1000)
+    assert binned.sum() == pytest.approx(len(y) * (len(y) - 1) / 2)
+
+
+def test_density_smoothing_of_cart_values(cedata):
+    params = _params(method={"Income": "cart"}, m=1, seed=8, smoothing={"Income": "density"})
+    res = synthesise_partial(cedata, params, MEMORY)
+    orig, syn = cedata.to_pandas()["Income"], res.synthetic[0]["Income"]
+    zero = (orig == 0).mean()
+    assert zero < 0.7 and (syn == 0).mean() < zero / 2  # zeros are smoothed too (no value holds 70 %)
+    assert not syn.isin(orig).all() and syn.min() >= orig.min()
+    np.testing.assert_array_equal(syn, np.round(syn))  # rounded to the originals' 0 decimals
+    assert abs(syn.mean() - orig.mean()) < 0.05 * orig.std()
+    with pytest.raises(ParameterError, match="smoothing: 'Urban' must be a numeric variable"):
+        synthesise_partial(cedata, _params(method={"Urban": "cart"}, smoothing={"Urban": "density"}), MEMORY)

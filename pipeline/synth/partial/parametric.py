@@ -56,7 +56,7 @@ def _design(x: np.ndarray, pcat: np.ndarray) -> tuple[Design, np.ndarray]:
     return Design(np.asarray(pcat), keep), full[:, keep]
 
 
-def _decimals(y: np.ndarray) -> int:
+def decimals(y: np.ndarray) -> int:
     """The largest number of decimal places among ``y`` (synthpop's ``decimalplaces``), at most 15."""
     for d in range(16):
         if np.all(np.abs(np.round(y, d) - y) <= 1e-9 * np.maximum(1.0, np.abs(y))):
@@ -178,7 +178,7 @@ def fit_parametric(method: str, x: np.ndarray, pcat: np.ndarray, y: np.ndarray, 
         xi = np.hstack([np.ones((len(xd), 1)), xd])
         if method == "norm":
             beta, sigma = _ridge_fit(y, xi)
-            return ParametricFit(method, design, beta, sigma, decimals=_decimals(y))
+            return ParametricFit(method, design, beta, sigma, decimals=decimals(y))
         z = stats.norm.ppf(stats.rankdata(y) / (len(y) + 1))
         beta, sigma = _ridge_fit(z, xi)
         return ParametricFit(method, design, beta, sigma, values=np.sort(y))

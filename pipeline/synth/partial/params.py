@@ -42,6 +42,10 @@ class PartialParams(BaseModel):
         Seed; set ``i`` draws from its own stream ``SeedSequence(seed, spawn_key=(i,))``.
     cart_minbucket, cart_cp : int, float
         ``syn.cart``'s tree settings (``minsplit = 3 * minbucket``).
+    smoothing : dict of str to {"", "density"}
+        synthpop's ``smoothing`` per numeric variable synthesised by ``cart`` or ``normrank``:
+        ``density`` adds normal noise with the Sheather-Jones bandwidth of the drawn values
+        (:mod:`pipeline.synth.partial.smooth`); ``""`` (default) none.
     output_format : list of {"parquet", "csv"}
     """
 
@@ -57,6 +61,7 @@ class PartialParams(BaseModel):
     seed: int | None = None
     cart_minbucket: int = 5
     cart_cp: float = 1e-8
+    smoothing: dict[str, Literal["", "density"]] = Field(default_factory=dict)
     output_format: list[OutputFormat] = Field(default_factory=lambda: ["parquet"])
 
     @property

@@ -31,8 +31,8 @@ how many workers make them; they are made as parallel tasks by the executor.
 Differences from R: R's random numbers (Mersenne-Twister, ``sample()``) are not reproduced,
 so the sets agree with R's in distribution, not value by value; surrogate splits are not
 ported (see :mod:`pipeline.synth.partial.rpart`); synthpop's collinearity pre-check
-(``remove.lindep.syn``, groups with correlation >= 0.99999) is not run; ``smoothing`` and
-``proper = TRUE`` are not offered.
+(``remove.lindep.syn``, groups with correlation >= 0.99999) is not run;
+``proper = TRUE`` is not offered; of synthpop's smoothings only ``density``.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ from pipeline.synth.partial.params import (
     check_partial_settings,
 )
 from pipeline.synth.partial.rpart import Tree, fit_tree
+from pipeline.synth.partial.smooth import smooth_density
 
 log = logging.getLogger("pipeline")
 
@@ -142,6 +143,11 @@ def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
             )
         if meth == "logreg" and len(var.levels or ()) != 2:
             raise ParameterError(f"method: 'logreg' is for factors with 2 levels; {v!r} has {len(var.levels or ())}")
+    for v, how in params.smoothing.items():
+        if how and (v not in method or method[v] not in ("cart", "normrank") or not schema[v].is_numeric):
+            raise ParameterError(
+                f"smoothing: {v!r} must be a numeric variable synthesised by 'cart' or 'normrank' to be smoothed"
+            )
     visit = list(params.visit_sequence) if params.visit_sequence is not None else variables
     unknown = [v for v in visit if v not in variables]
     if unknown:
@@ -300,6 +306,8 @@ class _Step:
     donors: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     parametric: ParametricFit | None = None
     ordinary: tuple[str, int] | None = None
+    #: synthpop's smoothing = "density" of the drawn values
+    smooth: bool = False
 
 
 def _fit_step(
@@ -376,12 +384,16 @@ def _draw(step: _Step, cols: dict[str, np.ndarray], rng: np.random.Generator) ->
             values, leaves, start, count = step.donors
             pos = np.searchsorted(leaves, nodes)
             out[rows] = values[start[pos] + rng.integers(0, count[pos])]
+            if step.smooth:
+                out[rows] = smooth_density(out[rows], step.observed, rng)
         else:
             assert step.classes is not None
             out[rows] = step.classes[_categorical(step.tree.class_prob(nodes), rng)]
         return out
     assert step.parametric is not None
     out[rows] = step.parametric.draw(xp, rng)
+    if step.smooth:
+        out[rows] = smooth_density(out[rows], step.observed, rng)
     return out
 
 
@@ -429,6 +441,8 @@ def prepare(frame: pd.DataFrame, schema: Schema, plan: Plan, params: PartialPara
             steps.append(_fit_step(v, meth, preds, cols, codings, params, (f"{v}.NA", c.ordinary)))
         else:
             steps.append(_fit_step(v, meth, preds, cols, codings, params))
+        if params.smoothing.get(v) == "density" and steps[-1].method in ("cart", "normrank"):
+            steps[-1] = replace(steps[-1], smooth=True)
     original = frame[list(plan.variables)].reset_index(drop=True)
     return Prepared(original, cols, codings, tuple(steps), schema.select(list(plan.variables)))
 
