@@ -69,7 +69,6 @@ class Space:
     knots: list[list[float]] = field(default_factory=list)  # in order of addition (as polyall.c)
     dim2: dict[tuple[int, int], int] = field(default_factory=dict)
     kts2: dict[tuple[int, int], set[tuple[int, int]]] = field(default_factory=dict)
-    logl: float = 0.0
 
     @classmethod
     def constant(cls, ncov: int) -> Space:
@@ -215,7 +214,6 @@ def pnewton(fit: _Fit, space: Space) -> float:
     space.beta = list(beta)
     lnew, _, info = fit.score_info(beta, True)
     fit.ainv = -_inverse(info)
-    space.logl = lnew
     return lnew
 
 
@@ -460,6 +458,17 @@ def polyclass(t: np.ndarray, cov: np.ndarray) -> PolyclassFit:
     t : ndarray of 0/1
     cov : ndarray (records x covariates)
         Numeric covariates (factor level codes as numbers); rounded to single precision here.
+
+    Returns
+    -------
+    PolyclassFit
+        The selected model, its ``ndim``, the log-likelihood path and fitted models of the
+        addition phase, and polyclass's console messages.
+
+    Raises
+    ------
+    PolyclassError
+        If not even the constant model can be fitted.
     """
     t = np.asarray(t)
     x = np.asarray(cov, dtype=np.float32).astype(float)
