@@ -90,7 +90,7 @@ def _read_original(task: LoadedTask, spec: Any) -> Dataset:
         ds = load_demo(o.demo)
     else:
         schema = task.resolve(o.schema_file) if o.schema_file else None
-        ds = read_dataset(task.resolve(o.path), schema=schema, name=spec.name)
+        ds = read_dataset(task.resolve(o.path), schema=schema, name=spec.name, encoding=o.encoding)
     if o.columns:
         ds = ds.select(o.columns)
     if o.missing_codes:
@@ -107,14 +107,23 @@ def _read_source(task: LoadedTask, original: Dataset, src: Any) -> tuple[Dataset
         # a source's own schema gets the original's special missing codes; by default it is the original's
         schema = task.resolve(src.schema_file) if src.schema_file else original.schema
         codes = original.schema.cont_na if src.schema_file else None
+        encoding = src.encoding or (None if src.schema_file else _original_encoding(task, original))
         sets = [
-            read_dataset(p, schema=schema, name=f"{src.name}_{i + 1}", missing_codes=codes)
+            read_dataset(p, schema=schema, name=f"{src.name}_{i + 1}", missing_codes=codes, encoding=encoding)
             for i, p in enumerate(task.source_paths(src))
         ]
     original, sets, changes = align_synthetic(original, sets, src.compatibility)
     for c in changes:
         log.warning("aligned: %s", c)
     return original, sets
+
+
+def _original_encoding(task: LoadedTask, original: Dataset) -> str | None:
+    """The encoding the original was read with (its dataset entry's), for its sources' files."""
+    for d in task.spec.datasets:
+        if d.name == original.name and d.original.path is not None:
+            return d.original.encoding
+    return None
 
 
 def _against_synthesised(original: Dataset, sets: list[Dataset]) -> tuple[Dataset, list[Dataset]]:

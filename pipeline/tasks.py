@@ -45,6 +45,8 @@ class OriginalSpec(_Spec):
     schema_file: str | None = Field(None, alias="schema")
     missing_codes: dict[str, float | list[float]] = {}
     columns: list[str] | None = None
+    #: text encoding of a CSV file (default: the schema's, else UTF-8)
+    encoding: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> OriginalSpec:
@@ -62,6 +64,8 @@ class SourceSpec(_Spec):
     schema_file: str | None = Field(None, alias="schema")
     synthesise: dict[str, Any] | None = None
     compatibility: Literal["strict", "align"] = "strict"
+    #: text encoding of CSV files (default: the schema's, else the original's, else UTF-8)
+    encoding: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> SourceSpec:

@@ -3,7 +3,9 @@
 Supported formats, chosen by file extension:
 
 =========================  ==========================================================
-``.csv`` (``.csv.gz``)      ``dask.dataframe.read_csv``; empty field and ``NA`` = missing
+``.csv`` (``.csv.gz``)      ``dask.dataframe.read_csv``; empty field and ``NA`` = missing; checked first
+                            (bad bytes for the encoding, rows with more or fewer fields than the
+                            header: an error naming the line)
 ``.parquet`` / directory    ``dask.dataframe.read_parquet``
 ``.dta``                    Stata, ``pandas.read_stata`` (value labels -> factor levels)
 ``.sav`` / ``.zsav``        SPSS, ``pyreadstat`` (value labels -> factor levels)
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import dask.dataframe as dd
 import pandas as pd
@@ -29,6 +32,10 @@ from pipeline.data.schema import Schema
 from pipeline.errors import DataError, PipelineError, SchemaError
 
 NA_VALUES = ["", "NA"]
+#: text encoding of CSV files unless the task's dataset entry or the schema says otherwise
+DEFAULT_ENCODING = "utf-8"
+#: bytes read at a time by the CSV checks
+CHECK_CHUNK = 1 << 24
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".txt")
 _TYPED_READERS = (".dta", ".sav", ".zsav", ".sas7bdat", ".xpt", ".rds", ".rdata", ".rda")
 
@@ -86,17 +93,22 @@ def _suffix(path: Path) -> str:
     return path.suffix.lower()
 
 
-def read_raw(path: str | Path) -> tuple[dd.DataFrame, Schema | None]:
-    """Read a file as it is, returning the frame and the schema its format carries (if any)."""
+def read_raw(path: str | Path, encoding: str = DEFAULT_ENCODING) -> tuple[dd.DataFrame, Schema | None]:
+    """Read a file as it is, returning the frame and the schema its format carries (if any).
+
+    ``encoding`` is the text encoding of a CSV file (other formats carry their own).
+    """
     p = Path(path)
     if not p.exists():
         raise DataError(f"data file not found: {p}")
     suffix = _suffix(p)
     try:
         if suffix in CSV_SUFFIXES:
-            _check_csv_header(p)
+            _check_csv(p, encoding)
             # every column as text first: the schema decides kinds, so "15" stays the level "15"
-            frame = dd.read_csv(str(p), dtype=str, keep_default_na=False, na_values=NA_VALUES, blocksize="64MB")
+            frame = dd.read_csv(
+                str(p), dtype=str, keep_default_na=False, na_values=NA_VALUES, blocksize="64MB", encoding=encoding
+            )
             return frame, None
         if suffix == ".parquet" or p.is_dir():
             frame = dd.read_parquet(str(p))
@@ -115,17 +127,93 @@ def read_raw(path: str | Path) -> tuple[dd.DataFrame, Schema | None]:
     )
 
 
-def _check_csv_header(p: Path) -> None:
-    """pandas renames duplicated CSV columns (a, a.1); catch them in the header instead."""
-    import csv
+def _open_binary(p: Path) -> BinaryIO:
+    import bz2
     import gzip
 
-    opener = gzip.open if p.name.lower().endswith(".gz") else open
-    with opener(p, "rt", encoding="utf-8", newline="") as f:
+    name = p.name.lower()
+    if name.endswith(".gz"):
+        return gzip.open(p, "rb")
+    if name.endswith(".bz2"):
+        return bz2.open(p, "rb")
+    return open(p, "rb")
+
+
+def _check_encoding(p: Path, encoding: str) -> None:
+    """Decode the whole file (in chunks, at C speed); a bad byte is reported by line and byte."""
+    import codecs
+
+    try:
+        decoder = codecs.getincrementaldecoder(encoding)()
+    except LookupError:
+        raise DataError(f"{p}: unknown encoding {encoding!r}") from None
+    line, offset = 1, 0  # line number and file offset at the start of the current chunk
+    line_start = 0  # file offset of the current line's first byte
+    with _open_binary(p) as f:
+        while chunk := f.read(CHECK_CHUNK):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as e:
+                bad = offset + e.start
+                before = chunk[: e.start]
+                nl = before.rfind(b"\n")
+                line += before.count(b"\n")
+                start = offset + nl + 1 if nl >= 0 else line_start
+                raise DataError(
+                    f"{p}: line {line}, byte {bad - start + 1}: not valid {encoding} text; give the file's "
+                    "encoding (e.g. 'encoding: latin-1' in the task's dataset entry or the schema)"
+                ) from None
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                line_start = offset + nl + 1
+            line += chunk.count(b"\n")
+            offset += len(chunk)
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise DataError(f"{p}: line {line}: the file ends inside a {encoding} character") from None
+
+
+def _check_csv(p: Path, encoding: str) -> None:
+    """Fail on what the CSV reader would misread, naming the line: bad bytes for ``encoding``,
+    duplicated header names (pandas would rename them a, a.1), and rows with more or fewer
+    fields than the header (pandas would fail without a line, or pad with missing values)."""
+    import csv
+    import io
+
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    _check_encoding(p, encoding)
+    with io.TextIOWrapper(_open_binary(p), encoding=encoding, newline="") as f:
         header = next(csv.reader(f), [])
     dupes = sorted({c for c in header if header.count(c) > 1})
     if dupes:
         raise DataError(f"{p}: duplicated column(s) {', '.join(dupes)}")
+    bad: list[tuple[int | None, int]] = []
+
+    def invalid(row: Any) -> str:
+        bad.append((row.number, row.actual_columns))
+        return "skip"
+
+    reader = pcsv.open_csv(
+        str(p),
+        read_options=pcsv.ReadOptions(use_threads=False, block_size=CHECK_CHUNK, encoding=encoding),
+        parse_options=pcsv.ParseOptions(invalid_row_handler=invalid),
+        convert_options=pcsv.ConvertOptions(column_types={c: pa.string() for c in header}, include_columns=header[:1]),
+    )
+    for _ in reader:  # parsing is what finds the invalid rows
+        if bad:
+            break
+    if bad:
+        number, fields = bad[0]
+        where = f"line {number}" if number is not None else "a row"
+        what = (
+            f"has {fields} fields, the header has {len(header)} (first missing column: {header[fields]!r})"
+            if fields < len(header)
+            else f"has {fields} fields, the header has {len(header)} (extra field(s) after column {header[-1]!r})"
+        )
+        raise DataError(f"{p}: {where} {what}")
 
 
 def _has_categoricals(frame: dd.DataFrame) -> bool:
@@ -194,6 +282,7 @@ def read_dataset(
     name: str | None = None,
     missing_codes: Mapping[str, float | Sequence[float]] | None = None,
     columns: Sequence[str] | None = None,
+    encoding: str | None = None,
 ) -> Dataset:
     """Read one data set and cast it to its schema.
 
@@ -209,29 +298,29 @@ def read_dataset(
         Special missing codes to add to the schema (synthpop ``cont.na``), e.g. ``{"income": -8}``.
     columns : sequence of str, optional
         Keep only these columns (in this order).
+    encoding : str, optional
+        Text encoding of a CSV file (default: the schema's ``encoding``, else UTF-8).
 
     Raises
     ------
     DataError
-        Missing or unreadable file, empty data set, duplicated columns, values that do not fit
-        the schema (the message names the file and the variable, never a value).
+        Missing or unreadable file, empty data set, duplicated columns, a CSV row with more or
+        fewer fields than the header or bytes that are not valid in the encoding (by line), values
+        that do not fit the schema (the message names the file and the variable, never a value).
     """
     p = Path(path)
-    raw, typed = read_raw(p)
-    cols = [str(c) for c in raw.columns]
-    dupes = sorted({c for c in cols if cols.count(c) > 1})
-    if dupes:
-        raise DataError(f"{p}: duplicated column(s) {', '.join(dupes)}")
     if isinstance(schema, (str, Path)):
         schema = Schema.from_json(schema)
     if schema is None:
         sib = _sibling_schema(p)
-        if sib is not None:
-            schema = Schema.from_json(sib)
-        elif typed is not None:
-            schema = typed
-        else:
-            schema = Schema.infer(_typed_sample(raw))
+        schema = Schema.from_json(sib) if sib is not None else None
+    raw, typed = read_raw(p, encoding or (schema.encoding if schema is not None else None) or DEFAULT_ENCODING)
+    cols = [str(c) for c in raw.columns]
+    dupes = sorted({c for c in cols if cols.count(c) > 1})
+    if dupes:
+        raise DataError(f"{p}: duplicated column(s) {', '.join(dupes)}")
+    if schema is None:
+        schema = typed if typed is not None else Schema.infer(_typed_sample(raw))
     try:
         if columns is not None:
             schema = schema.select(list(columns))
@@ -277,5 +366,5 @@ def write_dataset(dataset: Dataset | pd.DataFrame, path: str | Path, schema: Sch
     else:
         raise DataError(f"{p}: can only write .csv or .parquet")
     stem = p.name.split(".")[0]
-    schema.to_json(p.with_name(stem + ".schema.json"))
+    replace(schema, encoding=None).to_json(p.with_name(stem + ".schema.json"))  # written as UTF-8
     tmp.replace(p)

@@ -108,6 +108,8 @@ class Schema:
 
     variables: tuple[Variable, ...]
     _index: dict[str, Variable] = field(init=False, repr=False, compare=False)
+    #: text encoding of the CSV files the schema describes (``"encoding"`` in the JSON); None: UTF-8
+    encoding: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         names = [v.name for v in self.variables]
@@ -162,7 +164,7 @@ class Schema:
     def select(self, names: Sequence[str]) -> Schema:
         """The schema of ``names`` only, in the order given."""
         self.require(names)
-        return Schema(tuple(self._index[n] for n in names))
+        return Schema(tuple(self._index[n] for n in names), encoding=self.encoding)
 
     def with_missing_codes(self, codes: Mapping[str, float | Sequence[float]]) -> Schema:
         """A copy with special missing codes set (e.g. ``{"income": -8}``)."""
@@ -175,7 +177,7 @@ class Schema:
                 new.append(replace(v, missing_codes=vals))
             else:
                 new.append(v)
-        return Schema(tuple(new))
+        return Schema(tuple(new), encoding=self.encoding)
 
     # ---- (de)serialisation --------------------------------------------------------------
     @classmethod
@@ -209,7 +211,10 @@ class Schema:
                 )
             except SchemaError as e:
                 raise SchemaError(f"{source}: {e}") from None
-        return cls(tuple(out))
+        encoding = data.get("encoding")
+        if encoding is not None and not isinstance(encoding, str):
+            raise SchemaError(f"{source}: 'encoding' must be a text encoding name such as 'latin-1'")
+        return cls(tuple(out), encoding=encoding)
 
     @classmethod
     def from_json(cls, path: str | Path) -> Schema:
@@ -223,7 +228,10 @@ class Schema:
         return cls.from_dict(data, source=str(p))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"columns": [v.to_dict() for v in self.variables]}
+        out: dict[str, Any] = {"columns": [v.to_dict() for v in self.variables]}
+        if self.encoding is not None:
+            out["encoding"] = self.encoding
+        return out
 
     def to_json(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1), encoding="utf-8")
