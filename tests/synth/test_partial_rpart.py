@@ -58,6 +58,7 @@ def test_tree_nodes_sizes_and_deviances_equal_r(fitted):
     names = ref["predictors"]
     var = np.where(tree.is_leaf, "<leaf>", np.array(names, dtype=object)[np.maximum(tree.var, 0)])
     np.testing.assert_array_equal(var, frame["var"])
+    np.testing.assert_array_equal((tree.sur_var >= 0).sum(axis=1), frame["nsurrogate"])
 
 
 def test_primary_splits_equal_r(fitted):
@@ -106,3 +107,23 @@ def test_multiclass_tree_is_pure_where_it_can_be():
     np.testing.assert_array_equal(prob.argmax(axis=1), f - 1)
     np.testing.assert_allclose(prob.max(axis=1), 1.0)
     assert int(tree.is_leaf.sum()) == 5
+
+
+def test_missing_split_values_follow_the_surrogate():
+    """x2 copies x1's order: a record missing x1 reaches the same leaf through x2's surrogate
+    split; with both missing it goes the majority way."""
+    rng = np.random.default_rng(1)
+    x1 = rng.normal(size=600)
+    x2 = 3 * x1 + 1
+    y = np.where(x1 > 0.3, 10.0, 0.0) + rng.normal(scale=0.1, size=600)
+    x = np.column_stack([x1, x2])
+    tree = fit_tree(x, np.array([0, 0]), y, "anova", cp=0.01, minbucket=5)
+    assert tree.var[0] == 0 and tree.sur_var[0, 0] == 1
+    missing = x.copy()
+    missing[:, 0] = np.nan
+    np.testing.assert_array_equal(tree.leaves(missing), tree.leaves(x))
+    both = np.full_like(x, np.nan)
+    left, right = tree.n[tree.node == 2][0], tree.n[tree.node == 3][0]
+    major = 2 if left > right else 3
+    ends = tree.leaves(both)
+    assert all(k >> (int(k).bit_length() - 2) == major for k in ends)  # all in the larger child's subtree

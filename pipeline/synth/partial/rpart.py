@@ -10,12 +10,11 @@ partition and cost-complexity bookkeeping is ``partition.c``'s, with the same
 floating-point operation order, so that the trees equal R's node for node (see
 ``tests/synth/test_partial_rpart.py``).  The quicksort is :mod:`pipeline.utility.rpart`'s.
 
-Not ported, because they do not change the tree: cross-validation (``xval``), competitor
-splits and variable importance.  Surrogate splits are not ported either: a record whose
-split variable is missing, or whose factor level did not occur in the node when it was
-split, goes the majority way (``usesurrogate = 2``'s last resort) instead of following a
-surrogate first.  The CEdata scenarios have no missing values, so this affects only a
-synthesised factor predictor taking a level unseen in a node.  Case weights are all 1.
+Surrogate splits are ported (``surrogate.c``, ``choose_surg.c``, ``nodesplit.c`` and the
+prediction of ``pred_rpart.c`` with ``usesurrogate = 2``, ``surrogatestyle = 0``): a record whose
+split variable is missing, or whose factor level did not occur in the node, follows the first
+usable surrogate, else the majority.  Not ported, because they do not change the tree:
+cross-validation (``xval``), competitor splits and variable importance.  Case weights are all 1.
 """
 
 from __future__ import annotations
@@ -313,19 +312,189 @@ def _bsplit(is_anova, xdata, ncat, sorts, y, n1, n2, edge, myrisk, aprior, nk, i
 
 
 @nb.njit(cache=True)
-def _nodesplit(xdata, ncat, sorts, which, var, spoint, csplit, n1, n2, nodenum, tempvec):  # pragma: no cover
-    """Send the node's records left or right (a missing or unseen value: the majority way) and
-    reorder every ``sorts`` row stably; returns (nleft, nright)."""
+def _choose_surg(n1, n2, y, x, order, ncat, csplit, tleft, tright):  # pragma: no cover - compiled
+    """``choose_surg.c``: the split of ``x`` agreeing most with the primary directions ``y``
+    (-1 left, +1 right, 0 missing); returns (agreement, adjusted agreement, split point)."""
+    split = 0.0
+    success = False
+    if ncat == 0:
+        lastx = 0.0
+        ll = 0
+        rl = 0
+        llwt = 0.0
+        rlwt = 0.0
+        for i in range(n2 - 1, n1 - 1, -1):
+            j = order[i]
+            if j >= 0:
+                lastx = x[j]
+                if y[j] == LEFT:
+                    ll += 1
+                    llwt += 1.0
+                elif y[j] == RIGHT:
+                    rl += 1
+                    rlwt += 1.0
+        agree = llwt if llwt > rlwt else rlwt
+        lr = 0
+        rr = 0
+        lrwt = 0.0
+        rrwt = 0.0
+        csplit[0] = LEFT
+        split = lastx
+        i = n1
+        while (ll + rl) >= 2:
+            j = order[i]
+            if j >= 0:
+                if (lr + rr) >= 2 and x[j] != lastx:
+                    if (llwt + rrwt) > agree:
+                        success = True
+                        agree = llwt + rrwt
+                        csplit[0] = RIGHT
+                        split = (x[j] + lastx) / 2
+                    elif (lrwt + rlwt) > agree:
+                        success = True
+                        agree = lrwt + rlwt
+                        csplit[0] = LEFT
+                        split = (x[j] + lastx) / 2
+                if y[j] == LEFT:
+                    ll -= 1
+                    lr += 1
+                    llwt -= 1.0
+                    lrwt += 1.0
+                elif y[j] == RIGHT:
+                    rl -= 1
+                    rr += 1
+                    rlwt -= 1.0
+                    rrwt += 1.0
+                lastx = x[j]
+            i += 1
+    else:
+        left = np.zeros(ncat)
+        right = np.zeros(ncat)
+        for i in range(n1, n2):
+            j = order[i]
+            if j >= 0:
+                k = int(x[j]) - 1
+                if y[j] == LEFT:
+                    left[k] += 1.0
+                elif y[j] == RIGHT:
+                    right[k] += 1.0
+        llwt = 0.0
+        rrwt = 0.0
+        for i in range(ncat):
+            llwt += left[i]
+            rrwt += right[i]
+        defdir = LEFT if llwt > rrwt else RIGHT
+        agree = 0.0
+        lcount = 0
+        rcount = 0
+        for i in range(ncat):
+            if left[i] == 0 and right[i] == 0:
+                csplit[i] = 0
+            elif left[i] < right[i] or (left[i] == right[i] and defdir == RIGHT):
+                agree += right[i]
+                csplit[i] = RIGHT
+                lcount += int(left[i])
+                rcount += int(right[i])
+            else:
+                agree += left[i]
+                csplit[i] = LEFT
+                lcount += int(right[i])
+                rcount += int(left[i])
+        success = lcount > 1 and rcount > 1
+    if not success:
+        return 0.0, 0.0, split
+    total = tleft + tright  # surrogatestyle = 0: the whole node is the denominator
+    majority = (tleft if tleft > tright else tright) / total
+    agreement = agree / total
+    return agreement, (agreement - majority) / (1.0 - majority), split
+
+
+@nb.njit(cache=True)
+def _primary_directions(xdata, ncat, sorts, var, spoint, csplit, n1, n2, tempy):  # pragma: no cover
+    """Direction the primary split sends each record of the node (0: missing); (nleft, nright)."""
+    lcount = 0.0
+    rcount = 0.0
+    for i in range(n1, n2):
+        j = sorts[var, i]
+        if j < 0:
+            tempy[-(j + 1)] = 0
+            continue
+        if ncat[var] > 0:
+            d = csplit[int(xdata[var, j]) - 1]
+        elif xdata[var, j] < spoint:
+            d = csplit[0]
+        else:
+            d = -csplit[0]
+        tempy[j] = d
+        if d == LEFT:
+            lcount += 1.0
+        elif d == RIGHT:
+            rcount += 1.0
+    return lcount, rcount
+
+
+@nb.njit(cache=True)
+def _surrogates(xdata, ncat, sorts, var, spoint, csplit, n1, n2, tempy, maxcat):  # pragma: no cover
+    """``surrogate.c``: every other variable's best surrogate split of the node's primary split.
+
+    Returns the agreement, adjusted agreement, split point and directions of each variable
+    (agreement 0 for the primary and for variables with no useful surrogate) and the node's
+    majority direction (``lastsurrogate``)."""
+    nvar = xdata.shape[0]
+    tleft, tright = _primary_directions(xdata, ncat, sorts, var, spoint, csplit, n1, n2, tempy)
+    last = RIGHT if tleft < tright else (LEFT if tleft > tright else 0)
+    agreement = np.zeros(nvar)
+    adj = np.zeros(nvar)
+    split = np.zeros(nvar)
+    dirs = np.zeros((nvar, max(maxcat, 1)), dtype=np.int64)
+    for i in range(nvar):
+        if i == var:
+            continue
+        agreement[i], adj[i], split[i] = _choose_surg(
+            n1, n2, tempy, xdata[i], sorts[i], ncat[i], dirs[i], tleft, tright
+        )
+    return agreement, adj, split, dirs, last
+
+
+@nb.njit(cache=True)
+def _nodesplit(  # pragma: no cover - compiled
+    xdata, ncat, sorts, which, var, spoint, csplit, n1, n2, nodenum, tempvec, svar, ssplit, sdirs, last
+):
+    """``nodesplit.c``: send the node's records left or right — by the primary split, a record
+    missing it by the first usable surrogate, then by the majority direction (``usesurrogate =
+    2``); records none of these place stay in the node.  Every ``sorts`` row is reordered stably
+    into left, right, unplaced.  Returns (nleft, nright)."""
     leftson = 2 * nodenum
     rightson = leftson + 1
     nleft = 0
     nright = 0
-    lost = 0
     for i in range(n1, n2):
         j = sorts[var, i]
         if j < 0:
-            which[-(j + 1)] = 0
-            lost += 1
+            jj = -(j + 1)
+            side = 0
+            for s in range(len(svar)):
+                v = svar[s]
+                if np.isnan(xdata[v, jj]):
+                    continue
+                if ncat[v] > 0:
+                    d = sdirs[s, int(xdata[v, jj]) - 1]
+                    if d == 0:
+                        continue
+                    side = d
+                elif xdata[v, jj] < ssplit[s]:
+                    side = sdirs[s, 0]
+                else:
+                    side = -sdirs[s, 0]
+                break
+            if side == 0:
+                side = last
+            if side == LEFT:
+                which[jj] = leftson
+                nleft += 1
+            elif side == RIGHT:
+                which[jj] = rightson
+                nright += 1
             continue
         if ncat[var] > 0:
             side = csplit[int(xdata[var, j]) - 1]
@@ -336,36 +505,26 @@ def _nodesplit(xdata, ncat, sorts, which, var, spoint, csplit, n1, n2, nodenum, 
         if side == LEFT:
             which[j] = leftson
             nleft += 1
-        elif side == RIGHT:
+        else:
             which[j] = rightson
             nright += 1
-        else:
-            which[j] = 0
-            lost += 1
-    if lost > 0:
-        major = leftson if nleft >= nright else rightson
-        for i in range(n1, n2):
-            j = sorts[var, i]
-            jj = j if j >= 0 else -(j + 1)
-            if which[jj] == 0:
-                which[jj] = major
-                if major == leftson:
-                    nleft += 1
-                else:
-                    nright += 1
     nvar = xdata.shape[0]
     for k in range(nvar):
         i1 = n1
         i2 = n1 + nleft
+        i3 = i2 + nright
         for i in range(n1, n2):
             j = sorts[k, i]
             jj = j if j >= 0 else -(j + 1)
             if which[jj] == leftson:
                 sorts[k, i1] = j
                 i1 += 1
-            else:
+            elif which[jj] == rightson:
                 tempvec[i2] = j
                 i2 += 1
+            else:
+                tempvec[i3] = j
+                i3 += 1
         for i in range(n1 + nleft, n2):
             sorts[k, i] = tempvec[i]
     return nleft, nright
@@ -413,8 +572,14 @@ def _node_eval(is_anova, sorts0, y, n1, n2, prior, nk):  # pragma: no cover - co
 # ---------------------------------------------------------------------------------------------
 # the tree
 # ---------------------------------------------------------------------------------------------
+def _padded(csplit: np.ndarray, maxcat: int) -> np.ndarray:
+    out = np.zeros(max(maxcat, 1), dtype=np.int64)
+    out[: len(csplit)] = csplit
+    return out
+
+
 class _Node:
-    __slots__ = ("complexity", "counts", "csplit", "left", "n", "right", "risk", "split", "var", "yval")
+    __slots__ = ("complexity", "counts", "csplit", "left", "n", "right", "risk", "split", "surrogates", "var", "yval")
 
     def __init__(self, complexity: float = 0.0) -> None:
         self.complexity = complexity
@@ -425,6 +590,8 @@ class _Node:
         self.var = -1
         self.split = 0.0
         self.csplit = np.zeros(0, dtype=np.int64)
+        #: (variable, split point, directions) of the surrogate splits, best first
+        self.surrogates: list[tuple[int, float, np.ndarray]] = []
         self.left: _Node | None = None
         self.right: _Node | None = None
 
@@ -459,6 +626,11 @@ class Tree:
         rpart's factor ``prior / max(1, counts)`` turning counts into class probabilities.
     where : ndarray of int
         Leaf node of every training record (``fit$where`` as node numbers).
+    sur_var : ndarray of int (n_nodes, maxsurrogate)
+        Surrogate split variables of each node, best first (-1 pads).
+    sur_split : ndarray of float (n_nodes, maxsurrogate)
+    sur_dirs : ndarray of int (n_nodes, maxsurrogate, max(1, max ncat))
+        As ``split`` / ``csplit`` for the surrogates.
     """
 
     method: TreeMethod
@@ -474,6 +646,9 @@ class Tree:
     counts: np.ndarray
     prob_scale: np.ndarray
     where: np.ndarray
+    sur_var: np.ndarray
+    sur_split: np.ndarray
+    sur_dirs: np.ndarray
 
     @property
     def is_leaf(self) -> np.ndarray:
@@ -482,9 +657,10 @@ class Tree:
     def leaves(self, x: np.ndarray) -> np.ndarray:
         """The node each row of ``x`` (same columns and coding as the fit) descends to.
 
-        A row whose split value is missing, or whose factor level did not occur in the node,
-        goes to the larger child (more training records); with equal children it stops at the
-        internal node, as rpart's prediction does without surrogates.
+        As rpart's prediction (``usesurrogate = 2``): a row whose split value is missing, or
+        whose factor level did not occur in the node, follows the first surrogate split it can
+        use, else goes to the larger child (more training records); with equal children it
+        stops at the internal node.
         """
         x = np.asarray(x, dtype=float)
         pos = np.zeros(len(x), dtype=np.int64)  # position in self.node
@@ -505,6 +681,26 @@ class Tree:
             ok = fac & (code >= 0) & (code < self.csplit.shape[1])
             side[ok] = self.csplit[p[ok], code[ok]]
             side[numeric & np.isnan(value)] = 0
+            for j in range(self.sur_var.shape[1]):  # rpart's prediction: surrogates in order
+                lost = np.flatnonzero(side == 0)
+                sv = self.sur_var[p[lost], j]
+                usable = sv >= 0
+                lost, sv = lost[usable], sv[usable]
+                if lost.size == 0:
+                    continue
+                sval = x[active[lost], sv]
+                ok = ~np.isnan(sval)
+                lost, sv, sval = lost[ok], sv[ok], sval[ok]
+                num = self.ncat[sv] == 0
+                d = np.zeros(lost.size, dtype=np.int64)
+                sdir0 = self.sur_dirs[p[lost], j, 0]
+                d[num] = np.where(sval[num] < self.sur_split[p[lost[num]], j], sdir0[num], -sdir0[num])
+                code = sval[~num].astype(np.int64) - 1
+                inside = (code >= 0) & (code < self.sur_dirs.shape[2])
+                dd = np.zeros(code.size, dtype=np.int64)
+                dd[inside] = self.sur_dirs[p[lost[~num]][inside], j, code[inside]]
+                d[~num] = dd
+                side[lost] = d
             lost = side == 0
             nl, nr = self.n[left_pos[p]], self.n[right_pos[p]]
             side[lost] = np.where(nl[lost] > nr[lost], LEFT, np.where(nl[lost] < nr[lost], RIGHT, 0))
@@ -522,7 +718,8 @@ class Tree:
 
 
 class _Grower:
-    def __init__(self, method, xdata, ncat, y, nk, minsplit, minbucket, cp, maxdepth):
+    def __init__(self, method, xdata, ncat, y, nk, minsplit, minbucket, cp, maxdepth, maxsurrogate):
+        self.maxsurrogate = int(maxsurrogate)
         self.is_anova = method == "anova"
         self.method = method
         self.xdata, self.ncat, self.y, self.nk = xdata, ncat, y, nk
@@ -569,6 +766,27 @@ class _Grower:
         self.root = root
         self._partition(1, root, 0, n)
 
+    def _surrogates(self, me: _Node, n1: int, n2: int) -> int:
+        """Up to ``maxsurrogate`` surrogate splits of the node, kept in ``insert_split``'s order
+        (by agreement, earlier variables first among ties); returns the majority direction."""
+        if self.maxsurrogate == 0:
+            return 0
+        agreement, adj, split, dirs, last = _surrogates(
+            self.xdata, self.ncat, self.sorts, me.var, me.split, _padded(me.csplit, self.maxcat), n1, n2,
+            self.tempvec, self.maxcat,
+        )  # fmt: skip
+        kept: list[tuple[float, int]] = []
+        for i in range(len(agreement)):
+            if i == me.var or adj[i] <= 1e-10:
+                continue
+            pos = next((k for k, (a, _) in enumerate(kept) if agreement[i] > a), len(kept))
+            if len(kept) == self.maxsurrogate and pos == len(kept):
+                continue
+            kept.insert(pos, (agreement[i], i))
+            del kept[self.maxsurrogate :]
+        me.surrogates = [(i, float(split[i]), dirs[i, : max(int(self.ncat[i]), 1)].copy()) for _, i in kept]
+        return int(last)
+
     def _partition(self, nodenum: int, me: _Node, n1: int, n2: int) -> tuple[int, float]:
         alpha = self.alpha
         if nodenum > 1:
@@ -601,9 +819,17 @@ class _Grower:
             me.complexity = alpha
             return 0, me.risk
         me.var, me.split, me.csplit = var, spoint, csplit[: max(int(self.ncat[var]), 1)].copy()
+        last = self._surrogates(me, n1, n2)
+        width = max(self.maxcat, 1)
+        svar = np.array([v for v, _, _ in me.surrogates], dtype=np.int64)
+        ssplit = np.array([sp for _, sp, _ in me.surrogates], dtype=float)
+        sdirs = np.zeros((len(me.surrogates), width), dtype=np.int64)
+        for k, (_, _, d) in enumerate(me.surrogates):
+            sdirs[k, : len(d)] = d
         nleft, nright = _nodesplit(
-            self.xdata, self.ncat, self.sorts, self.which, var, spoint, csplit, n1, n2, nodenum, self.tempvec
-        )
+            self.xdata, self.ncat, self.sorts, self.which, var, spoint, csplit, n1, n2, nodenum, self.tempvec,
+            svar, ssplit, sdirs, last,
+        )  # fmt: skip
         me.left = _Node(tempcp - alpha)
         left_split, left_risk = self._partition(2 * nodenum, me.left, n1, n1 + nleft)
         tempcp = (me.risk - left_risk) / (left_split + 1)
@@ -662,6 +888,14 @@ class _Grower:
             c = nodes[int(k)].csplit
             csplit[i, : len(c)] = c
         root_risk = self.root.risk
+        k_sur = max(1, self.maxsurrogate)
+        sur_var = np.full((len(nums), k_sur), -1, dtype=np.int64)
+        sur_split = np.zeros((len(nums), k_sur))
+        sur_dirs = np.zeros((len(nums), k_sur, width), dtype=np.int64)
+        for i, k in enumerate(nums):
+            for j, (v, sp, d) in enumerate(nodes[int(k)].surrogates if nodes[int(k)].var >= 0 else []):
+                sur_var[i, j], sur_split[i, j] = v, sp
+                sur_dirs[i, j, : len(d)] = d
         # rpart.c's fix_cp: no node's complexity exceeds its parent's (parents come first in nums)
         for k in nums[1:]:
             node, parent = nodes[int(k)], nodes[int(k) // 2]
@@ -686,6 +920,9 @@ class _Grower:
             counts=counts,
             prob_scale=scale,
             where=where,
+            sur_var=sur_var,
+            sur_split=sur_split,
+            sur_dirs=sur_dirs,
         )
 
 
@@ -700,6 +937,7 @@ def fit_tree(
     minbucket: int | None = None,
     minsplit: int | None = None,
     maxdepth: int = 30,
+    maxsurrogate: int = 5,
 ) -> Tree:
     """Grow rpart's ``anova`` or ``class`` tree.
 
@@ -714,9 +952,10 @@ def fit_tree(
     method : {"anova", "class"}
     n_classes : int
         Number of classes of a class tree (every class should occur in ``y``).
-    cp, minbucket, minsplit, maxdepth
-        ``rpart.control``; ``minsplit`` defaults to ``3 * minbucket`` when only ``minbucket``
-        is given, ``minbucket`` to ``round(minsplit / 3)``, and both to 20/7.
+    cp, minbucket, minsplit, maxdepth, maxsurrogate
+        ``rpart.control`` (surrogatestyle 0, usesurrogate 2); ``minsplit`` defaults to
+        ``3 * minbucket`` when only ``minbucket`` is given, ``minbucket`` to
+        ``round(minsplit / 3)``, and both to 20/7.
     """
     if minbucket is None and minsplit is None:
         minsplit, minbucket = 20, 7
@@ -730,5 +969,9 @@ def fit_tree(
     xdata = np.ascontiguousarray(np.asarray(x, dtype=float).T)
     yy = np.ascontiguousarray(np.asarray(y, dtype=float))
     nk = int(n_classes) if method == "class" else 0
-    grower = _Grower(method, xdata, np.asarray(ncat, dtype=np.int64), yy, nk, minsplit, minbucket, cp, maxdepth)
+    if maxsurrogate < 0:
+        raise ValueError("maxsurrogate must be >= 0")
+    grower = _Grower(
+        method, xdata, np.asarray(ncat, dtype=np.int64), yy, nk, minsplit, minbucket, cp, maxdepth, maxsurrogate
+    )
     return grower.result()

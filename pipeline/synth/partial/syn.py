@@ -29,8 +29,7 @@ draws from its own stream ``SeedSequence(seed, spawn_key=(i,))``, so the sets do
 how many workers make them; they are made as parallel tasks by the executor.
 
 Differences from R: R's random numbers (Mersenne-Twister, ``sample()``) are not reproduced,
-so the sets agree with R's in distribution, not value by value; surrogate splits are not
-ported (see :mod:`pipeline.synth.partial.rpart`); synthpop's collinearity pre-check
+so the sets agree with R's in distribution, not value by value; synthpop's collinearity pre-check
 (``remove.lindep.syn``, groups with correlation >= 0.99999) is not run;
 ``proper = TRUE`` is not offered; of synthpop's smoothings only ``density``.
 """
