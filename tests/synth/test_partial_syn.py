@@ -229,3 +229,15 @@ def test_density_smoothing_of_cart_values(cedata):
     assert abs(syn.mean() - orig.mean()) < 0.05 * orig.std()
     with pytest.raises(ParameterError, match="smoothing: 'Urban' must be a numeric variable"):
         synthesise_partial(cedata, _params(method={"Urban": "cart"}, smoothing={"Urban": "density"}), MEMORY)
+
+
+def test_remove_lindep_drops_constant_copying_and_collinear_predictors():
+    from pipeline.synth.partial.lindep import lindep_keep
+
+    rng = np.random.default_rng(2)
+    a, b, y = rng.normal(size=(3, 500))
+    x = np.column_stack([a, 2 * a + 1, b, np.full(500, 3.0), y * 5 - 2, a + b])
+    keep = lindep_keep(x, y)
+    assert not keep[3] and not keep[4]  # constant; a copy of the response
+    assert keep[[0, 1, 2, 5]].sum() == 2  # a, 2a + 1, b, a + b span two dimensions
+    assert np.linalg.matrix_rank(x[:, keep]) == 2  # what is left is of full rank

@@ -1,8 +1,8 @@
 """synthpop's parametric methods with ``proper = FALSE``: ``norm``, ``normrank``, ``logreg``, ``polyreg``.
 
 Factor predictors enter as treatment dummies (synthpop's ``padModel``: one column per level
-but the first); dummies that are constant in the fitted rows are dropped (R's ``glm.fit``
-would give them an ``NA`` coefficient, i.e. leave them out).
+but the first); the columns then pass synthpop's ``remove.lindep.syn``
+(:mod:`pipeline.synth.partial.lindep`: constant, response-copying and collinear columns out).
 
 * ``norm`` (``syn.norm``): linear regression with synthpop's ridge ``1e-5 * diag(X'X)``,
   ``sigma = sqrt(RSS / (n - ncol(X) - 1))``; a value is ``xp beta + sigma * N(0, 1)`` rounded
@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, special, stats
+
+from pipeline.synth.partial.lindep import lindep_keep
 
 RIDGE = 1e-5
 
@@ -50,9 +52,10 @@ class Design:
         return _dummies(x, self.pcat)[:, self.keep]
 
 
-def _design(x: np.ndarray, pcat: np.ndarray) -> tuple[Design, np.ndarray]:
+def _design(x: np.ndarray, pcat: np.ndarray, y: np.ndarray) -> tuple[Design, np.ndarray]:
+    """The dummy matrix and the columns synthpop's ``remove.lindep.syn`` keeps for response ``y``."""
     full = _dummies(x, np.asarray(pcat))
-    keep = np.ptp(full, axis=0) > 0
+    keep = lindep_keep(full, y)
     return Design(np.asarray(pcat), keep), full[:, keep]
 
 
@@ -173,7 +176,7 @@ class ParametricFit:
 
 def fit_parametric(method: str, x: np.ndarray, pcat: np.ndarray, y: np.ndarray, ncat: int) -> ParametricFit:
     """Fit ``method`` to the response ``y`` (numeric values, or factor codes when ``ncat > 0``)."""
-    design, xd = _design(x, pcat)
+    design, xd = _design(x, pcat, np.unique(y, return_inverse=True)[1] if ncat else y)
     if method in ("norm", "normrank"):
         xi = np.hstack([np.ones((len(xd), 1)), xd])
         if method == "norm":

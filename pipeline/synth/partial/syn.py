@@ -28,10 +28,13 @@ The trees depend on the original data only, so they are fitted once and shared b
 draws from its own stream ``SeedSequence(seed, spawn_key=(i,))``, so the sets do not depend on
 how many workers make them; they are made as parallel tasks by the executor.
 
+Before each model the predictors pass synthpop's ``remove.lindep.syn``
+(:mod:`pipeline.synth.partial.lindep`).
+
 Differences from R: R's random numbers (Mersenne-Twister, ``sample()``) are not reproduced,
-so the sets agree with R's in distribution, not value by value; synthpop's collinearity pre-check
-(``remove.lindep.syn``, groups with correlation >= 0.99999) is not run;
-``proper = TRUE`` is not offered; of synthpop's smoothings only ``density``.
+so the sets agree with R's in distribution, not value by value; synthpop's collinearity
+pre-check over all variables (groups with correlation >= 0.99999 synthesised as copies of the
+first) is not run; ``proper = TRUE`` is not offered; of synthpop's smoothings only ``density``.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
+from pipeline.synth.partial.lindep import lindep_keep
 from pipeline.synth.partial.parametric import ParametricFit, fit_parametric
 from pipeline.synth.partial.params import (
     FACTOR_METHODS,
@@ -325,8 +329,13 @@ def _fit_step(
     if method == "sample":
         return _Step(column, method, (), y, ordinary=ordinary)
     x = np.column_stack([cols[p] if rows is None else cols[p][rows] for p in preds])
-    pcat = np.array([_ncat(p, codings) for p in preds], dtype=np.int64)
     ncat = _ncat(column, codings)
+    if method == "cart":  # the parametric methods check their dummy columns (fit_parametric)
+        keep = lindep_keep(x, np.unique(y, return_inverse=True)[1] if ncat else y)
+        if not keep.any():
+            return _Step(column, "sample", (), y, ordinary=ordinary)
+        preds, x = [p for p, k in zip(preds, keep, strict=True) if k], x[:, keep]
+    pcat = np.array([_ncat(p, codings) for p in preds], dtype=np.int64)
     step = _Step(column, method, tuple(preds), y, ordinary=ordinary)
     if method == "cart" and ncat == 0:
         tree = fit_tree(x, pcat, y, "anova", cp=params.cart_cp, minbucket=params.cart_minbucket)
