@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import ParameterError, TaskError
-from pipeline.evaluation.base import Measure, Params
+
+if TYPE_CHECKING:  # listing the measures imports no measure code (and no Dask)
+    from pipeline.evaluation.base import Measure, Params
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -266,11 +266,18 @@ def _unit_eval_data(unit: Unit, inputs: TaskInputs) -> EvalData:
     return as_eval_data(original, sets, require_synthetic=False)
 
 
-def validate_units(task: LoadedTask, units: list[Unit], inputs: TaskInputs) -> None:
-    """Run every unit's checks (the same :meth:`Measure.check` as a run) before any work starts."""
+def validate_units(
+    task: LoadedTask, units: list[Unit], inputs: TaskInputs, executor: Executor, stand_ins: Collection[SourceKey] = ()
+) -> None:
+    """Run every unit's checks before any work starts — the same for a run and ``validate``:
+    :meth:`Measure.check` and, except on the ``stand_ins`` (synthesised sources not synthesised
+    yet), :meth:`Measure.check_aggregates` with ``executor``."""
     for u in units:
         try:
-            _unit_measure(u).check(_unit_eval_data(u, inputs))
+            measure, data = _unit_measure(u), _unit_eval_data(u, inputs)
+            measure.check(data)
+            if (u.dataset, u.source, u.repetition) not in stand_ins:
+                measure.check_aggregates(data, executor)
         except PipelineError as e:
             source = f" source {u.source!r}" if u.source else ""
             where = f"{u.dataset!r}{source} ({inputs.originals[u.dataset].source})"
@@ -557,7 +564,7 @@ def execute_task(
         persist_inputs(inputs, executor)
         if units:
             stand_in_syntheses(task, inputs, executor)
-            validate_units(task, units, inputs)
+            validate_units(task, units, inputs, executor, {s.key for s in inputs.syntheses})
         cache = out / ".units"
         cache.mkdir(parents=True, exist_ok=True)
         atomic_write_text(json.dumps({"task": task.spec.name, "task_file": str(task.path)}), cache / OWNER_FILE)
@@ -574,7 +581,7 @@ def execute_task(
                 inputs.synthetic[s.key] = _against_synthesised(inputs.originals[s.dataset], synthesised_sets(s, cache))
             persist_inputs(inputs, executor, [s.key for s in inputs.syntheses])
             keys = {s.key for s in inputs.syntheses}
-            validate_units(task, [u for u in units if (u.dataset, u.source, u.repetition) in keys], inputs)
+            validate_units(task, [u for u in units if (u.dataset, u.source, u.repetition) in keys], inputs, executor)
         evaluated = _run_all(
             units,
             lambda u: _evaluate_unit(u, inputs, cache, executor),
@@ -706,7 +713,7 @@ def validate_task(task: LoadedTask) -> list[Unit | SynthesisUnit]:
         raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
     planned_spend(task, inputs, task.spec.history)
     stand_in_syntheses(task, inputs, executor)
-    validate_units(task, units, inputs)
+    validate_units(task, units, inputs, executor, {s.key for s in inputs.syntheses})
     return [*inputs.syntheses, *units]
 
 

@@ -203,9 +203,18 @@ def load_task(path: str | Path) -> LoadedTask:
         for src in d.synthetic:
             if src.synthesise is not None:
                 _validate_synthesise(src, f"{p}: dataset {d.name!r} source {src.name!r}")
+    datasets = [d.name for d in spec.datasets]
+    sources = list(dict.fromkeys(s.name for d in spec.datasets for s in d.synthetic))
     for m in spec.measures:
         if m.type not in REGISTRY:
             raise TaskError(f"{p}: unknown measure type {m.type!r}; available: {', '.join(sorted(REGISTRY))}")
+        for what, named, known in (("datasets", m.datasets, datasets), ("sources", m.sources, sources)):
+            unknown = [n for n in named or () if n not in known]
+            if unknown:
+                raise TaskError(
+                    f"{p}: measure {m.label!r}: {what}: unknown {', '.join(map(repr, unknown))}; "
+                    f"the task has: {', '.join(known) or 'none'}"
+                )
         for params in grid_points(m):
             REGISTRY[m.type].validate(params, f"{p}: measure {m.label!r}")
     return task

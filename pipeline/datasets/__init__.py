@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pipeline.data.dataset import Dataset, read_dataset
 from pipeline.errors import DataError
+
+if TYPE_CHECKING:  # listing the bundled data (sdc-pipeline demo-data) imports no Dask
+    from pipeline.data.dataset import Dataset
 
 #: name -> (file, schema file, special missing codes)
 ORIGINALS: dict[str, tuple[str, str, dict[str, float]]] = {
@@ -33,6 +36,8 @@ def load_demo(name: str) -> Dataset:
     """Load a bundled original data set (``sd2011``, ``sd2011_subset`` or ``cedata``)."""
     if name not in ORIGINALS:
         raise DataError(f"unknown demo data set {name!r}; available originals: {', '.join(sorted(ORIGINALS))}")
+    from pipeline.data.dataset import read_dataset
+
     file, schema, codes = ORIGINALS[name]
     return read_dataset(demo_path(file), schema=demo_path(schema), name=name, missing_codes=codes or None)
 
@@ -43,6 +48,8 @@ def load_demo_synthetic(name: str) -> list[Dataset]:
         raise DataError(f"unknown demo synthetic data {name!r}; available: {', '.join(sorted(SYNTHETIC))}")
     pattern, m, original = SYNTHETIC[name]
     _, schema, codes = ORIGINALS[original]
+    from pipeline.data.dataset import read_dataset
+
     return [
         read_dataset(
             demo_path(pattern.format(i=i)), schema=demo_path(schema), name=f"{name}_{i}", missing_codes=codes or None

@@ -161,6 +161,12 @@ class Measure(ABC):
             raise ParameterError(f"{self.type} needs at least one synthetic data set")
         data.require(self.params.variables())
 
+    def check_aggregates(self, data: EvalData, executor: Executor) -> None:
+        """Checks that need a pass over the data (row counts, missing values, variables that are
+        all missing): cheap aggregates computed with ``executor``.  A task run and ``validate``
+        both call it before any unit's work; :meth:`evaluate` may make them again. None by default."""
+        return None
+
     @abstractmethod
     def evaluate(self, data: EvalData, executor: Executor) -> Result:
         """Evaluate on ``data`` (already checked) with ``executor``."""

@@ -215,3 +215,101 @@ def test_run_folder_belongs_to_one_task_and_a_rerun_replaces_stale_artefacts(tmp
     assert again.exit_code == 0, again.output
     assert not (run / "report.html").exists() and not (run / "synthesis").exists()
     assert set(pd.read_parquet(run / "results.parquet")["source"]) == {"cart"}
+
+
+# ---- (2, 3) validate makes every check a run makes before any work ------------------------------
+
+IDRISK = """
+name: v
+datasets:
+  - name: cedata
+    original: {{path: {orig}, schema: ce.schema.json}}
+    synthetic:
+      - {{name: income, {syn}}}
+measures:
+  - type: identification_risk
+    {sources}params:
+      scenarios:
+        s: {{known: [Urban, Tenure, Educ, Marital], synthesised: [Income]}}
+      {radius}
+"""
+
+
+@pytest.fixture
+def cedata_files(tmp_path):
+    import shutil
+
+    from pipeline.datasets import demo_path
+
+    ce = pd.read_csv(demo_path("cedata.csv"))
+    ce.to_csv(tmp_path / "ce.csv", index=False)
+    ce.assign(Income=ce["Income"].where(ce.index != 5)).to_csv(tmp_path / "ce_na.csv", index=False)
+    syn = pd.read_csv(demo_path("cedata_syn_income_1.csv"))
+    syn.iloc[:-10].to_csv(tmp_path / "short1.csv", index=False)
+    shutil.copy(demo_path("cedata_syn.schema.json"), tmp_path / "ce.schema.json")
+    sd = pd.read_csv(demo_path("sd2011_subset.csv"))
+    sd.assign(region=None).to_csv(tmp_path / "sd_allna.csv", index=False)
+    shutil.copy(demo_path("sd2011_subset.schema.json"), tmp_path / "sd.schema.json")
+    return tmp_path
+
+
+CASES = {
+    "negative radius": (dict(radius="radius: {Income: -0.1}"), "radius for 'Income' must be a finite number >= 0"),
+    "percentage radius": (dict(radius="radius: {Income: 1.5}"), "with percentage=True a radius is a fraction"),
+    "missing values": (dict(orig="ce_na.csv"), "missing or non-finite values in continuous variable(s) 'Income'"),
+    "misaligned rows": (dict(syn="paths: [short*.csv]"), "synthetic set 1 has 5561 rows but the original has 5571"),
+    "unknown source": (dict(sources="sources: [incme]\n    "), "sources: unknown 'incme'; the task has: income"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_validate_fails_where_a_run_would(cedata_files, case):
+    from pipeline.errors import PipelineError
+    from pipeline.runner import validate_task
+    from pipeline.tasks import load_task
+
+    settings = {"orig": "ce.csv", "syn": "demo: cedata_syn_income", "sources": "", "radius": "radius: {Income: 0.1}"}
+    changed, message = CASES[case]
+    task = cedata_files / "task.yaml"
+    task.write_text(IDRISK.format(**{**settings, **changed}), encoding="utf-8")
+    with pytest.raises(PipelineError) as e:
+        validate_task(load_task(task))
+    assert message in str(e.value)
+    assert [p.name for p in cedata_files.iterdir() if p.is_dir()] == []  # nothing written
+
+
+def test_validate_finds_an_all_missing_key_and_a_failed_run_leaves_nothing(cedata_files):
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    task = cedata_files / "disc.yaml"
+    task.write_text(
+        "name: v\ndatasets:\n  - name: sd2011\n    original: {path: sd_allna.csv, schema: sd.schema.json}\n"
+        "    synthetic:\n      - {name: cart, demo: sd2011_cart}\n"
+        "measures:\n  - type: disclosure\n    params: {keys: [sex, region], target: ls}\n",
+        encoding="utf-8",
+    )
+    _one_line_error(CliRunner().invoke(main, ["validate", str(task)]), "variable 'region' has only missing values")
+    cluster = cedata_files / "threads.yaml"
+    cluster.write_text("type: local\nn_workers: 1\nprocesses: false\n", encoding="utf-8")
+    out = cedata_files / "run"
+    res = CliRunner().invoke(main, ["run", str(task), "--out", str(out), "--cluster", str(cluster)])
+    _one_line_error(res, "variable 'region' has only missing values")
+    assert not out.exists()
+
+
+# ---- (9) listing commands import no Dask, pandas or measure code --------------------------------
+
+
+@pytest.mark.parametrize("command", [["--help"], ["measures"], ["demo-data"]])
+def test_listing_commands_are_light(command):
+    code = (
+        "import sys\nfrom pipeline.cli import main\n"
+        f"try:\n    main({command!r})\nexcept SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in ('dask', 'pandas', 'numpy', 'sklearn', 'distributed') if m in sys.modules)\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.stdout.strip()
+    assert "HEAVY []" in res.stderr, res.stderr

@@ -20,7 +20,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
-from pipeline.risk.disclosure.coding import MISSING
+from pipeline.risk.disclosure.coding import MISSING, build_coders
 from pipeline.risk.disclosure.compute import gather_stats, key_set_results
 from pipeline.risk.disclosure.measures import multi_result
 from pipeline.risk.disclosure.options import DisclosureOptions, DisclosureParams, bind_options
@@ -84,6 +84,18 @@ class DisclosureMeasure(Measure):
                 for key, key_level, target_level in o.exclude:
                     _known_level(data.schema[o.target], target_level, "exclude_targetlevs", "the target")
                     _known_level(data.schema[key], key_level, "exclude_keylevs", "the key")
+
+    def check_aggregates(self, data: EvalData, executor: Executor) -> None:
+        """What the value counts tell: no key or target only missing, special missing codes that
+        occur (the coders :meth:`evaluate` builds, from one pass of value counts)."""
+        key_sets = self.bound_key_sets(data)
+        variables = list(dict.fromkeys(v for keys, targets, _ in key_sets for v in (*keys, *targets)))
+        stats = gather_stats(executor.prepare(data.select(variables)), executor, variables)
+        for keys, _, options in key_sets:
+            first = options[0]
+            build_coders(stats, keys, first.ngroups_keys, first.cont_na, first.style)
+            for o in options:
+                build_coders(stats, [o.target], {o.target: o.ngroups_target}, o.cont_na, o.style)
 
     def evaluate(self, data: EvalData, executor: Executor) -> DisclosureResults:
         key_sets = self.bound_key_sets(data)

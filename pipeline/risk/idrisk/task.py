@@ -391,6 +391,13 @@ class IdentificationRiskMeasure(Measure):
         for name in p.scenarios:
             p.setup(name, data.schema, data.columns)
 
+    def check_aggregates(self, data: EvalData, executor: Executor) -> None:
+        """Row alignment and missing continuous values (:func:`check_frames`, as :meth:`evaluate`)."""
+        p = self.params
+        setups = [p.setup(name, data.schema, data.columns) for name in p.scenarios]
+        continuous = list(dict.fromkeys(v for s in setups for v in s.plan.continuous))
+        check_frames(executor.prepare(data.select(p.variables())), executor, continuous, p.na_action)
+
     def evaluate(self, data: EvalData, executor: Executor) -> IdentificationRiskTaskResult:
         """Every scenario on the data in the form the executor chose (in memory or key blocks).
 
