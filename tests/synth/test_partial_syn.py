@@ -241,3 +241,25 @@ def test_remove_lindep_drops_constant_copying_and_collinear_predictors():
     assert not keep[3] and not keep[4]  # constant; a copy of the response
     assert keep[[0, 1, 2, 5]].sum() == 2  # a, 2a + 1, b, a + b span two dimensions
     assert np.linalg.matrix_rank(x[:, keep]) == 2  # what is left is of full rank
+
+
+def test_collinear_variables_are_derived_from_the_first_visited():
+    rng = np.random.default_rng(6)
+    g = rng.integers(0, 3, 800)
+    y1 = np.round(np.exp(rng.normal(5 + 0.5 * g, 0.3)))
+    frame = pd.DataFrame({"g": g.astype(str), "y1": y1, "y2": 2 * y1 + 3, "z": rng.normal(size=800)})
+    schema = Schema(
+        (
+            Variable("g", "factor", ("0", "1", "2")),
+            Variable("y1", "numeric"),
+            Variable("y2", "numeric"),
+            Variable("z", "numeric"),
+        )
+    )
+    ds = Dataset.from_pandas(frame, schema)
+    res = synthesise_partial(ds, _params(method={"y1": "cart", "y2": "cart", "z": "cart"}, m=2, seed=3), MEMORY)
+    assert res.plan.method["y2"] == "collinear" and res.plan.predictors["y2"] == ("y1",)
+    assert "y2" not in res.plan.predictors["z"]  # a derived variable predicts nothing
+    for syn in res.synthetic:
+        np.testing.assert_array_equal(syn["y2"], 2 * syn["y1"] + 3)
+        assert not syn["y1"].equals(frame["y1"])

@@ -31,10 +31,12 @@ how many workers make them; they are made as parallel tasks by the executor.
 Before each model the predictors pass synthpop's ``remove.lindep.syn``
 (:mod:`pipeline.synth.partial.lindep`).
 
+Variables in a model whose codes are collinear (|r| >= 0.99999) are derived from the one
+visited first (synthpop's ``collinear`` method, :func:`collinear`).
+
 Differences from R: R's random numbers (Mersenne-Twister, ``sample()``) are not reproduced,
-so the sets agree with R's in distribution, not value by value; synthpop's collinearity
-pre-check over all variables (groups with correlation >= 0.99999 synthesised as copies of the
-first) is not run; ``proper = TRUE`` is not offered; of synthpop's smoothings only ``density``.
+so the sets agree with R's in distribution, not value by value; ``proper = TRUE`` is not
+offered; of synthpop's smoothings only ``density``.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ from pipeline.synth.partial.smooth import smooth_density
 
 log = logging.getLogger("pipeline")
 
+#: synthpop's ``collinear.out`` threshold of |correlation|
+COLLINEAR = 0.99999
 #: synthpop's ``maxfaclevels``: factors in a model may have at most this many levels
 MAX_FACTOR_LEVELS = 60
 NA_LEVEL = "NAtemp"
@@ -256,7 +260,8 @@ def _encode(values: pd.Series, c: _Coding) -> dict[str, np.ndarray]:
 def _decode(cols: dict[str, np.ndarray], c: _Coding, schema: Schema) -> Any:
     var = schema[c.name]
     if c.kind == "factor":
-        codes = cols[c.name].astype(np.int64) - 1
+        raw = cols[c.name]
+        codes = np.where(np.isnan(raw), 0.0, raw).astype(np.int64) - 1  # NaN (no collinear match) -> NA
         if c.has_na:
             codes[codes == len(c.levels) - 1] = -1
         return pd.Categorical.from_codes(codes, dtype=var.dtype)
@@ -309,6 +314,8 @@ class _Step:
     donors: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     parametric: ParametricFit | None = None
     ordinary: tuple[str, int] | None = None
+    #: collinear: the original values of the variable it is derived from
+    source: np.ndarray | None = None
     #: synthpop's smoothing = "density" of the drawn values
     smooth: bool = False
 
@@ -383,6 +390,13 @@ def _draw(step: _Step, cols: dict[str, np.ndarray], rng: np.random.Generator) ->
     if step.method == "sample":
         out[rows] = step.observed[rng.integers(0, len(step.observed), size=rows.size)]
         return out
+    if step.method == "collinear":  # syn.collinear: y of the first original record with that value
+        assert step.source is not None
+        values, first = np.unique(step.source, return_index=True)
+        xp = cols[step.predictors[0]][rows]
+        pos = np.clip(np.searchsorted(values, xp), 0, len(values) - 1)
+        out[rows] = np.where(values[pos] == xp, step.observed[first[pos]], np.nan)
+        return out
     xp = np.column_stack([cols[p][rows] for p in step.predictors])
     if step.tree is not None:
         nodes = step.tree.leaves(xp)
@@ -418,6 +432,8 @@ class Prepared:
     codings: dict[str, _Coding]
     steps: tuple[_Step, ...]
     schema: Schema
+    #: the plan after the collinearity check
+    plan: Plan
 
     def tree_sizes(self) -> dict[str, tuple[int, int]]:
         """(nodes, leaves) of every tree, by model column."""
@@ -438,12 +454,16 @@ def prepare(frame: pd.DataFrame, schema: Schema, plan: Plan, params: PartialPara
         codings[v] = c
         if c.kind != "other":
             cols.update(_encode(frame[v], c))
+    plan = collinear(plan, cols, codings)
     steps = []
     for v in plan.synthesised:
         preds = _predictor_columns(plan.predictors[v], codings)
         meth = plan.method[v]
         c = codings[v]
-        if c.kind == "padded":
+        if meth == "collinear":
+            (first,) = plan.predictors[v]
+            steps.append(_Step(v, meth, (first,), cols[v], source=cols[first]))
+        elif c.kind == "padded":
             ind_method = meth if meth in ("cart", "sample") else ("logreg" if c.ncat == 2 else "polyreg")
             steps.append(_fit_step(f"{v}.NA", ind_method, preds, cols, codings, params))
             steps.append(_fit_step(v, meth, preds, cols, codings, params, (f"{v}.NA", c.ordinary)))
@@ -452,7 +472,41 @@ def prepare(frame: pd.DataFrame, schema: Schema, plan: Plan, params: PartialPara
         if params.smoothing.get(v) == "density" and steps[-1].method in ("cart", "normrank"):
             steps[-1] = replace(steps[-1], smooth=True)
     original = frame[list(plan.variables)].reset_index(drop=True)
-    return Prepared(original, cols, codings, tuple(steps), schema.select(list(plan.variables)))
+    return Prepared(original, cols, codings, tuple(steps), schema.select(list(plan.variables)), plan)
+
+
+def collinear(plan: Plan, cols: dict[str, np.ndarray], codings: dict[str, _Coding]) -> Plan:
+    """synthpop's collinearity check (``collinear.out``): among the variables in a model, each
+    group whose codes correlate with |r| >= 0.99999 keeps its variable visited first, and the
+    others — kept ones included, as in synthpop — become ``collinear``: each takes, for the
+    synthetic value of that first variable, the value of the first original record having it."""
+    used = set(plan.synthesised) | {p for ps in plan.predictors.values() for p in ps}
+    names = [v for v in plan.variables if v in used and codings[v].kind in ("factor", "numeric")]
+    if len(names) < 2:
+        return plan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = pd.DataFrame({v: cols[v] for v in names}).corr().to_numpy()  # pairwise complete
+    hit = np.abs(np.nan_to_num(z, nan=0.0)) >= COLLINEAR
+    position = {v: i for i, v in enumerate(plan.visit_sequence)}
+    method, predictors = dict(plan.method), dict(plan.predictors)
+    seen: set[tuple[bool, ...]] = set()
+    for i in range(len(names)):
+        row = tuple(bool(h) for h in hit[i])
+        new = row not in seen
+        seen.add(row)
+        group = [v for v, h in zip(names, row, strict=True) if h]
+        if not new or len(group) < 2 or any(v not in position for v in group):
+            continue
+        first = min(group, key=position.__getitem__)
+        log.warning("variables %s are collinear: those visited after %s are derived from it", ", ".join(group), first)
+        for v in group:
+            if v != first:
+                method[v] = "collinear"
+                predictors = {k: tuple(p for p in ps if p != v) for k, ps in predictors.items()}
+                predictors[v] = (first,)
+    if method == plan.method:
+        return plan
+    return replace(plan, method=method, predictors=predictors)
 
 
 def synthetic_set(prepared: Prepared, entropy: int, set_index: int) -> pd.DataFrame:
@@ -571,7 +625,7 @@ def synthesise_partial_frame(
     return PartialSynthesisResult(
         synthetic=tuple(sets),
         schema=prepared.schema,
-        plan=plan,
+        plan=prepared.plan,
         tree_sizes=prepared.tree_sizes(),
         n=len(original),
         seed=entropy,
