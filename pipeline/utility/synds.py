@@ -362,6 +362,8 @@ def evaluate_synds(params: UtilitySyndsParams, data: EvalData, executor: Executo
         notes.append("Non-synthesized variables not used in computing the utility.")
     if not params.syn_only and params.synthesised is not None and set(names) - set(params.synthesised):
         notes.append("NOTE: Non-synthesized variables also used in computing the utility.")
+    for label, res in zip(_job_labels(main, pairs, methods), results, strict=True):
+        notes += [f"{label}: {message}" for message in dict.fromkeys(res["messages"])]
     return UtilitySyndsResult(
         method=tuple(methods),
         utility_raw=util,
@@ -381,6 +383,17 @@ def evaluate_synds(params: UtilitySyndsParams, data: EvalData, executor: Executo
             "r_fill_quirk": params.r_fill_quirk,
         },
     )
+
+
+def _job_labels(main: Sequence[tuple[int, ...]], pairs: Sequence[tuple[int, int]], methods: Sequence[str]) -> list[str]:
+    """How notes name each fit, in job order (comparisons with the original, then null pairs)."""
+    labels = [
+        f"{meth}, {'all sets stacked' if len(sets) > 2 else f'synthetic set {sets[1]}'}"
+        for sets in main
+        for meth in methods
+    ]
+    labels += [f"{meth}, null pair (set {j} vs set {ind})" for j, ind in pairs for meth in methods]
+    return labels
 
 
 class UtilitySyndsMeasure(Measure):

@@ -150,8 +150,8 @@ def _cart(cols: Sequence[Column], t: np.ndarray, settings: FitSettings) -> tuple
     return tree.prob, tree.n_nodes
 
 
-def _poly(cols: Sequence[Column], t: np.ndarray, c: float) -> tuple[np.ndarray, int]:
-    """Class-1 probabilities and ``ndim`` of ``polyclass(t, cov, penalty = 0)``.
+def _poly(cols: Sequence[Column], t: np.ndarray, c: float) -> tuple[np.ndarray, int, tuple[str, ...]]:
+    """Class-1 probabilities, ``ndim`` and console messages of ``polyclass(t, cov, penalty = 0)``.
 
     Covariates as 1.2-1 passes them: factor level codes (1..K, the NA level last), numerics,
     0/1 indicators.  Where polyclass stops with an error (fewer than 25 records, one class),
@@ -159,12 +159,12 @@ def _poly(cols: Sequence[Column], t: np.ndarray, c: float) -> tuple[np.ndarray, 
     """
     x = np.column_stack([col.values + 1.0 if col.levels is not None else col.values for col in cols])
     if len(t) < MIN_POLY_RECORDS or len(np.unique(t)) < 2:
-        return np.full(len(t), c), 0
+        return np.full(len(t), c), 0, ()
     try:
         fit = polyclass(t, x)
     except PolyclassError:
-        return np.full(len(t), c), 0
-    return fit.prob1(x), fit.ndim
+        return np.full(len(t), c), 0, ()
+    return fit.prob1(x), fit.ndim, fit.messages
 
 
 def fit_comparison(
@@ -179,7 +179,8 @@ def fit_comparison(
     """One propensity fit: the first ``n_original`` frames labelled 0, the rest 1.
 
     Returns ``pMSE``, the deviance statistic ``stat`` (deviance / N) and its ``df``, the
-    number of model-data columns and, when ``want_scores``, the per-record propensities.
+    model-data columns, the fit's console ``messages`` (polyclass) and, when ``want_scores``,
+    the per-record propensities.
     """
     names = [k.name for k in kinds]
     stacked = pd.concat([f[names] for f in frames], ignore_index=True)
@@ -187,6 +188,7 @@ def fit_comparison(
     t = np.concatenate([np.zeros(n0), np.ones(len(stacked) - n0)])
     c = (len(stacked) - n0) / len(stacked)
     cols = model_columns(stacked, kinds, fill, settings.r_fill_quirk)
+    messages: tuple[str, ...] = ()
     if method == "logit":
         p, dev, rank = _logit(cols, t, settings.maxorder)
         stat, df = dev / len(t), rank - 1
@@ -195,7 +197,7 @@ def fit_comparison(
             p, n_nodes = _cart(cols, t, settings)
             df = 2 * n_nodes - 1
         else:
-            p, df = _poly(cols, t, c)
+            p, df, messages = _poly(cols, t, c)
         with np.errstate(divide="ignore"):
             stat = float(-2 * (np.sum(np.log(1 - p[t == 0])) + np.sum(np.log(p[t == 1]))) / len(t))
     ok = ~np.isnan(p)
@@ -204,5 +206,6 @@ def fit_comparison(
         "stat": stat,
         "df": int(df),
         "columns": [col.name for col in cols],
+        "messages": messages,
         "scores": p if want_scores else None,
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 
 import numpy as np
@@ -238,3 +239,23 @@ def test_poly_in_utility_synds() -> None:
     np.testing.assert_allclose(stat, expected, rtol=1e-12)
     assert np.all(stat < np.log(4))
     assert np.all(res.deviance_raw["poly DF"].to_numpy() >= r_array(r["deviance.raw"])[:, 1])
+    assert res.notes == ()  # no refit failed (R's did, on a noise-selected degenerate candidate)
+
+
+def test_polyclass_messages_become_notes_naming_the_fit(monkeypatch) -> None:
+    import pipeline.utility.synds_model as synds_model
+
+    real = synds_model.polyclass
+
+    def noisy(t, x):
+        fit = real(t, x)
+        return dataclasses.replace(fit, messages=("step half ouch...", "warning - model size was reduced"))
+
+    monkeypatch.setattr(synds_model, "polyclass", noisy)
+    orig, syns, schema, _ = _data("US04")
+    res = utility_synds(orig, syns[:2], "poly", schema=schema, null_utility=True)
+    assert res.notes[:2] == (
+        "poly, synthetic set 1: step half ouch...",
+        "poly, synthetic set 1: warning - model size was reduced",
+    )
+    assert "poly, null pair (set 2 vs set 1): step half ouch..." in res.notes
