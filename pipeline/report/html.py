@@ -36,7 +36,9 @@ table{border-collapse:collapse;font-size:.85em;margin:.6em 0}
 th,td{border:1px solid #bbb;padding:2px 6px;text-align:right}
 th{background:#eef}td.l,th.l{text-align:left}.meta td{text-align:left}.fail{color:#b00;font-weight:bold}
 .ok{color:#070;font-weight:bold}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}
-details{margin:.5em 0}
+details{margin:.5em 0}.scroll{overflow-x:auto;max-width:100%}img{max-width:100%;height:auto}
+td.pass{background:#e6f4e6;color:#070;font-weight:bold}td.attention{background:#fdecea;color:#b00;font-weight:bold}
+#summary table{font-size:.95em}#summary td{text-align:left}
 """
 
 
@@ -52,30 +54,39 @@ def figure_html(fig: Any, caption: str) -> str:
     )
 
 
-def table_html(frame: pd.DataFrame, float_format: str = "{:.6g}", css_class: str = "") -> str:
-    def cell(v: Any) -> str:
-        if isinstance(v, float):
-            return "NA" if pd.isna(v) else float_format.format(v)
-        return html.escape(str(v))
+#: below this magnitude a value shown in a table is floating-point noise around 0
+NOISE = 1e-9
 
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+
+def number_text(v: float, float_format: str = "{:.4g}") -> str:
+    """A number for reading: 4 significant digits, noise around 0 shown as 0 (raw values are in
+    ``results.csv``)."""
+    if pd.isna(v):
+        return "NA"
+    return "0" if abs(v) < NOISE else float_format.format(v)
+
+
+def table_html(
+    frame: pd.DataFrame, float_format: str = "{:.4g}", css_class: str = "", cell_classes: dict[str, str] | None = None
+) -> str:
+    """A frame as an HTML table inside a box that scrolls sideways when the table is wide.
+
+    ``cell_classes`` maps a column to a CSS class per value: the cell gets the class named by
+    its own text (e.g. the ``status`` column's ``pass`` / ``attention``)."""
+
+    def cell(col: str, v: Any) -> str:
+        text = number_text(v, float_format) if isinstance(v, float) else html.escape(str(v))
+        cls = f' class="{html.escape(str(v))}"' if cell_classes and col in cell_classes else ""
+        return f"<td{cls}>{text}</td>"
+
+    cols = [str(c) for c in frame.columns]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     body = "".join(
-        "<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>" for row in frame.itertuples(index=False)
+        "<tr>" + "".join(cell(c, v) for c, v in zip(cols, row, strict=True)) + "</tr>"
+        for row in frame.itertuples(index=False)
     )
-    return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def wide_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Results of one family as a wide table: one row per dataset, source, repetition, measure
-    entry, params and measure (labelled by the display setting), one column per synthetic set."""
-    wide = results.pivot_table(
-        index=["dataset", "source", "repetition", "measure_name", "params", "setting", "measure"],
-        columns="synthetic",
-        values="value",
-        aggfunc="first",
-        sort=False,
-    )
-    return wide.reset_index().drop(columns="params")
+    table = f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<div class="scroll">{table}</div>'
 
 
 #: family -> function(results of the family, outcome) -> list of HTML fragments (plots)
@@ -86,6 +97,25 @@ def _plot_sections() -> dict[str, PlotSection]:
     from pipeline.report import sections
 
     return sections.SECTIONS
+
+
+def summary_section(outcome: Any) -> str:
+    """The first screen: per release the headline risk and utility against the task's gates or
+    the rules of thumb (:mod:`pipeline.report.summary`), each marked pass or attention."""
+    from pipeline.report.summary import release_summary
+
+    table = release_summary(outcome.results, outcome.manifest)
+    if table.empty:
+        return ""
+    releases = zip(table["dataset"], table["source"], table["repetition"], strict=True)
+    shown = table.assign(release=[f"{d} / {s}" + (f" #{r}" if r else "") for d, s, r in releases])
+    shown = shown[["release", "headline", "value", "threshold", "basis", "status", "note"]]
+    return (
+        '<section id="summary"><h2>Summary: is each release safe and useful?</h2>'
+        + table_html(shown, cell_classes={"status": ""})
+        + "<p>Thresholds: the task's nightly gates where it has them, else the rules of thumb in "
+        "docs/architecture.md (report summary). <em>attention</em> means look closer, not reject.</p></section>"
+    )
 
 
 def render(outcome: Any, extra_sections: list[str] | None = None) -> str:
@@ -109,6 +139,7 @@ def render(outcome: Any, extra_sections: list[str] | None = None) -> str:
     )
     parts = [
         f"<h1>sdc-pipeline report — {html.escape(m['task'])}</h1>",
+        summary_section(outcome),
         '<section id="metadata"><h2>Run</h2>',
         table_html(meta, css_class="meta"),
         "</section>",
@@ -121,9 +152,10 @@ def render(outcome: Any, extra_sections: list[str] | None = None) -> str:
         parts.append(f'<section id="{html.escape(family)}"><h2>{html.escape(title)}</h2>')
         if family in plots:
             parts += plots[family](sub, outcome)
-        parts.append("<details><summary>All values (table)</summary>")
-        parts.append(table_html(wide_table(sub)))
-        parts.append("</details></section>")
+        parts.append(
+            f'<p class="raw">All {len(sub)} values of this section, unrounded: the run\'s '
+            '<a href="results.csv" download>results.csv</a> (and results.parquet) beside this report.</p></section>'
+        )
     body = "\n".join(parts)
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>sdc-pipeline: '

@@ -313,3 +313,30 @@ def test_listing_commands_are_light(command):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert res.stdout.strip()
     assert "HEAVY []" in res.stderr, res.stderr
+
+
+# ---- (8) the Python API checks like the command line ---------------------------------------------
+
+
+def test_python_api_refuses_other_factor_labels_like_the_cli():
+    from pipeline.errors import CompatibilityError
+    from pipeline.evaluation.data import as_eval_data
+
+    orig = pd.DataFrame({"sex": pd.Categorical(["Male", "Female", "Male"]), "x": [1.0, 2.0, 3.0]})
+    syn = pd.DataFrame({"sex": pd.Categorical(["M", "F", "M"]), "x": [1.0, 2.0, 3.0]})
+    with pytest.raises(CompatibilityError, match="synthetic set 1: variable 'sex' has 3 record"):
+        as_eval_data(orig, [syn])
+
+
+def test_a_radius_is_parsed_the_same_in_a_task_and_in_the_api():
+    from pipeline.errors import ParameterError
+    from pipeline.measures import REGISTRY
+    from pipeline.risk.idrisk.task import IdentificationRiskMeasure
+
+    params = {"scenarios": {"s": {"known": ["Urban"], "synthesised": ["Income"]}}, "radius": {"Income": "0.1"}}
+    with pytest.raises(ParameterError) as api:
+        IdentificationRiskMeasure(params)
+    with pytest.raises(Exception) as task:
+        REGISTRY["identification_risk"].validate(params, "task.yaml: measure 'identification_risk'")
+    assert "radius for 'Income' must be a number, got str" in str(api.value)
+    assert "radius for 'Income' must be a number, got str" in str(task.value)

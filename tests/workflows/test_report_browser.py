@@ -68,6 +68,16 @@ def test_report_renders_in_chromium_with_every_section(demo_run, tmp_path):
     ):
         assert caption in html, caption
     assert re.search(r"<td>5000</td>", html)  # SD2011 has 5000 records
+    # issue 16: a first screen that decides, readable numbers, wide tables in scrolling boxes
+    summary = html[html.index('<section id="summary">') : html.index('<section id="metadata">')]
+    assert html.index('<section id="summary">') < html.index('<section id="metadata">')  # the first screen
+    for headline in ("repU (%)", "DiSCO (%)", "identification risk at r*", "S_pMSE (utility_gen)"):
+        assert headline in summary, headline
+    assert '<td class="pass">pass</td>' in summary and '<td class="attention">attention</td>' in summary
+    assert "at the edge of the radius grid" in summary  # the demo's r* is the grid's smallest radius
+    assert "rule of thumb: max ≤ 5" in summary
+    assert '<div class="scroll"><table' in html and 'href="results.csv"' in html
+    assert "All values (table)" not in html and not re.search(r"\d\.\d{5,}e-1\d", html)
     # the figures are real PNGs with content
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
     assert images
@@ -80,3 +90,6 @@ def test_report_renders_in_chromium_with_every_section(demo_run, tmp_path):
     assert r.returncode == 0 and shot.exists()
     pixels = np.asarray(Image.open(shot).convert("L"))
     assert pixels.std() > 10  # not a blank page
+    first = ARTIFACTS / "report-first-screen.png"
+    r = _chromium([f"--screenshot={first}", "--window-size=1280,900", url], tmp_path / "p3")
+    assert r.returncode == 0 and np.asarray(Image.open(first).convert("L")).std() > 10

@@ -19,6 +19,14 @@ ORIGINAL_STYLE = {"color": "#1b9e77", "marker": "o"}
 SYNTHETIC_STYLE = {"color": "#d95f02", "marker": "^"}
 
 
+def axis_top(values: list[float]) -> float:
+    """The right end of a percentage axis scaled to the data: 20 % above the largest value (at
+    most 100 %), so that values of 0.1-3 % do not sit on the axis."""
+    finite = [v for v in values if pd.notna(v)]
+    top = max(finite, default=0.0)
+    return min(100.0, top * 1.2) if top > 0 else 1.0
+
+
 def _panel(
     ax, labels: list[str], original: list[float], synthetic: list[float], orig_name: str, syn_name: str, title: str
 ) -> None:
@@ -34,7 +42,7 @@ def _panel(
     ax.scatter(original, y, s=45, label=f"{orig_name} (original)", zorder=3, **ORIGINAL_STYLE)
     ax.scatter(synthetic, y, s=45, label=f"{syn_name} (synthetic)", zorder=3, **SYNTHETIC_STYLE)
     ax.set_yticks(y, labels)
-    ax.set_xlim(0, 100)
+    ax.set_xlim(0, axis_top([*original, *synthetic]))
     ax.set_xlabel("Disclosure measure (% of original records)")
     ax.set_title(title, fontsize=10)
     ax.set_ylim(len(labels) - 0.5, -0.5)  # first row on top

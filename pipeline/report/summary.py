@@ -1,0 +1,120 @@
+"""The report's first screen: per release, the headline risk and utility and whether they pass.
+
+One row per release (dataset, synthetic source, repetition) and headline measure, read from
+the rows the measures emit (never recomputed):
+
+=====================  =========================================================  ============
+headline               value                                                      rule of thumb
+=====================  =========================================================  ============
+repU                   synthpop's replicated uniques, % (max over sets, key sets)  ≤ 5
+DiSCO                  synthpop's attribute disclosure, % (max over sets, targets)  ≤ 5
+identification risk    ``file_risk_at_max`` (max over sets and scenarios), with    ≤ 0.05
+                       the scenario's maximising radius r*
+S_pMSE (utility_gen)   mean over sets (worst setting)                              ≤ 10
+S_pMSE (tables)        ``utility_tab``/``utility_tables``: mean over sets, worst   ≤ 10
+                       table
+=====================  =========================================================  ============
+
+A task's nightly gate on the measure (``gates: [{measure: repU, above: 3}]``) replaces the
+rule of thumb, with the gate's statistic (max or mean over sets).  A value above its threshold
+is marked *attention*, else *pass*.  The rules of thumb: repU and DiSCO as percentages of the
+original records that a release would expose (5 % is a common upper bound for a public
+release); identification risk as the share of records an intruder matches correctly at r*
+(Hornby & Hu); S_pMSE below 10 as synthpop's guide for a synthesis model that captures the
+data (Raab, Nowok & Dibben).  They are starting points for a decision, not a verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from pipeline.report.idrisk import r_star
+from pipeline.report.params import value_text
+from pipeline.results import per_set
+
+RELEASE = ["dataset", "source", "repetition"]
+SUMMARY_COLUMNS = ["dataset", "source", "repetition", "headline", "value", "threshold", "basis", "status", "note"]
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline measure: its rows, how sets and settings combine, and its rule of thumb."""
+
+    title: str
+    measure: str
+    family: str
+    statistic: str  # over the synthetic sets: "max" or "mean"
+    rule: float
+    types: tuple[str, ...] = ()  # task measure types the rows must come from (empty: any)
+
+
+HEADLINES = (
+    Headline("repU (%)", "repU", "disclosure", "max", 5.0),
+    Headline("DiSCO (%)", "DiSCO", "disclosure", "max", 5.0),
+    Headline("identification risk at r*", "file_risk_at_max", "identification_risk", "max", 0.05),
+    Headline("S_pMSE (utility_gen)", "S_pMSE", "utility", "mean", 10.0, ("utility_gen",)),
+    Headline("S_pMSE (tables, worst)", "S_pMSE", "utility", "mean", 10.0, ("utility_tab", "utility_tables")),
+)
+
+
+def _gate(manifest: dict[str, Any], h: Headline) -> dict[str, Any] | None:
+    for g in manifest["task_spec"].get("gates") or []:
+        if g["measure"] == h.measure and g.get("above") is not None and g.get("family") in (None, h.family):
+            return g
+    return None
+
+
+def _entries_of(manifest: dict[str, Any], types: tuple[str, ...]) -> set[str]:
+    return {m.get("name") or m["type"] for m in manifest["task_spec"]["measures"] if m["type"] in types}
+
+
+def _value(rows: pd.DataFrame, statistic: str) -> tuple[float, str]:
+    """Per setting (measure entry and params), the statistic over the sets; the worst (largest)
+    value and the display text of its setting."""
+    per_setting = rows.groupby(["measure_name", "params"], sort=False).agg(
+        value=("value", statistic), setting=("setting", "first")
+    )
+    worst = per_setting["value"].idxmax()
+    name, _ = worst
+    setting = per_setting.loc[worst, "setting"]
+    return float(per_setting.loc[worst, "value"]), f"worst: {name}" + (f" [{setting}]" if setting else "")
+
+
+def _radius_note(results: pd.DataFrame, key: tuple[Any, ...]) -> tuple[str, bool]:
+    """Each scenario's maximising radius r* (from the ``r_star`` rows) as text, and whether any
+    is at the edge of its grid (the ``r_star_at_boundary`` rows)."""
+    best = r_star(results)
+    best = best[(best["dataset"] == key[0]) & (best["source"] == key[1]) & (best["repetition"] == key[2])]
+    notes, edge = [], False
+    for _, row in best.iterrows():
+        radius = ", ".join(f"{v}={r:g}" for v, r in row["r_star"]) if isinstance(row["r_star"], tuple) else "?"
+        at_edge = row["at_boundary"] is True
+        edge |= at_edge
+        warn = " (at the edge of the radius grid: widen radius_grid)" if at_edge else ""
+        notes.append(f"{value_text(row['scenario'])}: r* {radius}{warn}")
+    return "; ".join(notes), edge
+
+
+def release_summary(results: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
+    """The headline measures of every release with threshold, basis and pass/attention
+    (columns :data:`SUMMARY_COLUMNS`)."""
+    rows = per_set(results[results["source"] != ""])
+    out = []
+    for h in HEADLINES:
+        sub = rows[(rows["measure"] == h.measure) & (rows["family"] == h.family)]
+        if h.types:
+            sub = sub[sub["measure_name"].isin(_entries_of(manifest, h.types))]
+        gate = _gate(manifest, h)
+        statistic = gate.get("statistic", "max") if gate else h.statistic
+        threshold = float(gate["above"]) if gate else h.rule
+        basis = f"gate: {statistic} above {threshold:g}" if gate else f"rule of thumb: {statistic} ≤ {threshold:g}"
+        for key, part in sub.groupby(RELEASE, sort=False):
+            value, worst = _value(part, statistic)
+            note, edge = _radius_note(results, key) if h.family == "identification_risk" else (worst, False)
+            status = "attention" if value > threshold or edge else "pass"
+            out.append([*key, h.title, value, threshold, basis, status, note])
+    frame = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
+    return frame.sort_values(RELEASE, kind="stable").reset_index(drop=True)
