@@ -263,3 +263,12 @@ def test_collinear_variables_are_derived_from_the_first_visited():
     for syn in res.synthetic:
         np.testing.assert_array_equal(syn["y2"], 2 * syn["y1"] + 3)
         assert not syn["y1"].equals(frame["y1"])
+
+
+def test_sets_do_not_depend_on_the_partitioning_of_the_original(cedata):
+    params = _params(method={"Tenure": "cart", "Income": "cart"}, m=2, seed=12)
+    one = synthesise_partial(cedata, params, MEMORY)
+    parts = Dataset.from_pandas(cedata.to_pandas(), cedata.schema, npartitions=4)
+    four = synthesise_partial(parts, params, Executor(None, policy="blocks"))
+    for a, b in zip(one.synthetic, four.synthetic, strict=True):
+        pd.testing.assert_frame_equal(a, b)
