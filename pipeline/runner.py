@@ -708,6 +708,7 @@ def validate_task(task: LoadedTask) -> list[Unit | SynthesisUnit]:
     """
     executor = task_executor(task)
     inputs = read_inputs(task)
+    persist_inputs(inputs, executor)  # read once for all checks, as a run does
     units = list(expand(task, inputs.hashes))
     if not units:
         raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
