@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import dask.dataframe as dd
 import pandas as pd
@@ -124,6 +124,7 @@ def as_eval_data(
     cont_na: Mapping[str, Any] | None = None,
     *,
     require_synthetic: bool = True,
+    compatibility: Literal["strict", "align"] = "strict",
 ) -> EvalData:
     """Check and cast a measure's inputs: the only place that accepts frames or Datasets.
 
@@ -139,6 +140,12 @@ def as_eval_data(
         synthpop's special missing codes, merged into (and overriding) the schema's.
     require_synthetic : bool
         Whether at least one synthetic set is required.
+    compatibility : {"strict", "align"}
+        As a task's sources: ``strict`` (default) casts every synthetic set to the original's
+        schema, so a factor level the original lacks (``M`` for ``Male``) is an error;
+        ``align`` first aligns the sets with the original, each read with its own schema
+        (carried, else inferred): union of factor levels, common variables
+        (:func:`~pipeline.data.compare.align_synthetic`).
 
     Raises
     ------
@@ -162,6 +169,10 @@ def as_eval_data(
         if isinstance(orig, dd.DataFrame):
             raise ParameterError("a Dask original needs a schema (pass schema=, or a Dataset)")
         schema = Schema.infer(orig)
+    if compatibility == "align":
+        orig, schema, sets = _aligned(orig, schema, sets)
+    elif compatibility != "strict":
+        raise ParameterError(f"compatibility must be 'strict' or 'align', got {compatibility!r}")
     schema = schema.select([c for c in schema.names if c in orig.columns])
     codes = normalise_cont_na(cont_na)
     if codes:
@@ -174,6 +185,27 @@ def as_eval_data(
         schema = schema.with_missing_codes(codes)
     frames = [_cast(f, schema, i) for i, f in enumerate([orig, *(s for s, _ in sets)])]
     return EvalData(tuple(frames), schema)
+
+
+def _dataset(frame: Frame, schema: Schema | None, index: int) -> Dataset:
+    if isinstance(frame, dd.DataFrame):
+        if schema is None:
+            raise ParameterError(f"{source_name(index)}: a Dask frame needs a schema to be aligned (pass a Dataset)")
+        return Dataset(source_name(index), _cast(frame, schema, index), schema, source_name(index))
+    return Dataset.from_pandas(frame, schema or Schema.infer(frame), name=source_name(index))
+
+
+def _aligned(
+    orig: Frame, schema: Schema, sets: list[tuple[Frame, Schema | None]]
+) -> tuple[Frame, Schema, list[tuple[Frame, Schema | None]]]:
+    """The original and the sets, each read with its own schema, aligned as a task's
+    ``compatibility: align`` source is (union of levels, common variables)."""
+    from pipeline.data.compare import align_synthetic
+
+    original = _dataset(orig, schema.select([c for c in schema.names if c in orig.columns]), 0)
+    synthetic = [_dataset(f, s, i) for i, (f, s) in enumerate(sets, start=1)]
+    original, synthetic, _ = align_synthetic(original, synthetic, "align")
+    return original.frame, original.schema, [(d.frame, d.schema) for d in synthetic]
 
 
 def _fits(dtype: Any, var: Any) -> bool:

@@ -340,3 +340,14 @@ def test_a_radius_is_parsed_the_same_in_a_task_and_in_the_api():
         REGISTRY["identification_risk"].validate(params, "task.yaml: measure 'identification_risk'")
     assert "radius for 'Income' must be a number, got str" in str(api.value)
     assert "radius for 'Income' must be a number, got str" in str(task.value)
+
+
+def test_python_api_aligns_on_request():
+    from pipeline.evaluation.data import as_eval_data
+
+    orig = pd.DataFrame({"sex": pd.Categorical(["Male", "Female", "Male"]), "x": [1.0, 2.0, 3.0]})
+    syn = pd.DataFrame({"sex": pd.Categorical(["M", "F", "M"]), "x": [1.0, 2.0, 3.0], "extra": [1, 2, 3]})
+    data = as_eval_data(orig, [syn], compatibility="align")
+    assert list(data.schema.names) == ["sex", "x"]
+    assert sorted(data.schema["sex"].levels) == ["F", "Female", "M", "Male"]  # as a task source with align
+    assert list(data.synthetic[0]["sex"].compute().astype(str)) == ["M", "F", "M"]
