@@ -73,7 +73,7 @@ def _cpu(process: psutil.Process) -> float:
     return t.user + t.system
 
 
-class _PeakSampler:
+class PeakSampler:
     """Largest RSS of each worker process while a block runs (sampled from the driver)."""
 
     def __init__(self, workers: dict[str, psutil.Process], every: float = 0.05) -> None:
@@ -89,7 +89,7 @@ class _PeakSampler:
             if self._stop.wait(self.every):
                 return
 
-    def __enter__(self) -> _PeakSampler:
+    def __enter__(self) -> PeakSampler:
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
         return self
@@ -148,7 +148,7 @@ class Bench:
             raise NotReady(f"input(s) {waiting} are not on the workers: call Bench.ready() on them first")
         load_before = os.getloadavg()[0]
         runs, result = [], None
-        with _PeakSampler(self.workers) as sampler:
+        with PeakSampler(self.workers) as sampler:
             for _ in range(repeat):
                 (d0, w0), t0 = self.cpu(), time.perf_counter()
                 result = fn()

@@ -37,11 +37,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import Bench, Measurement
+from harness import Bench, Measurement, PeakSampler
 
 from pipeline.data.dataset import read_dataset
 from pipeline.datasets.scaled import ScaledData, scaled_frames, write_scaled
@@ -355,8 +356,14 @@ def numpy_ipf(seed: np.ndarray, targets: list[np.ndarray], axes: list[tuple[int,
 
 
 def ipf_child(cells: int, tool: str) -> dict[str, Any]:
-    import resource
+    # this process's own peak RSS, sampled (Linux keeps the parent's ru_maxrss across exec)
+    with PeakSampler({"process": psutil.Process()}, every=0.02) as sampler:
+        out = _ipf_case(cells, tool)
+    out["peak_rss_mib"] = {"process": sampler.peak["process"] / 2**20}
+    return out
 
+
+def _ipf_case(cells: int, tool: str) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_ipf import margins_of, max_margin_error, microdata
 
@@ -392,8 +399,7 @@ def ipf_child(cells: int, tool: str) -> dict[str, Any]:
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     if tool == "pipeline":
         table = fit.probabilities(max_cells=10**9) * n  # outside the timing: the fit keeps its own form
-    return {"wall": wall, "cpu": cpu, "cpu_driver": cpu, "cpu_workers": 0.0,
-            "peak_rss_mib": {"process": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024},
+    return {"wall": wall, "cpu": cpu, "cpu_driver": cpu, "cpu_workers": 0.0, "peak_rss_mib": {},
             "load_before": load_before, "load_after": os.getloadavg()[0], "repeat": 1, "walls": [wall],
             "cycles": cycles, "max_margin_error": max_margin_error(np.asarray(table), targets, axes)}  # fmt: skip
 
