@@ -7,6 +7,10 @@ Measures return the four inner columns (:data:`MEASURE_COLUMNS`); the runner add
 from __future__ import annotations
 
 import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +61,29 @@ def atomic_write_parquet(frame: pd.DataFrame, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     frame.to_parquet(tmp, index=False)
     os.replace(tmp, path)
+
+
+@contextmanager
+def atomic_folder(dest: Path) -> Iterator[Path]:
+    """A temporary sibling folder to fill, renamed to ``dest`` (replacing an older one) on success.
+
+    A crash or an error leaves ``dest`` as it was and no half-written folder behind.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex}"
+    tmp.mkdir()
+    try:
+        yield tmp
+        old = None
+        if dest.exists():
+            old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex}"
+            dest.rename(old)
+        tmp.rename(dest)
+        if old is not None:
+            shutil.rmtree(old)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
 
 
 def atomic_write_text(text: str, path: Path) -> None:

@@ -36,7 +36,6 @@ import platform
 import shutil
 import sys
 import time
-import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
@@ -52,7 +51,14 @@ from pipeline.evaluation.base import Measure, canonical_json, setting_text
 from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.measures import REGISTRY
-from pipeline.results import RESULT_COLUMNS, atomic_write_parquet, atomic_write_text, check_tidy, jsonable
+from pipeline.results import (
+    RESULT_COLUMNS,
+    atomic_folder,
+    atomic_write_parquet,
+    atomic_write_text,
+    check_tidy,
+    jsonable,
+)
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit, code_version, content_hash, expand, synthesis_units
 
 log = logging.getLogger("pipeline")
@@ -630,20 +636,8 @@ def execute_task(
 def _publish(release: Path, dest: Path) -> None:
     """Copy a cached release into the run folder, replacing an older copy (a half-copied folder
     never takes its place)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex}"
-    try:
-        shutil.copytree(release, tmp)
-        old = None
-        if dest.exists():
-            old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex}"
-            dest.rename(old)
-        tmp.rename(dest)
-        if old is not None:
-            shutil.rmtree(old)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
+    with atomic_folder(dest) as tmp:
+        shutil.copytree(release, tmp, dirs_exist_ok=True)
 
 
 def write_run(

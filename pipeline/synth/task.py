@@ -9,10 +9,7 @@ their levels and n, which is the method's guarantee.
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +19,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
 
-from pipeline.data.dataset import Dataset, write_dataset
+from pipeline.data.dataset import Dataset
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
@@ -43,6 +40,7 @@ from pipeline.synth.ipf import EngineName, FitReport, StructZeroMode, TolType, c
 from pipeline.synth.margins import Layout, MarginOrder, MarginTable, margin_sets, tabulate, write_margins
 from pipeline.synth.partial.params import PartialParams
 from pipeline.synth.partial.syn import PartialSynthesisResult, partial_schema, synthesise_partial
+from pipeline.synth.release import write_release
 from pipeline.synth.sample import draw_synthetic, output_schema
 from pipeline.synth.sdc import SdcResult, SdcStep, apply_sdc
 
@@ -229,20 +227,12 @@ class SynthesisResult(Result):
         Everything is written to a temporary sibling directory that is renamed at the end.
         ``formats`` default to the parameters' ``output_format``.
         """
-        formats = list(dict.fromkeys(formats or self.params.output_format))
-        out = Path(out_dir)
-        if out.exists() and not overwrite:
-            raise ParameterError(f"out_dir {out} already exists; pass overwrite=True to replace it")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
-        try:
-            (tmp / "synthetic").mkdir(parents=True)
-            for i, frame in enumerate(self.synthetic):
-                for fmt in formats:
-                    write_dataset(frame, tmp / "synthetic" / f"syn{i + 1}.{fmt}", self.schema)
+        formats = formats or self.params.output_format
+
+        def margins(folder: Path) -> None:
             write_margins(
                 self.margins.tables,
-                tmp / "margins",
+                folder / "margins",
                 formats,
                 {
                     "rule": self.margins.rule(),
@@ -251,18 +241,9 @@ class SynthesisResult(Result):
                     "dp": self.dp.to_dict() if self.dp is not None else None,
                 },
             )
-            (tmp / "fit_report.json").write_text(json.dumps(self.to_dict(), indent=1), encoding="utf-8")
-            old = None
-            if out.exists():
-                old = out.parent / f".{out.name}.old-{uuid.uuid4().hex}"
-                out.rename(old)
-            tmp.rename(out)
-            if old is not None:
-                shutil.rmtree(old)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
-        return out
+
+        report = ("fit_report.json", self.to_dict())
+        return write_release(out_dir, self.synthetic, self.schema, formats, report, overwrite, extra=margins)
 
 
 def _synthetic_margin_fits(

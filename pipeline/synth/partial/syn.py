@@ -4,7 +4,7 @@ Row ``i`` of every synthetic set belongs to record ``i``: kept variables hold th
 values, synthesised ones are drawn variable by variable in the visit sequence, each from a
 model of the original data whose predictors take their *current synthetic* values (kept
 variables: the original ones; synthesised ones: the values already drawn for this set).
-Specification: ``../shared/spec/partial_synthesis.md``.
+Specification: docs/synthesis.md ("Partial synthesis"), following synthpop 1.9-2's syn().
 
 Preparation (synthpop's ``padMis``): a factor with missing values gets the explicit level
 ``NAtemp`` (missingness is modelled like any level); a numeric variable with missing values or
@@ -41,10 +41,7 @@ offered; of synthpop's smoothings only ``density``.
 
 from __future__ import annotations
 
-import json
 import logging
-import shutil
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,7 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.data.dataset import Dataset, write_dataset
+from pipeline.data.dataset import Dataset
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
@@ -70,6 +67,7 @@ from pipeline.synth.partial.params import (
 )
 from pipeline.synth.partial.rpart import Tree, fit_tree
 from pipeline.synth.partial.smooth import smooth_density
+from pipeline.synth.release import write_release
 
 log = logging.getLogger("pipeline")
 
@@ -576,29 +574,9 @@ class PartialSynthesisResult(Result):
     ) -> Path:
         """Write ``synthetic/syn<i>.{parquet,csv}`` (+ ``.schema.json``) and ``synthesis_report.json``
         into ``out_dir`` atomically (a temporary sibling renamed at the end)."""
-        formats = list(dict.fromkeys(formats or self.params.output_format))
-        out = Path(out_dir)
-        if out.exists() and not overwrite:
-            raise ParameterError(f"out_dir {out} already exists; pass overwrite=True to replace it")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
-        try:
-            (tmp / "synthetic").mkdir(parents=True)
-            for i, frame in enumerate(self.synthetic):
-                for fmt in formats:
-                    write_dataset(frame, tmp / "synthetic" / f"syn{i + 1}.{fmt}", self.schema)
-            (tmp / "synthesis_report.json").write_text(json.dumps(self.to_dict(), indent=1), encoding="utf-8")
-            old = None
-            if out.exists():
-                old = out.parent / f".{out.name}.old-{uuid.uuid4().hex}"
-                out.rename(old)
-            tmp.rename(out)
-            if old is not None:
-                shutil.rmtree(old)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
-        return out
+        formats = formats or self.params.output_format
+        report = ("synthesis_report.json", self.to_dict())
+        return write_release(out_dir, self.synthetic, self.schema, formats, report, overwrite)
 
 
 def partial_schema(original: Dataset, params: PartialParams) -> Schema:
