@@ -31,6 +31,7 @@ from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
 from pipeline.evaluation.public import LevelCounts
+from pipeline.rpart import fit_rpart
 from pipeline.utility.design import Design, Predictor, n_params
 from pipeline.utility.glm import (
     IRLS,
@@ -45,7 +46,6 @@ from pipeline.utility.glm import (
 )
 from pipeline.utility.params import UtilityGenParams, check_unsynthesised, compared_variables
 from pipeline.utility.prepare import GenPlan, build_plan
-from pipeline.utility.rpart import fit_rpart
 from pipeline.utility.scores import propensity_stats
 
 GEN_STATS = ("pMSE", "S_pMSE", "pMSEExp", "df", "SPECKS", "S_SPECKS", "PO50", "S_PO50", "U", "S_U")

@@ -10,8 +10,7 @@ import pytest
 from reference import reference_path
 
 from pipeline.data.schema import Schema
-from pipeline.synth.partial.rpart import LEFT, RIGHT, fit_tree
-from pipeline.utility.rpart import fit_rpart
+from pipeline.rpart import LEFT, RIGHT, fit_rpart, fit_tree
 
 TREES = json.loads(reference_path("reference/partial_syn/partial_syn_trees.json").read_text(encoding="utf-8"))
 
@@ -85,7 +84,8 @@ def test_leaf_of_every_record_equals_r(fitted, cedata):
 
 
 def test_two_class_tree_equals_the_utility_port(cedata):
-    """The k-class gini path with k = 2 grows the R-verified tree of pipeline.utility.rpart."""
+    """The k-class gini path with k = 2 and surrogates grows the tree of fit_rpart (the utility
+    measures' adapter, R-verified by the G04 references), which computes no surrogates."""
     x, ncat = _design(cedata, ["Age", "Urban", "Tenure", "Educ", "Expenditure", "Marital"])
     y = (cedata["Income"].to_numpy() > cedata["Income"].median()).astype(int)
     ours = fit_tree(x, ncat, y, "class", n_classes=2, cp=1e-3, minbucket=5)

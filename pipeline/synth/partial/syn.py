@@ -15,7 +15,7 @@ for the ordinary rows only, from a model fitted to the ordinary rows.
 
 Methods (``synthpop::syn.<method>`` with ``proper = FALSE``):
 
-* ``cart``: rpart tree (:mod:`pipeline.synth.partial.rpart`, R-identical), ``anova`` for
+* ``cart``: rpart tree (:mod:`pipeline.rpart`, R-identical), ``anova`` for
   numeric and ``class`` for factor variables, ``minbucket = 5``, ``cp = 1e-8``.  A numeric
   value is a donor drawn with equal probability and replacement from the original values of
   the leaf the synthetic record falls into; a factor level is drawn with the leaf's class
@@ -56,6 +56,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
+from pipeline.rpart import Tree, fit_tree
 from pipeline.synth.partial.lindep import lindep_keep
 from pipeline.synth.partial.parametric import ParametricFit, fit_parametric
 from pipeline.synth.partial.params import (
@@ -65,7 +66,6 @@ from pipeline.synth.partial.params import (
     PartialParams,
     check_partial_settings,
 )
-from pipeline.synth.partial.rpart import Tree, fit_tree
 from pipeline.synth.partial.smooth import smooth_density
 from pipeline.synth.release import write_release
 

@@ -1,31 +1,42 @@
-"""R's ``rpart`` for synthpop's ``cart`` method: regression (``anova``) and k-class (``class``) trees.
+"""R's ``rpart``, ported: regression (``anova``) and classification (``class``, any number of classes) trees.
 
-:mod:`pipeline.utility.rpart` ports rpart's two-class tree for the CART pMSE; synthpop's
-``syn.cart`` needs two more of rpart's methods, fitted to every synthesised variable:
-``anova`` for numeric variables (``anova.c``: the split maximising
-``w_l (mean_l - mean)^2 + w_r (mean_r - mean)^2``, factor levels ordered by their mean
-response) and ``class`` with any number of classes (``gini.c``; with more than two classes
-a factor's level groupings are enumerated by rpart's Gray code, ``graycode.c``).  The
-partition and cost-complexity bookkeeping is ``partition.c``'s, with the same
-floating-point operation order, so that the trees equal R's node for node (see
-``tests/synth/test_partial_rpart.py``).  The quicksort is :mod:`pipeline.utility.rpart`'s.
+Why a port: synthpop's ``syn.cart`` and its CART pMSE (``utility.gen``, ``utility.synds``)
+depend on the precise tree rpart grows, and no Python library grows that tree.
+scikit-learn prunes on weighted impurity (``ccp_alpha``), one-hot or ordinal-encodes factors
+and breaks ties differently; rpart instead (a) chooses splits by Gini (``class``) or by the
+between-groups sum of squares (``anova``), searching the best binary grouping of a factor's
+levels, (b) keeps a split only through its cost-complexity rule on the node risk,
+``alpha = cp * R(root)``, evaluated while growing (``partition.c``), and (c) stops on
+``minsplit`` / ``minbucket`` / ``maxdepth``.
+
+This module is a literal port of rpart 4.1's ``rpart.c``, ``partition.c``, ``bsplit.c``,
+``anova.c`` (the split maximising ``w_l (mean_l - mean)^2 + w_r (mean_r - mean)^2``, factor
+levels ordered by their mean response), ``gini.c`` (with more than two classes a factor's
+level groupings are enumerated by rpart's Gray code, ``graycode.c``), ``nodesplit.c``,
+``mysort.c`` and the class-probability formula of ``rpart.R``, with the same floating-point
+operation order, so that the trees equal R's node for node (see
+``tests/synth/test_partial_rpart.py`` and the CART references of ``tests/utility``).  The
+split search is in numba, the recursion in Python (a tree has at most a few thousand nodes).
 
 Surrogate splits are ported (``surrogate.c``, ``choose_surg.c``, ``nodesplit.c`` and the
 prediction of ``pred_rpart.c`` with ``usesurrogate = 2``, ``surrogatestyle = 0``): a record whose
 split variable is missing, or whose factor level did not occur in the node, follows the first
 usable surrogate, else the majority.  Not ported, because they do not change the tree:
 cross-validation (``xval``), competitor splits and variable importance.  Case weights are all 1.
+
+Two entry points: :func:`fit_tree` (the whole tree, used by the partial synthesiser's
+``cart``) and :func:`fit_rpart` (a two-class tree's fitted class-1 probabilities and size, the
+propensity model of the utility measures).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numba as nb
 import numpy as np
-
-from pipeline.utility.rpart import _mysort
 
 LEFT = -1
 RIGHT = 1
@@ -35,6 +46,73 @@ TreeMethod = Literal["anova", "class"]
 # ---------------------------------------------------------------------------------------------
 # numba kernels
 # ---------------------------------------------------------------------------------------------
+@nb.njit(cache=True)
+def _mysort(x: np.ndarray, cvec: np.ndarray) -> None:  # pragma: no cover - compiled
+    """rpart's quicksort (``mysort.c``), carrying ``cvec`` along; ranges on an explicit stack."""
+    stack = np.empty((128, 2), dtype=np.int64)
+    top = 0
+    stack[0, 0] = 0
+    stack[0, 1] = len(x) - 1
+    top = 1
+    while top > 0:
+        top -= 1
+        start = stack[top, 0]
+        stop = stack[top, 1]
+        while start < stop:
+            if stop - start < 11:
+                for i in range(start + 1, stop + 1):
+                    temp = x[i]
+                    tempd = cvec[i]
+                    j = i - 1
+                    while j >= start and x[j] > temp:
+                        x[j + 1] = x[j]
+                        cvec[j + 1] = cvec[j]
+                        j -= 1
+                    x[j + 1] = temp
+                    cvec[j + 1] = tempd
+                break
+            i = start
+            j = stop
+            k = (start + stop) // 2
+            median = x[k]
+            if x[i] >= x[k]:
+                if x[j] > x[k]:  # k is smallest
+                    median = x[j] if x[i] > x[j] else x[i]
+            elif x[j] < x[k]:
+                median = x[i] if x[i] > x[j] else x[j]
+            while i < j:
+                while x[i] < median:
+                    i += 1
+                while x[j] > median:
+                    j -= 1
+                if i < j:
+                    if x[i] > x[j]:
+                        temp = x[i]
+                        x[i] = x[j]
+                        x[j] = temp
+                        tempd = cvec[i]
+                        cvec[i] = cvec[j]
+                        cvec[j] = tempd
+                    i += 1
+                    j -= 1
+            while x[i] >= median and i > start:
+                i -= 1
+            while x[j] <= median and j < stop:
+                j += 1
+            if (i - start) < (stop - j):
+                if (i - start) > 0:
+                    stack[top, 0] = start
+                    stack[top, 1] = i
+                    top += 1
+                start = j
+            else:
+                if (stop - j) > 0:
+                    stack[top, 0] = j
+                    stack[top, 1] = stop
+                    top += 1
+                stop = i
+
+
 @nb.njit(cache=True)
 def _graycode_init2(numcat, count, val, gray):  # pragma: no cover - compiled
     """Empty categories first, then the others ordered by ``val`` (stable insertion sort)."""
@@ -60,23 +138,23 @@ def _graycode_init2(numcat, count, val, gray):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def _graycode_next(gray, numcat, state):  # pragma: no cover - compiled
-    """The next category to change sides (``graycode()``); ``numcat`` when done.
+def _graycode_next(gray, numcat, gsave):  # pragma: no cover - compiled
+    """The next category to change sides (``graycode()``), ``numcat`` when done; and ``gsave``.
 
-    ``state[0]`` is ``gsave``: ``> -2`` walks the ordered categories, ``-2`` the classic Gray
-    code over all subsets (``graycode_init1``)."""
-    if state[0] > -2:
-        state[0] += 1
-        if state[0] < numcat:
-            return gray[state[0]]
-        return numcat
+    ``gsave > -2`` walks the ordered categories, ``-2`` the classic Gray code over all subsets
+    (``graycode_init1``)."""
+    if gsave > -2:
+        gsave += 1
+        if gsave < numcat:
+            return gray[gsave], gsave
+        return numcat, gsave
     for i in range(numcat - 1):
         if gray[i] == 1:
             gray[i] = 2
-            return i
+            return i, gsave
         elif gray[i] == 2:
             gray[i] = 1
-    return numcat
+    return numcat, gsave
 
 
 @nb.njit(cache=True)
@@ -133,14 +211,14 @@ def _anova(n, y, x, nclass, edge, myrisk, csplit):  # pragma: no cover - compile
             tsplit[i] = RIGHT
             mean[i] = sums[i] / wts[i]
     gray = np.zeros(nclass, dtype=np.int64)
-    state = np.array([_graycode_init2(nclass, countn, mean, gray)])
+    gsave = _graycode_init2(nclass, countn, mean, gray)
     left_wt = 0.0
     left_sum = 0.0
     right_sum = 0.0
     left_n = 0
     best = 0.0
     while True:
-        j = _graycode_next(gray, nclass, state)
+        j, gsave = _graycode_next(gray, nclass, gsave)
         if j >= nclass:
             break
         tsplit[j] = LEFT
@@ -175,7 +253,7 @@ def _gini_impurity(left, lwt, right, rwt, aprior, nk):  # pragma: no cover - com
     return temp, lmean, rmean
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _gini(n, y, x, numcat, edge, aprior, nk, csplit):  # pragma: no cover - compiled
     """``gini.c``'s split search over one predictor for ``nk`` classes; (improve, split)."""
     left = np.zeros(nk)
@@ -208,7 +286,10 @@ def _gini(n, y, x, numcat, edge, aprior, nk, csplit):  # pragma: no cover - comp
             right[j] -= 1.0
             left[j] += 1.0
             if ltot >= edge and x[i + 1] != x[i]:
-                temp, lmean, rmean = _gini_impurity(left, lwt, right, rwt, aprior, nk)
+                if nk == 2:  # a constant class count: the sums unrolled, the same operations (faster)
+                    temp, lmean, rmean = _gini_impurity(left, lwt, right, rwt, aprior, 2)
+                else:
+                    temp, lmean, rmean = _gini_impurity(left, lwt, right, rwt, aprior, nk)
                 if temp < best:
                     best = temp
                     where = i
@@ -235,14 +316,14 @@ def _gini(n, y, x, numcat, edge, aprior, nk, csplit):  # pragma: no cover - comp
             rate[i] = ccnt[0, i] / awt[i]
             tsplit[i] = RIGHT
     gray = np.zeros(numcat, dtype=np.int64)
-    state = np.array([-2])
+    gsave = -2
     if nk == 2:
-        state[0] = _graycode_init2(numcat, countn, rate, gray)
+        gsave = _graycode_init2(numcat, countn, rate, gray)
     else:
         for i in range(numcat):
             gray[i] = 1 if countn[i] else 0
     while True:
-        i = _graycode_next(gray, numcat, state)
+        i, gsave = _graycode_next(gray, numcat, gsave)
         if i >= numcat:
             break
         if tsplit[i] == LEFT:
@@ -264,7 +345,10 @@ def _gini(n, y, x, numcat, edge, aprior, nk, csplit):  # pragma: no cover - comp
                 right[j] -= ccnt[j, i]
                 left[j] += ccnt[j, i]
         if ltot >= edge and rtot >= edge:
-            temp, lmean, rmean = _gini_impurity(left, lwt, right, rwt, aprior, nk)
+            if nk == 2:
+                temp, lmean, rmean = _gini_impurity(left, lwt, right, rwt, aprior, 2)
+            else:
+                temp, lmean, rmean = _gini_impurity(left, lwt, right, rwt, aprior, nk)
             if temp < best:
                 best = temp
                 for j in range(numcat):
@@ -277,7 +361,7 @@ def _bsplit(is_anova, xdata, ncat, sorts, y, n1, n2, edge, myrisk, aprior, nk, i
     """Best primary split of a node (``bsplit.c`` + ``insert_split``'s ordering of the head)."""
     nvar = xdata.shape[0]
     xtemp = np.empty(n2 - n1)
-    ytemp = np.empty(n2 - n1)
+    ytemp = np.empty(n2 - n1, dtype=y.dtype)
     csplit = np.zeros(max(maxcat, 1), dtype=np.int64)
     best_csplit = np.zeros(max(maxcat, 1), dtype=np.int64)
     best_var = -1
@@ -298,6 +382,8 @@ def _bsplit(is_anova, xdata, ncat, sorts, y, n1, n2, edge, myrisk, aprior, nk, i
             csplit[jj] = 0
         if is_anova:
             improve, split = _anova(k, ytemp, xtemp, nc, edge, myrisk, csplit)
+        elif nk == 2:  # _gini inlined with a constant class count: unrolled class loops (faster)
+            improve, split = _gini(k, ytemp, xtemp, nc, edge, aprior, 2, csplit)
         else:
             improve, split = _gini(k, ytemp, xtemp, nc, edge, aprior, nk, csplit)
         if improve > iscale:
@@ -457,6 +543,24 @@ def _surrogates(xdata, ncat, sorts, var, spoint, csplit, n1, n2, tempy, maxcat):
 
 
 @nb.njit(cache=True)
+def _surrogate_side(xdata, ncat, jj, svar, ssplit, sdirs, last):  # pragma: no cover - compiled
+    """Direction of record ``jj``, missing the primary split variable: its first usable
+    surrogate's, else the majority direction ``last``."""
+    for s in range(len(svar)):
+        v = svar[s]
+        if np.isnan(xdata[v, jj]):
+            continue
+        if ncat[v] > 0:
+            d = sdirs[s, int(xdata[v, jj]) - 1]
+            if d == 0:
+                continue
+            return d
+        d = sdirs[s, 0] if xdata[v, jj] < ssplit[s] else -sdirs[s, 0]
+        return d if d != 0 else last
+    return last
+
+
+@nb.njit(cache=True)
 def _nodesplit(  # pragma: no cover - compiled
     xdata, ncat, sorts, which, var, spoint, csplit, n1, n2, nodenum, tempvec, svar, ssplit, sdirs, last
 ):
@@ -472,23 +576,7 @@ def _nodesplit(  # pragma: no cover - compiled
         j = sorts[var, i]
         if j < 0:
             jj = -(j + 1)
-            side = 0
-            for s in range(len(svar)):
-                v = svar[s]
-                if np.isnan(xdata[v, jj]):
-                    continue
-                if ncat[v] > 0:
-                    d = sdirs[s, int(xdata[v, jj]) - 1]
-                    if d == 0:
-                        continue
-                    side = d
-                elif xdata[v, jj] < ssplit[s]:
-                    side = sdirs[s, 0]
-                else:
-                    side = -sdirs[s, 0]
-                break
-            if side == 0:
-                side = last
+            side = _surrogate_side(xdata, ncat, jj, svar, ssplit, sdirs, last)
             if side == LEFT:
                 which[jj] = leftson
                 nleft += 1
@@ -509,31 +597,42 @@ def _nodesplit(  # pragma: no cover - compiled
             which[j] = rightson
             nright += 1
     nvar = xdata.shape[0]
+    all_placed = nleft + nright == n2 - n1
     for k in range(nvar):
         i1 = n1
         i2 = n1 + nleft
         i3 = i2 + nright
-        for i in range(n1, n2):
-            j = sorts[k, i]
-            jj = j if j >= 0 else -(j + 1)
-            if which[jj] == leftson:
-                sorts[k, i1] = j
-                i1 += 1
-            elif which[jj] == rightson:
-                tempvec[i2] = j
-                i2 += 1
-            else:
-                tempvec[i3] = j
-                i3 += 1
+        if all_placed:  # the common case as a two-way partition (a measurably faster loop)
+            for i in range(n1, n2):
+                j = sorts[k, i]
+                if which[j if j >= 0 else -(j + 1)] == leftson:
+                    sorts[k, i1] = j
+                    i1 += 1
+                else:
+                    tempvec[i2] = j
+                    i2 += 1
+        else:
+            for i in range(n1, n2):
+                j = sorts[k, i]
+                w = which[j if j >= 0 else -(j + 1)]
+                if w == leftson:
+                    sorts[k, i1] = j
+                    i1 += 1
+                elif w == rightson:
+                    tempvec[i2] = j
+                    i2 += 1
+                else:
+                    tempvec[i3] = j
+                    i3 += 1
         for i in range(n1 + nleft, n2):
             sorts[k, i] = tempvec[i]
     return nleft, nright
 
 
 @nb.njit(cache=True)
-def _node_eval(is_anova, sorts0, y, n1, n2, prior, nk):  # pragma: no cover - compiled
-    """``anovass`` / ``ginidev`` over the node's records in ``sorts[0]`` order: (yval, risk, counts)."""
-    counts = np.zeros(max(nk, 1))
+def _node_eval(is_anova, sorts0, y, n1, n2, prior, nk, counts):  # pragma: no cover - compiled
+    """``anovass`` / ``ginidev`` over the node's records in ``sorts[0]`` order: (yval, risk); a
+    class node's class counts are added to ``counts`` (zeros, length ``nk``)."""
     if is_anova:
         temp = 0.0
         twt = 0.0
@@ -551,7 +650,7 @@ def _node_eval(is_anova, sorts0, y, n1, n2, prior, nk):  # pragma: no cover - co
                 j = -(j + 1)
             temp = y[j] - mean
             ss += temp * temp * 1.0
-        return mean, ss, counts
+        return mean, ss
     for i in range(n1, n2):
         j = sorts0[i]
         if j < 0:
@@ -566,7 +665,7 @@ def _node_eval(is_anova, sorts0, y, n1, n2, prior, nk):  # pragma: no cover - co
         if i == 0 or temp < dev:
             best = i
             dev = temp
-    return float(best + 1), dev, counts
+    return float(best + 1), dev
 
 
 # ---------------------------------------------------------------------------------------------
@@ -578,6 +677,10 @@ def _padded(csplit: np.ndarray, maxcat: int) -> np.ndarray:
     return out
 
 
+_EMPTY_FLOAT = np.zeros(0)  # a node's counts / csplit until it is evaluated / split (never written to)
+_EMPTY_INT = np.zeros(0, dtype=np.int64)
+
+
 class _Node:
     __slots__ = ("complexity", "counts", "csplit", "left", "n", "right", "risk", "split", "surrogates", "var", "yval")
 
@@ -586,12 +689,12 @@ class _Node:
         self.risk = 0.0
         self.yval = 0.0
         self.n = 0
-        self.counts = np.zeros(0)
+        self.counts = _EMPTY_FLOAT
         self.var = -1
         self.split = 0.0
-        self.csplit = np.zeros(0, dtype=np.int64)
+        self.csplit = _EMPTY_INT
         #: (variable, split point, directions) of the surrogate splits, best first
-        self.surrogates: list[tuple[int, float, np.ndarray]] = []
+        self.surrogates: Sequence[tuple[int, float, np.ndarray]] = ()
         self.left: _Node | None = None
         self.right: _Node | None = None
 
@@ -736,6 +839,8 @@ class _Grower:
                 xt = np.where(miss, 0.0, xdata[i]).copy()
                 _mysort(xt, idx)
             self.sorts[i] = idx
+        self.sorts0 = self.sorts[0] if len(self.sorts) else self.which  # a view: the node evaluation's order
+        self.width = [max(int(c), 1) for c in ncat]  # length of a split's directions per variable
         self.which = np.ones(n, dtype=np.int64)
         self.tempvec = np.empty(n, dtype=np.int64)
         self.prior = np.zeros(1)
@@ -755,11 +860,14 @@ class _Grower:
             self.prior = np.where(freq > 0, parm_prior / np.where(freq > 0, freq, 1.0), parm_prior)
             self.aprior = np.where(freq > 0, aprior / (temp * np.where(freq > 0, freq, 1.0)), aprior)
             self.class_counts = counts
+        width = max(self.maxcat, 1)
+        self.no_surrogates = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, width), dtype=np.int64))
         self.iscale = 0.0
         root = _Node()
         # the root is evaluated over the records in data order (rpart.c)
         order = np.arange(n, dtype=np.int64)
-        root.yval, root.risk, root.counts = _node_eval(self.is_anova, order, y, 0, n, self.prior, nk)
+        root.counts = _EMPTY_FLOAT if self.is_anova else np.zeros(nk)
+        root.yval, root.risk = _node_eval(self.is_anova, order, y, 0, n, self.prior, nk, root.counts)
         root.n = n
         root.complexity = root.risk
         self.alpha = cp * root.risk
@@ -769,8 +877,6 @@ class _Grower:
     def _surrogates(self, me: _Node, n1: int, n2: int) -> int:
         """Up to ``maxsurrogate`` surrogate splits of the node, kept in ``insert_split``'s order
         (by agreement, earlier variables first among ties); returns the majority direction."""
-        if self.maxsurrogate == 0:
-            return 0
         agreement, adj, split, dirs, last = _surrogates(
             self.xdata, self.ncat, self.sorts, me.var, me.split, _padded(me.csplit, self.maxcat), n1, n2,
             self.tempvec, self.maxcat,
@@ -790,7 +896,8 @@ class _Grower:
     def _partition(self, nodenum: int, me: _Node, n1: int, n2: int) -> tuple[int, float]:
         alpha = self.alpha
         if nodenum > 1:
-            me.yval, me.risk, me.counts = _node_eval(self.is_anova, self.sorts[0], self.y, n1, n2, self.prior, self.nk)
+            me.counts = _EMPTY_FLOAT if self.is_anova else np.zeros(self.nk)
+            me.yval, me.risk = _node_eval(self.is_anova, self.sorts0, self.y, n1, n2, self.prior, self.nk, me.counts)
             me.n = n2 - n1
             tempcp = me.risk
             if tempcp > me.complexity:
@@ -818,14 +925,16 @@ class _Grower:
         if var < 0:
             me.complexity = alpha
             return 0, me.risk
-        me.var, me.split, me.csplit = var, spoint, csplit[: max(int(self.ncat[var]), 1)].copy()
-        last = self._surrogates(me, n1, n2)
-        width = max(self.maxcat, 1)
-        svar = np.array([v for v, _, _ in me.surrogates], dtype=np.int64)
-        ssplit = np.array([sp for _, sp, _ in me.surrogates], dtype=float)
-        sdirs = np.zeros((len(me.surrogates), width), dtype=np.int64)
-        for k, (_, _, d) in enumerate(me.surrogates):
-            sdirs[k, : len(d)] = d
+        me.var, me.split, me.csplit = var, spoint, csplit[: self.width[var]]  # csplit: fresh from _bsplit
+        if self.maxsurrogate == 0:
+            last, (svar, ssplit, sdirs) = 0, self.no_surrogates
+        else:
+            last = self._surrogates(me, n1, n2)
+            svar = np.array([v for v, _, _ in me.surrogates], dtype=np.int64)
+            ssplit = np.array([sp for _, sp, _ in me.surrogates], dtype=float)
+            sdirs = np.zeros((len(me.surrogates), max(self.maxcat, 1)), dtype=np.int64)
+            for k, (_, _, d) in enumerate(me.surrogates):
+                sdirs[k, : len(d)] = d
         nleft, nright = _nodesplit(
             self.xdata, self.ncat, self.sorts, self.which, var, spoint, csplit, n1, n2, nodenum, self.tempvec,
             svar, ssplit, sdirs, last,
@@ -876,7 +985,9 @@ class _Grower:
             if node.left is not None and node.right is not None:
                 stack.append((2 * num, node.left))
                 stack.append((2 * num + 1, node.right))
-        nums = np.array(sorted(nodes), dtype=np.int64)
+        keys = sorted(nodes)
+        ordered = [nodes[k] for k in keys]
+        nums = np.array(keys, dtype=np.int64)
         where = self.which.copy()
         known = np.isin(where, nums)
         while not known.all():  # rpart.c: a record of a trimmed node belongs to its nearest kept ancestor
@@ -884,39 +995,39 @@ class _Grower:
             known = np.isin(where, nums)
         width = max(1, self.maxcat)
         csplit = np.zeros((len(nums), width), dtype=np.int64)
-        for i, k in enumerate(nums):
-            c = nodes[int(k)].csplit
-            csplit[i, : len(c)] = c
+        for i, nd in enumerate(ordered):
+            if len(nd.csplit):
+                csplit[i, : len(nd.csplit)] = nd.csplit
         root_risk = self.root.risk
         k_sur = max(1, self.maxsurrogate)
         sur_var = np.full((len(nums), k_sur), -1, dtype=np.int64)
         sur_split = np.zeros((len(nums), k_sur))
         sur_dirs = np.zeros((len(nums), k_sur, width), dtype=np.int64)
-        for i, k in enumerate(nums):
-            for j, (v, sp, d) in enumerate(nodes[int(k)].surrogates if nodes[int(k)].var >= 0 else []):
+        for i, nd in enumerate(ordered if self.maxsurrogate else ()):
+            for j, (v, sp, d) in enumerate(nd.surrogates if nd.var >= 0 else ()):
                 sur_var[i, j], sur_split[i, j] = v, sp
                 sur_dirs[i, j, : len(d)] = d
         # rpart.c's fix_cp: no node's complexity exceeds its parent's (parents come first in nums)
-        for k in nums[1:]:
-            node, parent = nodes[int(k)], nodes[int(k) // 2]
+        for k in keys[1:]:
+            node, parent = nodes[k], nodes[k // 2]
             node.complexity = min(node.complexity, parent.complexity)
         if self.is_anova:
             counts, scale = np.zeros((len(nums), 0)), np.zeros(0)
         else:
-            counts = np.array([nodes[int(k)].counts for k in nums])
+            counts = np.array([nd.counts for nd in ordered])
             # rpart.R: temp = counts %*% diag(prior / pmax(1, counts)); yprob = temp / rowSums(temp)
             scale = (self.class_counts / self.class_counts.sum()) / np.maximum(1.0, self.class_counts)
         return Tree(
             method=self.method,
             node=nums,
-            var=np.array([nodes[int(k)].var for k in nums], dtype=np.int64),
+            var=np.array([nd.var for nd in ordered], dtype=np.int64),
             ncat=self.ncat.copy(),
-            split=np.array([nodes[int(k)].split for k in nums]),
+            split=np.array([nd.split for nd in ordered]),
             csplit=csplit,
-            n=np.array([nodes[int(k)].n for k in nums], dtype=np.int64),
-            dev=np.array([nodes[int(k)].risk for k in nums]),
-            yval=np.array([nodes[int(k)].yval for k in nums]),
-            complexity=np.array([nodes[int(k)].complexity for k in nums]) / root_risk,
+            n=np.array([nd.n for nd in ordered], dtype=np.int64),
+            dev=np.array([nd.risk for nd in ordered]),
+            yval=np.array([nd.yval for nd in ordered]),
+            complexity=np.array([nd.complexity for nd in ordered]) / root_risk,
             counts=counts,
             prob_scale=scale,
             where=where,
@@ -967,7 +1078,7 @@ def fit_tree(
     if not 1 <= maxdepth <= 30:
         raise ValueError("maxdepth must be between 1 and 30 (rpart's limit)")
     xdata = np.ascontiguousarray(np.asarray(x, dtype=float).T)
-    yy = np.ascontiguousarray(np.asarray(y, dtype=float))
+    yy = np.ascontiguousarray(np.asarray(y, dtype=np.int64 if method == "class" else float))
     nk = int(n_classes) if method == "class" else 0
     if maxsurrogate < 0:
         raise ValueError("maxsurrogate must be >= 0")
@@ -975,3 +1086,48 @@ def fit_tree(
         method, xdata, np.asarray(ncat, dtype=np.int64), yy, nk, minsplit, minbucket, cp, maxdepth, maxsurrogate
     )
     return grower.result()
+
+
+@dataclass(frozen=True)
+class TreeFit:
+    """A two-class tree's fit on its training records (what a propensity score needs).
+
+    Attributes
+    ----------
+    leaf : ndarray
+        Node number (root 1, children 2k and 2k+1) of each record's leaf.
+    prob : ndarray
+        Predicted probability of class 1 for each record (rpart's ``predict(fit)[, 2]``).
+    n_nodes, n_leaves : int
+        Size of the tree (``nrow(fit$frame)`` and its number of leaves).
+    """
+
+    leaf: np.ndarray
+    prob: np.ndarray
+    n_nodes: int
+    n_leaves: int
+
+
+def fit_rpart(
+    x: np.ndarray,
+    ncat: np.ndarray,
+    y: np.ndarray,
+    *,
+    cp: float = 0.01,
+    minbucket: int | None = None,
+    minsplit: int | None = None,
+    maxdepth: int = 30,
+) -> TreeFit:
+    """Grow rpart's classification tree on ``x`` for the 0/1 response ``y``: :func:`fit_tree`
+    with ``method = "class"``, two classes and no surrogate splits.
+
+    Surrogates only route records whose split variable is missing; the utility measures'
+    prepared data have none (their missing values become NA levels and indicators), so they
+    are not computed.  Arguments as :func:`fit_tree` (``x`` without missing values, ``y`` 0 or 1).
+    """
+    tree = fit_tree(
+        x, ncat, y, "class", n_classes=2, cp=cp, minbucket=minbucket, minsplit=minsplit, maxdepth=maxdepth,
+        maxsurrogate=0,
+    )  # fmt: skip
+    prob = tree.class_prob(tree.node)[:, 1][np.searchsorted(tree.node, tree.where)]
+    return TreeFit(leaf=tree.where, prob=prob, n_nodes=len(tree.node), n_leaves=int(tree.is_leaf.sum()))
