@@ -28,10 +28,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
@@ -117,6 +117,11 @@ def _radius_numbers(radius: RadiusValue, grid: GridValue) -> list[tuple[str, flo
     return out
 
 
+#: a radius / radius grid parameter, checked and normalised by one rule wherever it is given
+Radius = Annotated[RadiusValue, BeforeValidator(_radius_value)]
+Grid = Annotated[GridValue, BeforeValidator(_grid_value)]
+
+
 def _mapping_keys(value: RadiusValue | GridValue) -> list[str]:
     return list(value) if isinstance(value, dict) else []
 
@@ -133,23 +138,13 @@ class Scenario(Params):
 
     known: list[str]
     synthesised: list[str]
-    radius: RadiusValue = None
-    radius_grid: GridValue = None
+    radius: Radius = None
+    radius_grid: Grid = None
 
     @field_validator("known", "synthesised", mode="before")
     @classmethod
     def _one_name(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
-
-    @field_validator("radius", mode="before")
-    @classmethod
-    def _radius(cls, value: Any) -> RadiusValue:
-        return _radius_value(value)
-
-    @field_validator("radius_grid", mode="before")
-    @classmethod
-    def _grid(cls, value: Any) -> GridValue:
-        return _grid_value(value)
 
     @model_validator(mode="after")
     def _variables(self) -> Scenario:
@@ -195,24 +190,14 @@ class IdentificationRiskParams(Params):
     """
 
     scenarios: dict[str, Scenario] = Field(min_length=1)
-    radius: RadiusValue = None
-    radius_grid: GridValue = None
+    radius: Radius = None
+    radius_grid: Grid = None
     percentage: bool = True
     euclidean: bool = False
     interval: Literal["open", "closed"] = "open"
     criterion: Literal["mean", "median"] = "mean"
     na_action: Literal["error", "no_match"] = "error"
     sets_per_repetition: int | None = Field(default=None, ge=1)
-
-    @field_validator("radius", mode="before")
-    @classmethod
-    def _radius(cls, value: Any) -> RadiusValue:
-        return _radius_value(value)
-
-    @field_validator("radius_grid", mode="before")
-    @classmethod
-    def _grid(cls, value: Any) -> GridValue:
-        return _grid_value(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> IdentificationRiskParams:
