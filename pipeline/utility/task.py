@@ -52,58 +52,65 @@ __all__ = [
 ]
 
 
-class UtilityGenMeasure(Measure):
+class _UtilityMeasure(Measure):
+    """What the three utility measures share: the family, and their own ``cont_na`` codes merged
+    into the data's schema once, through the data boundary, for the checks and the evaluation."""
+
+    family = "utility"
+    params: UtilityGenParams | UtilityTabParams | UtilityTablesParams
+
+    def coded(self, data: EvalData) -> EvalData:
+        return with_cont_na(data, self.params.cont_na)
+
+    def check(self, data: EvalData) -> None:
+        super().check(data)
+        self.check_coded(self.coded(data))
+
+    def check_coded(self, data: EvalData) -> None:
+        """Checks on the data with the measure's ``cont_na`` applied (none by default)."""
+
+
+class UtilityGenMeasure(_UtilityMeasure):
     """Propensity-score utility of the synthetic sets (synthpop's ``utility.gen``)."""
 
     type = "utility_gen"
-    family = "utility"
     params_model = UtilityGenParams
     description = "synthpop utility.gen(): propensity pMSE, S_pMSE, pMSE ratio (logit or CART)"
     params: UtilityGenParams
 
-    def check(self, data: EvalData) -> None:
-        super().check(data)
-        data = with_cont_na(data, self.params.cont_na)
+    def check_coded(self, data: EvalData) -> None:
         check_unsynthesised(compared_variables(self.params.vars, data), self.params.not_synthesised or [])
         check_resampling(self.params, data.m)
 
     def evaluate(self, data: EvalData, executor: Executor) -> UtilityGenResult:
-        return evaluate_gen(self.params, with_cont_na(data, self.params.cont_na), executor)
+        return evaluate_gen(self.params, self.coded(data), executor)
 
 
-class UtilityTabMeasure(Measure):
+class UtilityTabMeasure(_UtilityMeasure):
     """Table utility of one table of the synthetic sets (synthpop's ``utility.tab``)."""
 
     type = "utility_tab"
-    family = "utility"
     params_model = UtilityTabParams
     description = "synthpop utility.tab(): table utility (pMSE, S_pMSE, VW, FT, JSD, SPECKS, ...)"
     params: UtilityTabParams
 
-    def check(self, data: EvalData) -> None:
-        super().check(data)
-        with_cont_na(data, self.params.cont_na)
-
     def evaluate(self, data: EvalData, executor: Executor) -> UtilityTabResult:
-        return evaluate_tab(self.params, with_cont_na(data, self.params.cont_na), executor)
+        return evaluate_tab(self.params, self.coded(data), executor)
 
 
-class UtilityTablesMeasure(Measure):
+class UtilityTablesMeasure(_UtilityMeasure):
     """Table utility of every one-, two- or three-way table (synthpop's ``utility.tables``)."""
 
     type = "utility_tables"
-    family = "utility"
     params_model = UtilityTablesParams
     description = "synthpop utility.tables(): every low-order table and the heat map"
     params: UtilityTablesParams
 
-    def check(self, data: EvalData) -> None:
-        super().check(data)
-        data = with_cont_na(data, self.params.cont_na)
+    def check_coded(self, data: EvalData) -> None:
         check_table_variables(compared_variables(self.params.vars, data), self.params.tables, self.params.third_var)
 
     def evaluate(self, data: EvalData, executor: Executor) -> UtilityTablesResult:
-        return evaluate_tables(self.params, with_cont_na(data, self.params.cont_na), executor)
+        return evaluate_tables(self.params, self.coded(data), executor)
 
 
 # ---------------------------------------------------------------------------------------------
