@@ -14,17 +14,12 @@ from pipeline.synth import MarginTable, fit_ipf
 def test_syn_ipf_fitted_prob(case: str) -> None:
     ref = reference_case(case)
     res = ref["result"]
-    obs = r_array(res["obs_table"])
     names = res["obs_table"]["dimnames_names"]
     levels = [tuple(lv) for lv in res["obs_table"]["dimnames"]]
-    tables = []
-    for m in res["margins"]:
-        axes = [a - 1 for a in m]
-        counts = obs.sum(axis=tuple(i for i in range(obs.ndim) if i not in axes))
-        tables.append(MarginTable(tuple(names[a] for a in axes), tuple(levels[a] for a in axes), counts))
+    tables, total = _reference_margins(ref)
     # margins.data = observed + priorn / cells: check our prior against R's before fitting
     args = ref["args"]
-    fit = fit_ipf(tables, obs.sum(), priorn=args["priorn"], tol=args.get("tol", 1e-3), tol_type="absolute")
+    fit = fit_ipf(tables, total, priorn=args["priorn"], tol=args.get("tol", 1e-3), tol_type="absolute")
     assert fit.layout.names == tuple(names)
     assert fit.layout.levels == tuple(levels)
     np.testing.assert_allclose(fit.probabilities(), r_array(res["fitted_prob"]), rtol=0, atol=1e-9)
