@@ -17,14 +17,12 @@ Run: ``python benchmarks/bench_idrisk.py [--sizes 50000 500000 5000000] [--grid-
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import warnings
 from pathlib import Path
 
 import numpy as np
-from distributed import Client, LocalCluster
-from harness import Bench
+from harness import Bench, bench_client
 
 from pipeline.data.dataset import read_dataset
 from pipeline.datasets.scaled import family_schema, scaled_frames, write_scaled
@@ -58,12 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     schema = family_schema("cedata")
-    with (
-        LocalCluster(n_workers=args.workers, threads_per_worker=1, memory_limit=args.memory_limit,
-                     dashboard_address=":0", silence_logs=logging.ERROR) as cluster,
-        Client(cluster) as client,
-    ):  # fmt: skip
-        logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
+    with bench_client(args.workers, args.memory_limit) as client:
         bench = Bench(client)
         in_memory = Executor(client, policy="memory")
 

@@ -23,13 +23,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import warnings
 from pathlib import Path
 
 import numpy as np
-from harness import Bench
+from harness import Bench, bench_client
 
 from pipeline.data.dataset import read_dataset
 from pipeline.datasets.scaled import family_schema, scaled_frames, write_scaled
@@ -41,16 +40,10 @@ R_SECONDS = {50_000: 2.2, 500_000: 16.4}
 
 
 def run(args: argparse.Namespace) -> None:
-    from distributed import Client, LocalCluster
-
     warnings.simplefilter("ignore")
     in_memory = Executor(policy="memory")
     schema = family_schema("sd2011")
-    with (
-        LocalCluster(n_workers=args.workers, threads_per_worker=1, memory_limit=args.memory_limit,
-                     dashboard_address=":0", silence_logs=logging.ERROR) as cluster,
-        Client(cluster) as client,
-    ):  # fmt: skip
+    with bench_client(args.workers, args.memory_limit) as client:
         bench = Bench(client)
         client.run(lambda: __import__("pipeline.utility"))  # warm the imports on the workers
         for n in args.sizes:

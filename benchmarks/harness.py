@@ -17,10 +17,11 @@ memory of each worker (sampled every 50 ms) and the 1-minute load average before
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -159,3 +160,18 @@ class Bench:
         peaks = {name: rss / 2**20 for name, rss in sampler.peak.items()}
         return Measurement(wall, cpu_d + cpu_w, cpu_d, cpu_w, peaks, load_before, os.getloadavg()[0], repeat,
                            [r[0] for r in runs]), result  # fmt: skip
+
+
+@contextlib.contextmanager
+def bench_client(workers: int, memory_limit: str) -> Iterator[Any]:
+    """The benchmarks' cluster: ``workers`` single-threaded worker processes with a memory limit each,
+    a free dashboard port, quiet logs (p2p shuffles log two warnings each)."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit=memory_limit,
+                     dashboard_address=":0", silence_logs=logging.ERROR) as cluster,
+        Client(cluster) as client,
+    ):  # fmt: skip
+        logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
+        yield client

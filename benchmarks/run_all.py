@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -42,7 +41,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import Bench, Measurement, PeakSampler
+from harness import Bench, Measurement, PeakSampler, bench_client
 
 from pipeline.data.dataset import read_dataset
 from pipeline.datasets.scaled import ScaledData, scaled_frames, write_scaled
@@ -116,8 +115,10 @@ def _m(m: Measurement, **extra: Any) -> dict[str, Any]:
     return {**m.as_dict(), **extra}
 
 
-def seconds(s: float) -> str:
-    """Seconds as s, min or h."""
+def seconds(s: float | None) -> str:
+    """Seconds as s, min or h ("no anchor at this size" for None)."""
+    if s is None:
+        return "(no anchor at this size)"
     return f"{s:.3g} s" if s < 600 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
 
 
@@ -316,16 +317,10 @@ def mixed_task(client: Any, sd: ScaledData, ce: ScaledData) -> Measurement:
 
 
 def run_scaling(folder: Path, n: int, memory_limit: str, judged: bool) -> list[Row]:
-    from distributed import Client, LocalCluster
-
     sd, ce = write_scaled(folder, "sd2011", n), write_scaled(folder, "cedata", n)
     got = {}
     for workers in (1, 2):
-        with (
-            LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit=memory_limit, dashboard_address=":0",
-                         silence_logs=logging.ERROR) as cluster,
-            Client(cluster) as client,
-        ):  # fmt: skip
+        with bench_client(workers, memory_limit) as client:
             got[workers] = mixed_task(client, sd, ce)
     speedup = got[1].wall / got[2].wall
     row = Row("1 -> 2 workers, mixed task (disclosure + IR + logit)", n, _m(got[2], one_worker_wall=got[1].wall,
@@ -460,9 +455,6 @@ def main() -> None:
     judged = n == BIG
     sections = set(args.only)
     warnings.simplefilter("ignore")
-    logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
-
-    from distributed import Client, LocalCluster
 
     t0 = time.perf_counter()
     sd = write_scaled(args.data, "sd2011", n)
@@ -473,11 +465,7 @@ def main() -> None:
           " anchor/now | goal met |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
     rows: list[Row] = []
     if sections & {"disclosure", "multi_disclosure", "utility", "idrisk", "idrisk3", "idrisk50k"}:
-        with (
-            LocalCluster(n_workers=args.workers, threads_per_worker=1, memory_limit=args.memory_limit,
-                         dashboard_address=":0", silence_logs=logging.ERROR) as cluster,
-            Client(cluster) as client,
-        ):  # fmt: skip
+        with bench_client(args.workers, args.memory_limit) as client:
             bench = Bench(client)
             warm = write_scaled(args.data, "sd2011", 20_000)  # imports, numba and first shuffle: not timed
             wo, ws = load(bench, warm, ["original", "syn1"])
