@@ -473,15 +473,8 @@ def identification_risk(
     IdentificationRiskResult
     """
     scenario = {"known": known, "synthesised": synthesised, "radius": radius, "radius_grid": None}
-    params = {
-        "scenarios": {"identification_risk": scenario},
-        "percentage": percentage,
-        "euclidean": euclidean,
-        "interval": interval,
-        "na_action": na_action,
-    }
-    result = IdentificationRiskMeasure(params).run(as_eval_data(original, synthetic, schema), executor)
-    return result.scenarios["identification_risk"]
+    options = {"percentage": percentage, "euclidean": euclidean, "interval": interval, "na_action": na_action}
+    return _one_scenario(original, synthetic, schema, executor, scenario, options)
 
 
 def identification_risk_categorical(
@@ -532,13 +525,17 @@ def radius_sweep(
     and sweeps, not extra shuffles or sorts.
     """
     scenario = {"known": known, "synthesised": synthesised, "radius": radius, "radius_grid": grid}
-    params = {
-        "scenarios": {"radius_sweep": scenario},
-        "percentage": percentage,
-        "euclidean": euclidean,
-        "interval": interval,
-        "criterion": criterion,
-        "na_action": na_action,
-    }
-    result = IdentificationRiskMeasure(params).run(as_eval_data(original, synthetic, schema), executor)
-    return result.scenarios["radius_sweep"]
+    options = {"percentage": percentage, "euclidean": euclidean, "interval": interval, "na_action": na_action,
+               "criterion": criterion}  # fmt: skip
+    return _one_scenario(original, synthetic, schema, executor, scenario, options)
+
+
+def _one_scenario(
+    original: Any, synthetic: Any, schema: Schema | None, executor: Executor | None,
+    scenario: dict[str, Any], options: dict[str, Any],
+) -> Any:
+    """The package-style wrappers: one scenario through the measure (the only validation)."""
+    params = {"scenarios": {"scenario": scenario}, **options}
+    return IdentificationRiskMeasure(params).run(as_eval_data(original, synthetic, schema), executor).scenarios[
+        "scenario"
+    ]
