@@ -254,9 +254,10 @@ def _start_slurm(cfg: SlurmConfig, stack: contextlib.ExitStack) -> Any:
     if shutil.which("sbatch") is None:
         raise TaskError("slurm cluster: 'sbatch' is not on PATH; run on a Slurm login/submit node")
     try:
-        cluster = stack.enter_context(SLURMCluster(**slurm_cluster_kwargs(cfg)))
+        cluster = SLURMCluster(**slurm_cluster_kwargs(cfg))
     except (ValueError, TypeError, OSError) as e:
         raise TaskError(f"slurm cluster: cannot start the Dask scheduler for the jobs: {e}") from None
+    stack.callback(close_cluster, cluster, "slurm", cancel=_scancel)
     if cfg.adaptive is not None:
         cluster.adapt(minimum=cfg.adaptive.minimum, maximum=cfg.adaptive.maximum)
     else:
@@ -273,6 +274,33 @@ def _start_slurm(cfg: SlurmConfig, stack: contextlib.ExitStack) -> Any:
                 f" (jobs: {states or 'none queued'});{where} check queue, account, memory, walltime and interface"
             ) from None
     return client
+
+
+def _scancel(cluster: Any) -> None:
+    """Cancel the cluster's Slurm jobs directly (when dask-jobqueue's own close did not finish)."""
+    job_ids = [str(j.job_id) for j in list(cluster.workers.values()) if getattr(j, "job_id", None)]
+    if job_ids and shutil.which("scancel") is not None:
+        subprocess.run(["scancel", *job_ids], capture_output=True, timeout=60, check=False)
+
+
+def close_cluster(cluster: Any, kind: str, cancel: Any = None) -> None:
+    """Close a cluster this process started; a failure to close is logged, never raised.
+
+    Closing runs while an error may be propagating (a worker that never connected, a lost
+    scheduler).  distributed's ``SpecCluster`` asserts on workers whose start is still pending
+    (seen with a Slurm job submitted into an unusable partition under load), and that assertion
+    would replace the error the user needs.  ``cancel(cluster)`` is the fallback that releases
+    the cluster's external resources (its Slurm jobs) when the close did not finish.
+    """
+    try:
+        cluster.close()
+    except Exception as e:  # any failure while shutting down: report it, keep the original outcome
+        log.warning("%s cluster: closing it failed (%s: %s)", kind, type(e).__name__, e)
+        if cancel is not None:
+            try:
+                cancel(cluster)
+            except Exception as e2:
+                log.warning("%s cluster: cancelling its jobs failed (%s: %s)", kind, type(e2).__name__, e2)
 
 
 def describe(cfg: Any) -> dict[str, Any]:
@@ -329,7 +357,7 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
                     # a failed task's traceback goes to the worker log file, not the terminal
                     silence_logs=logging.CRITICAL,
                 )
-            stack.enter_context(cluster)
+            stack.callback(close_cluster, cluster, "local")
             client = stack.enter_context(Client(cluster))
             from pipeline.worker_log import WorkerLogFile, worker_log_path
 
@@ -344,7 +372,8 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
                     "kubernetes clusters need dask-kubernetes: pip install 'sdc-pipeline[cluster]'"
                 ) from None
             kw = {"namespace": cfg.namespace} if cfg.namespace else {}
-            cluster = stack.enter_context(KubeCluster(custom_cluster_spec=kubernetes_spec(cfg), **kw))
+            cluster = KubeCluster(custom_cluster_spec=kubernetes_spec(cfg), **kw)
+            stack.callback(close_cluster, cluster, "kubernetes")
             if cfg.adaptive is not None:
                 cluster.adapt(minimum=cfg.adaptive.minimum, maximum=cfg.adaptive.maximum)
             client = stack.enter_context(Client(cluster))
@@ -353,14 +382,12 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
 
             kw = {"remote_python": cfg.remote_python} if cfg.remote_python else {}
             try:
-                cluster = stack.enter_context(
-                    SSHCluster(
-                        cfg.hosts,
-                        connect_options=cfg.connect_options,
-                        worker_options=cfg.worker_options,
-                        scheduler_options=cfg.scheduler_options,
-                        **kw,
-                    )
+                cluster = SSHCluster(
+                    cfg.hosts,
+                    connect_options=cfg.connect_options,
+                    worker_options=cfg.worker_options,
+                    scheduler_options=cfg.scheduler_options,
+                    **kw,
                 )
             except ImportError:
                 raise TaskError("ssh clusters need asyncssh: pip install 'sdc-pipeline[cluster]'") from None
@@ -368,6 +395,7 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
                 raise TaskError(
                     f"ssh cluster: cannot start Dask on {', '.join(cfg.hosts)}: {type(e).__name__}: {e}"
                 ) from None
+            stack.callback(close_cluster, cluster, "ssh")
             client = stack.enter_context(Client(cluster))
         else:
             security = None

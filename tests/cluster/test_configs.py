@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+from types import SimpleNamespace
+
 import pytest
 from clusterkit import CONFIGS
 
+import pipeline.cluster as cluster_module
 from pipeline.cluster import connect, load_cluster_config, slurm_cluster_kwargs
 from pipeline.errors import TaskError
 
@@ -41,3 +45,25 @@ def test_slurm_without_sbatch_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(TaskError, match="'sbatch' is not on PATH"), connect({"type": "slurm"}):
         pass
+
+
+class _StuckCluster:
+    """A cluster whose close fails the way SpecCluster's does with a job still starting."""
+
+    def __init__(self):
+        self.workers = {"sdc-0": SimpleNamespace(job_id="4711"), "sdc-1": SimpleNamespace(job_id=None)}
+
+    def close(self):
+        raise AssertionError("Status.created")
+
+
+def test_a_failing_cluster_close_does_not_replace_the_error(caplog, monkeypatch):
+    calls = []
+    monkeypatch.setattr(cluster_module.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(cluster_module.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    message = "slurm cluster: 1 worker(s) did not connect within 15 s"
+    with pytest.raises(TaskError, match="did not connect within 15 s"), contextlib.ExitStack() as stack:
+        stack.callback(cluster_module.close_cluster, _StuckCluster(), "slurm", cancel=cluster_module._scancel)
+        raise TaskError(message)
+    assert "slurm cluster: closing it failed (AssertionError: Status.created)" in caplog.text
+    assert calls == [["scancel", "4711"]]  # the jobs are still released, only those with an id
