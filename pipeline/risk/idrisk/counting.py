@@ -22,9 +22,14 @@ Two dimensions
     An offline sweep over the first dimension's order with a Fenwick tree (over a bitmap) of
     the second dimension's positions (:func:`_sweep_2d`, compiled with numba).  Several
     second-dimension ranges per query are answered in the same sweep: cheap radius grids.
-Three or more
-    Divide and conquer over the first dimension (CDQ), all chunks of a level at once, down to
-    the two-dimensional sweep: O(n log^(d-1) n).
+Three dimensions
+    A compiled divide and conquer over the first dimension whose merges sort by the second
+    and count the third with the same bitmap Fenwick tree (:func:`_count_3d`):
+    O(n log² n), no numpy passes, no searches.
+Four or more
+    Divide and conquer over the first dimension (CDQ), all chunks of a level at once, each
+    level a problem in one dimension fewer, down to the three-dimensional kernel:
+    O(n log^(d-1) n).
 
 The radius-independent parts (sort orders, sorted values, block slices) live in
 :class:`BoxIndex` and are reused for every radius of a sweep.
@@ -190,6 +195,134 @@ def _sweep_2d(ypos, kx_hi, kx_lo, ky_hi, ky_lo):  # pragma: no cover - compiled
     return out
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _toggle(tree, bits, p, delta):  # pragma: no cover - compiled
+    """Insert (``delta`` = 1) or remove (-1) position p in the bitmap and its word Fenwick tree."""
+    word = p >> 6
+    bits[word] ^= np.uint64(1) << np.uint64(p & 63)
+    word += 1
+    while word < tree.shape[0]:
+        tree[word] += delta
+        word += word & -word
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_3d(point_groups, point_pos, groups, a, b, m):  # pragma: no cover - compiled
+    """Three-dimensional box counts: ``out[i]`` = number of points of block ``groups[i]`` with
+    ``a[i, k] <= point_pos[:, k] < b[i, k]`` for k = 0, 1, 2 (coordinates: integers below m,
+    distinct per dimension).
+
+    Every query becomes four signed corner events, one-sided in the first two dimensions
+    (``x < b0`` +, ``x < a0`` -, times ``y < b1`` +, ``y < a1`` -), each asking how many points
+    before it in x and y have a third coordinate in ``[a2, b2)``.  Events are sorted by x (a
+    counting sort; a corner before a point of equal x, the test being strict) and then merge
+    sorted by y bottom-up (divide and conquer over x): in the merge of two neighbouring
+    chunks, the points of the left chunk that precede a corner of the right chunk in y are
+    exactly the points inserted into a bitmap Fenwick tree over the third coordinate when the
+    corner is reached; for positions s < t in x order there is exactly one such merge.  The
+    block is folded into y (``block * m + y``), so the two y corners of a query cancel every
+    point of another block.  Event data travel with the merge (sequential memory), and a
+    chunk pair with no point on the left or no corner on the right skips the tree.
+    O((n + q) log(n + q) log m) time, O(n + q + m) memory.
+    """
+    n = point_pos.shape[0]
+    q = groups.shape[0]
+    out = np.zeros(q, dtype=np.int64)
+    live = np.empty(q, dtype=np.int64)  # queries with a non-empty box, ordered by a1 (local updates)
+    n_live = 0
+    fill = np.zeros(m + 2, dtype=np.int64)
+    for i in range(q):
+        if a[i, 0] < b[i, 0] and a[i, 1] < b[i, 1] and a[i, 2] < b[i, 2]:
+            fill[a[i, 1] + 1] += 1
+            n_live += 1
+    if n == 0 or n_live == 0:
+        return out
+    for k in range(m + 1):
+        fill[k + 1] += fill[k]
+    for i in range(q):
+        if a[i, 0] < b[i, 0] and a[i, 1] < b[i, 1] and a[i, 2] < b[i, 2]:
+            live[fill[a[i, 1]]] = i
+            fill[a[i, 1]] += 1
+    n_ev = n + 4 * n_live  # events 0..n-1: points; n + 4t + c: corner c of live query t
+    start = np.zeros(2 * m + 2, dtype=np.int64)
+    for j in range(n):
+        start[2 * point_pos[j, 0] + 2] += 1
+    for t in range(n_live):
+        start[2 * b[live[t], 0] + 1] += 2
+        start[2 * a[live[t], 0] + 1] += 2
+    for k in range(2 * m + 1):
+        start[k + 1] += start[k]
+    ev = np.empty(n_ev, dtype=np.int64)
+    for j in range(n):
+        x = 2 * point_pos[j, 0] + 1
+        ev[start[x]] = j
+        start[x] += 1
+    for t in range(n_live):
+        for c in range(4):
+            x = 2 * (b[live[t], 0] if (c & 1) == 0 else a[live[t], 0])
+            ev[start[x]] = n + 4 * t + c
+            start[x] += 1
+    points_before = np.zeros(n_ev + 1, dtype=np.int64)
+    key = np.empty(n_ev, dtype=np.int64)  # 2 * (block * m + y), + 1 for a point: a corner first on ties
+    z_lo = np.empty(n_ev, dtype=np.int64)  # a point's third coordinate, or a corner's a2
+    z_hi = np.empty(n_ev, dtype=np.int64)  # a corner's b2
+    for s in range(n_ev):
+        e = ev[s]
+        if e < n:
+            points_before[s + 1] = points_before[s] + 1
+            key[s] = 2 * (point_groups[e] * m + point_pos[e, 1]) + 1
+            z_lo[s] = point_pos[e, 2]
+            z_hi[s] = 0
+        else:
+            points_before[s + 1] = points_before[s]
+            k = e - n
+            i = live[k >> 2]
+            key[s] = 2 * (groups[i] * m + (b[i, 1] if (k & 2) == 0 else a[i, 1]))
+            z_lo[s] = a[i, 2]
+            z_hi[s] = b[i, 2]
+    acc = np.zeros(n_live, dtype=np.int64)
+    ev2, key2, z_lo2, z_hi2 = np.empty_like(ev), np.empty_like(key), np.empty_like(z_lo), np.empty_like(z_hi)
+    tree = np.zeros((m >> 6) + 2, dtype=np.int64)
+    bits = np.zeros((m >> 6) + 1, dtype=np.uint64)
+    width = 1
+    while width < n_ev:
+        for lo in range(0, n_ev, 2 * width):
+            mid = min(lo + width, n_ev)
+            hi = min(lo + 2 * width, n_ev)
+            active = points_before[mid] > points_before[lo] and hi - mid > points_before[hi] - points_before[mid]
+            i = lo
+            j = mid
+            for o in range(lo, hi):
+                if j >= hi or (i < mid and key[i] < key[j]):
+                    s = i
+                    i += 1
+                    if active and ev[s] < n:
+                        _toggle(tree, bits, z_lo[s], 1)
+                else:
+                    s = j
+                    j += 1
+                    if active and ev[s] >= n:
+                        k = ev[s] - n
+                        found = _prefix(tree, bits, z_hi[s]) - _prefix(tree, bits, z_lo[s])
+                        acc[k >> 2] += found if ((k & 1) ^ ((k >> 1) & 1)) == 0 else -found
+                ev2[o] = ev[s]
+                key2[o] = key[s]
+                z_lo2[o] = z_lo[s]
+                z_hi2[o] = z_hi[s]
+            if active:
+                for s in range(lo, mid):
+                    if ev[s] < n:
+                        _toggle(tree, bits, z_lo[s], -1)
+        ev, ev2 = ev2, ev
+        key, key2 = key2, key
+        z_lo, z_lo2 = z_lo2, z_lo
+        z_hi, z_hi2 = z_hi2, z_hi
+        width *= 2
+    for t in range(n_live):
+        out[live[t]] = acc[t]
+    return out
+
+
 def block_order(groups: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices sorting records by (block, value), and the start of every block in that order."""
     by_value = np.argsort(values).astype(np.int64)  # ties in any order: only (block, value) matters
@@ -272,6 +405,8 @@ class BoxIndex:
         if self.d == 2:
             return self.count_2d_many(a[:, 0], b[:, 0], a[:, 1:2], b[:, 1:2])[:, 0]
         zero = np.zeros(self.n, dtype=np.int64)
+        a = np.ascontiguousarray(a, dtype=np.int64)
+        b = np.ascontiguousarray(b, dtype=np.int64)
         return _count_cdq(zero, self.positions, np.zeros(len(a), dtype=np.int64), a, b, self.n + 1)
 
     def count_2d_many(
@@ -296,29 +431,10 @@ def query_visit_order(groups: np.ndarray, centres: np.ndarray, n_groups: int) ->
     return block_order(np.ascontiguousarray(groups, dtype=np.int64), centres, n_groups)[0]
 
 
-def _count_2d_grouped(pg: np.ndarray, pr: np.ndarray, qg: np.ndarray, a: np.ndarray, b: np.ndarray, m: int):
-    """Two-dimensional counts for sub-problems whose blocks are ids ``pg``/``qg`` and whose
-    coordinates ``pr`` are integers below ``m`` (block folded in as ``block * m + value``)."""
-    x = pg * m + pr[:, 0]
-    y = pg * m + pr[:, 1]
-    x_order = np.argsort(x)
-    y_order = np.argsort(y)
-    sorted_y = y[y_order]
-    y_position = np.empty(len(y), dtype=np.int64)
-    y_position[y_order] = np.arange(len(y), dtype=np.int64)  # distinct positions, as the sweep needs
-    ypos = y_position[x_order]
-    sorted_x = x[x_order]
-    kx_hi = np.searchsorted(sorted_x, qg * m + b[:, 0], side="left").astype(np.int64)
-    kx_lo = np.searchsorted(sorted_x, qg * m + a[:, 0], side="left").astype(np.int64)
-    ky_hi = np.searchsorted(sorted_y, qg * m + b[:, 1], side="left").astype(np.int64)[:, None]
-    ky_lo = np.searchsorted(sorted_y, qg * m + a[:, 1], side="left").astype(np.int64)[:, None]
-    return _sweep_2d(ypos, kx_hi, kx_lo, ky_hi, ky_lo)[:, 0]
-
-
 def _count_cdq(
     point_groups: np.ndarray, point_pos: np.ndarray, groups: np.ndarray, a: np.ndarray, b: np.ndarray, m: int
 ) -> np.ndarray:
-    """Box counts in d >= 2 dimensions by divide and conquer over the first dimension.
+    """Box counts in d >= 3 dimensions by divide and conquer over the first dimension.
 
     The first-dimension range ``[a0, b0)`` is split into two one-sided corners (``< b0`` with
     sign +, ``< a0`` with sign -).  Points and corners are sorted by (sub-block, first
@@ -326,12 +442,13 @@ def _count_cdq(
     for a corner iff it comes earlier in that order within the same sub-block; for positions
     p < q there is exactly one level at which p lies in the left and q in the right half of
     the same aligned chunk of size 2^(level+1).  Each level is one sub-problem in the remaining
-    dimensions, with the chunk folded into the sub-block id, solved recursively.  The level
-    loop has log2(n) iterations; nothing loops over records or blocks.
+    dimensions, with the chunk folded into the sub-block id, solved recursively down to three
+    dimensions (:func:`_count_3d`).  The level loop has log2(n) iterations; nothing loops over
+    records or blocks in Python.
     """
     q = len(groups)
-    if point_pos.shape[1] == 2:
-        return _count_2d_grouped(point_groups, point_pos, groups, a, b, m)
+    if point_pos.shape[1] == 3:
+        return _count_3d(*(np.ascontiguousarray(v, dtype=np.int64) for v in (point_groups, point_pos, groups, a, b)), m)
     n = len(point_groups)
     counts = np.zeros(q, dtype=np.int64)
     if n == 0 or q == 0:

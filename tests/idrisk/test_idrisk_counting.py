@@ -1,0 +1,95 @@
+"""The compiled box-counting kernels against brute force: ties, values on the radius boundary, d = 1..4."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from idrisk_brute import brute_force
+
+from pipeline.risk.idrisk import identification_risk
+from pipeline.risk.idrisk.counting import BoxIndex, _count_3d, query_visit_order
+
+
+def _grid_frames(rng, n, d):
+    """An original and one row-aligned synthetic set whose continuous values are multiples of 4
+    (ties everywhere; radii 0.25 / 0.5 of a value or 4 / 8 absolute put other values exactly on
+    the interval ends), with a categorical key and a few zeros."""
+    values = {f"v{k}": rng.integers(0, 7, n) * 4.0 for k in range(d)}
+    orig = pd.DataFrame({"key": pd.Categorical(rng.choice(["a", "b"], n)), **values})
+    syn = orig.copy()
+    for k in range(d):
+        moved = rng.random(n) < 0.5
+        syn.loc[moved, f"v{k}"] = syn.loc[moved, f"v{k}"] + rng.choice([-8.0, -4.0, 4.0, 8.0], int(moved.sum()))
+    return orig, syn
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4])
+@pytest.mark.parametrize("interval", ["open", "closed"])
+@pytest.mark.parametrize("percentage", [True, False])
+def test_measure_on_ties_and_boundaries_matches_brute_force(d, interval, percentage):
+    rng = np.random.default_rng(100 * d + 10 * percentage + (interval == "closed"))
+    orig, syn = _grid_frames(rng, 220, d)
+    cont = [f"v{k}" for k in range(d)]
+    known, synthesised = ["key", *cont[: d // 2]], cont[d // 2 :]
+    radius = {v: (0.25 if percentage else 4.0) * (1 + k % 2) for k, v in enumerate(cont)}
+    res = identification_risk(orig, [syn], known, synthesised, radius, percentage=percentage, interval=interval)
+    c, t = brute_force(orig, syn, known, synthesised, radius, percentage, False, interval == "closed")
+    np.testing.assert_array_equal(res.c[:, 0], c)
+    np.testing.assert_array_equal(res.T[:, 0], t)
+    # the boundary matters: the other interval type gives other counts on these data
+    other = brute_force(orig, syn, known, synthesised, radius, percentage, False, interval == "open")[0]
+    assert not np.array_equal(other, c)
+
+
+@pytest.mark.parametrize("d", [3, 4])
+def test_euclidean_in_three_and_four_dimensions_matches_brute_force(d):
+    rng = np.random.default_rng(d)
+    orig, syn = _grid_frames(rng, 200, d)
+    cont = [f"v{k}" for k in range(d)]
+    radius = dict.fromkeys(cont, 0.5)
+    res = identification_risk(orig, [syn], ["key", "v0"], cont[1:], radius, euclidean=True)
+    c, t = brute_force(orig, syn, ["key", "v0"], cont[1:], radius, True, True, False)
+    np.testing.assert_array_equal(res.c[:, 0], c)
+    np.testing.assert_array_equal(res.T[:, 0], t)
+
+
+def _brute_counts(pg, pos, qg, a, b):
+    inside = pg[None, :] == qg[:, None]
+    for k in range(pos.shape[1]):
+        inside &= (pos[None, :, k] >= a[:, None, k]) & (pos[None, :, k] < b[:, None, k])
+    return inside.sum(axis=1)
+
+
+def test_3d_kernel_with_blocks_matches_brute_force():
+    """Blocks (as the four-dimensional levels pass them), empty boxes, empty and full ranges."""
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        n, q, g = int(rng.integers(0, 90)), int(rng.integers(0, 90)), int(rng.integers(1, 5))
+        m = n + 1
+        pos = np.column_stack([rng.permutation(n) for _ in range(3)]).reshape(n, 3).astype(np.int64)
+        pg = rng.integers(0, g, n)
+        qg = rng.integers(0, g + 1, q)  # block g has no points
+        a = rng.integers(0, m, (q, 3))
+        b = np.maximum(a, rng.integers(0, m, (q, 3)))
+        b[: q // 4] = n  # whole ranges
+        got = _count_3d(pg, pos, qg, a, b, m)
+        np.testing.assert_array_equal(got, _brute_counts(pg, pos, qg, a, b))
+
+
+def test_3d_counts_of_many_levels_match_brute_force():
+    """A few thousand points with tied values: many merge levels and chunk boundaries."""
+    rng = np.random.default_rng(1)
+    n, q = 3000, 2500
+    groups = rng.integers(0, 3, n)
+    pts = np.round(rng.normal(size=(n, 3)), 1)
+    idx = BoxIndex(groups, pts, 3)
+    qg = rng.integers(0, 3, q)
+    centre = np.round(rng.normal(size=(q, 3)), 1)
+    lo, hi = centre - 0.5, centre + 0.5
+    visit = [query_visit_order(qg, centre[:, k], 3) for k in range(3)]
+    got = idx.count(*idx.bounds(qg, lo, hi, False, visit))
+    inside = groups[None, :] == qg[:, None]
+    for k in range(3):
+        inside &= (pts[None, :, k] > lo[:, None, k]) & (pts[None, :, k] < hi[:, None, k])
+    np.testing.assert_array_equal(got, inside.sum(axis=1))
