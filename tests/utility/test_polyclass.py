@@ -1,11 +1,110 @@
-"""The polyclass port beyond the R references: its fit is the maximum-likelihood fit of its basis,
-its Rao statistic is the score test, and it finds a planted knot."""
+"""The polyclass port against R's own polyclass (its console trace, model and propensities) on
+13 data sets, and checks that need no R: the LINPACK port, the fit, the Rao statistic."""
 
 from __future__ import annotations
 
-import numpy as np
+import json
+import re
+from functools import cache
 
-from pipeline.utility.polyclass import Basis, Space, _Fit, _rao, design, pnewton, polyclass, probability1
+import numpy as np
+import pandas as pd
+import pytest
+from reference import reference_path
+
+from pipeline.utility.polyclass import (
+    REDUCED,
+    STEP_HALF,
+    Basis,
+    Space,
+    _Fit,
+    _rao,
+    _sym_inverse,
+    _sym_solve,
+    design,
+    pnewton,
+    polyclass,
+    probability1,
+)
+
+
+@cache
+def _traces() -> dict[str, dict]:
+    doc = json.loads(reference_path("polyclass/polyclass_traces.json").read_text(encoding="utf-8"))
+    return {case["case_id"]: case for case in doc["cases"]}
+
+
+def _case_data(case: dict) -> tuple[np.ndarray, np.ndarray]:
+    d = pd.read_csv(reference_path(case["data"]))
+    return d.iloc[:, 0].to_numpy(float), d.iloc[:, 1:].to_numpy(float)
+
+
+def _r_trace(lines: list[str]) -> list[str]:
+    """R's console lines as the port records them: fits as ``dim AIC log-likelihood``."""
+    out = []
+    for line in lines:
+        if re.match(r"^ *\d+ ", line):
+            out.append(line[:25])
+        elif line.startswith(("   add:", "remove:")) or line in (STEP_HALF, REDUCED):
+            out.append(line)
+    return out
+
+
+def _r_basis(fcts: dict, ncov: int) -> list[Basis]:
+    """polyclass's ``fcts`` rows (1-based covariates and knot ranks, NA = none) as basis functions."""
+    out = [Basis(ncov, -1, ncov, -1)]
+    rows = list(zip(fcts["dim1"], fcts["knot1"], fcts["dim2"], fcts["knot2"], strict=True))[1:]
+    for d1, k1, d2, k2 in rows:
+        t1 = -1 if k1 is None else int(k1) - 1
+        b2, t2 = (ncov, -1) if d2 is None else (int(d2) - 1, -1 if k2 is None else int(k2) - 1)
+        out.append(Basis(int(d1) - 1, t1, b2, t2))
+    return out
+
+
+@pytest.mark.parametrize("case_id", sorted(_traces()))
+def test_same_search_model_and_propensities_as_r(case_id: str) -> None:
+    """Every fit, addition (with its Rao statistic), removal (Wald) and message of R's search,
+    then the same model: the port's arithmetic selects the same rounding-noise candidates."""
+    case = _traces()[case_id]
+    t, x = _case_data(case)
+    fit = polyclass(t, x)
+    assert list(fit.trace) == _r_trace(case["trace"])
+    assert fit.ndim == case["ndim"]
+    assert fit.space.basis == _r_basis(case["fcts"], x.shape[1])
+    np.testing.assert_allclose(fit.space.beta, case["fcts"]["beta"], rtol=1e-12, atol=1e-300)
+    for got, want in zip(fit.space.knots, case["knots"], strict=True):
+        assert got == [k for k in want[1 : int(want[0]) + 1]]
+    p = fit.prob1(x)
+    np.testing.assert_allclose(p[:20], case["prob_first20"], rtol=0, atol=1e-14)
+    assert np.sum((p - 0.5) ** 2) == pytest.approx(case["prob_sum_sq_dev_0.5"], rel=1e-12)
+
+
+def test_a_failed_refit_and_deletion_from_its_state() -> None:
+    """r05: a degenerate addition fails, the previous model's refit fails too, and R deletes from
+    that failed state (its coefficients, its working matrix) — the final model is the deletion's."""
+    case = _traces()["r05"]
+    assert case["trace"].count(STEP_HALF) == 4 and REDUCED in case["trace"]
+    assert any(line.startswith("remove:") for line in case["trace"])
+    t, x = _case_data(case)
+    assert polyclass(t, x).messages == (STEP_HALF,) * 4 + (REDUCED,)
+
+
+def test_linpack_inverse_and_solve() -> None:
+    """Bunch–Kaufman inverse and solve agree with LAPACK on definite and indefinite matrices
+    (indefinite ones take 2x2 pivots and interchanges)."""
+    rng = np.random.default_rng(5)
+    for n, shift in [(1, 0.0), (2, 0.0), (5, -20.0), (7, 0.0), (12, 0.0), (12, 30.0)]:
+        a = rng.normal(size=(n, n))
+        m = (a + a.T) / 2 + shift * np.eye(n)
+        if n > 1:
+            m[0, 0] = m[1, 1] = 1e-3  # small diagonal: forces pivoting
+        np.testing.assert_allclose(_sym_inverse(m), np.linalg.inv(m), rtol=1e-9, atol=1e-9)
+        b = rng.normal(size=n)
+        x, ok = _sym_solve(m, b)
+        assert ok
+        np.testing.assert_allclose(x, np.linalg.solve(m, b), rtol=1e-9, atol=1e-9)
+    x, ok = _sym_solve(np.zeros((1, 1)), np.array([2.0]))
+    assert not ok and x[0] == 2.0  # singular: LINPACK's info != 0, right-hand side untouched
 
 
 def _data(n: int = 1500, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -33,12 +132,10 @@ def test_fit_is_the_maximum_likelihood_fit_of_its_basis() -> None:
     fit = polyclass(t, x)
     x32 = x.astype(np.float32).astype(float)
     b = design(x32, fit.space)
-    _, best = _newton_mle(b, t == 0)
-    # penalty 0 selects the largest log-likelihood; pnewton stops when it gains less than 1e-4
-    assert best - 1e-4 <= max(fit.loglik_path) <= best + 1e-9
-    p = probability1(fit.space, x32)
-    beta, _ = _newton_mle(b, t == 0)
-    np.testing.assert_allclose(p, 1 / (1 + np.exp(b @ beta)), atol=1e-3)
+    beta, best = _newton_mle(b, t == 0)
+    # pnewton stops when the log-likelihood gains less than 1e-4
+    assert best - 1e-4 <= fit.loglik <= best + 1e-9
+    np.testing.assert_allclose(probability1(fit.space, x32), 1 / (1 + np.exp(b @ beta)), atol=1e-3)
 
 
 def test_rao_statistic_is_the_score_test() -> None:
@@ -49,8 +146,7 @@ def test_rao_statistic_is_the_score_test() -> None:
     space.dim1[0] = 1
     fit = _Fit(x, t == 0)
     pnewton(fit, space)
-    candidate = Basis(1, -1, 3, -1)
-    got = _rao(fit, space, candidate)
+    got = _rao(fit.bmat, x[:, 1], fit.y0, fit.p0, -fit.w3[:2, :2])
     # score test with the augmented information at the restricted fit
     bmat = np.column_stack([design(x, space), x[:, 1]])
     p0 = fit.p0
@@ -59,8 +155,8 @@ def test_rao_statistic_is_the_score_test() -> None:
     expected = g[-1] ** 2 * np.linalg.inv(info)[-1, -1]
     assert got > 0
     assert abs(got - expected) < 1e-6 * max(1.0, expected)
-    # a repeated column is in the span of the model: 0, not rounding noise
-    assert _rao(fit, space, Basis(0, -1, 3, -1)) == 0.0
+    # an identically zero candidate has variance exactly 0: statistic 0, never selected
+    assert _rao(fit.bmat, np.zeros(len(t)), fit.y0, fit.p0, -fit.w3[:2, :2]) == 0.0
 
 
 def test_finds_the_planted_structure() -> None:
