@@ -21,6 +21,7 @@ import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,17 +37,17 @@ from pipeline.utility.design import Design, Predictor, n_params
 from pipeline.utility.glm import (
     IRLS,
     LABEL,
-    WEIGHT,
+    CodedRecords,
     LogitFit,
     ModelSpec,
     combine_passes,
-    compress_records,
     logit_pass,
     null_deviance,
+    single_threaded_blas,
 )
 from pipeline.utility.params import UtilityGenParams, check_unsynthesised, compared_variables
 from pipeline.utility.prepare import GenPlan, build_plan
-from pipeline.utility.scores import propensity_stats
+from pipeline.utility.scores import ScoreSummary, ScoreTable, propensity_stats, rank_bucket, score_statistics
 
 GEN_STATS = ("pMSE", "S_pMSE", "pMSEExp", "df", "SPECKS", "S_SPECKS", "PO50", "S_PO50", "U", "S_U")
 
@@ -114,45 +115,53 @@ def _draw_labels(spec: tuple, n: int, t: np.ndarray) -> np.ndarray:
     return rng.integers(0, 2, size=n).astype(float)
 
 
-def _aggregate(stacked: pd.DataFrame) -> pd.DataFrame:
-    """Unique records with their counts in ``__w__`` (synthpop's ``aggregate = TRUE``)."""
-    cols = list(stacked.columns)
-    grouped = stacked.groupby(cols, sort=True, dropna=False).size()
-    out = grouped.reset_index(name=WEIGHT)
-    return out
+def _stack_coded(a: CodedRecords, b: CodedRecords, comp: Comparison, settings: ModelSettings) -> CodedRecords:
+    """The records of ``a`` (labelled 1) above those of ``b`` (0), relabelled, merged or aggregated."""
+    t = np.concatenate([np.ones(len(a)), np.zeros(len(b))])
+    if comp.labels is not None:
+        t = _draw_labels(comp.labels, len(t), t)
+    rec = CodedRecords.concat([a, b]).with_labels(t)
+    if settings.aggregate:
+        # synthpop's aggregate = TRUE: the distinct records, their counts as prior weights
+        merged = rec.compressed(max_ratio=1.0)
+        return CodedRecords(merged.codes, merged.values, merged.y, None, merged.freq)
+    return rec.compressed() if settings.compress else rec
 
 
 def fit_comparison_local(
     plan: GenPlan,
-    prep_a: pd.DataFrame,
-    prep_b: pd.DataFrame,
+    prep_a: pd.DataFrame | CodedRecords,
+    prep_b: pd.DataFrame | CodedRecords,
     comp: Comparison,
     settings: ModelSettings,
 ) -> dict[str, Any]:
-    """Fit one propensity model in memory and return its statistics and model summary."""
-    stacked = _stack(prep_a, prep_b)
-    n_a, n_total = len(prep_a), len(stacked)
+    """Fit one propensity model in memory and return its statistics and model summary.
+
+    ``prep_a`` and ``prep_b`` are the data sets as :meth:`GenPlan.coded` (logit) or
+    :meth:`GenPlan.encode` (CART) give them.
+    """
+    n_a, n_total = len(prep_a), len(prep_a) + len(prep_b)
     c = 0.5 if settings.k_syn else n_a / n_total
-    if comp.labels is not None:
-        stacked[LABEL] = _draw_labels(comp.labels, n_total, stacked[LABEL].to_numpy())
     if settings.method == "logit":
         spec = model_spec(plan, comp.a, comp.b, settings.maxorder)
-        if settings.aggregate:
-            frame = _aggregate(stacked)
-        elif settings.compress:
-            frame = compress_records(stacked)
-        else:
-            frame = stacked
+        rec = _stack_coded(prep_a, prep_b, comp, settings)
         state = IRLS(spec.design.n_columns, maxit=settings.maxit)
-        while True:
-            mode, beta, kept = state.request()
-            res = logit_pass(frame, spec, mode, beta, kept)
-            if mode == "scores":
-                break
-            state.feed(res)
-        fit = _logit_fit(spec, state, res)
+        with single_threaded_blas():
+            while True:
+                mode, beta, kept = state.request()
+                res = logit_pass(rec, spec, mode, beta, kept)
+                if mode == "scores":
+                    break
+                state.feed(res)
+        w = res["w"] if res["w"] is not None else np.ones(len(res["mu"]))
+        w1 = float(np.sum(w[res["y"] == 1]))
+        fit = _logit_fit(spec, state, res["dev"], null_deviance(w1, float(np.sum(w)) - w1), res["mu_min"],
+                         res["mu_max"])  # fmt: skip
         stats = propensity_stats(res["mu"], res["y"], c, res["w"])
         return {"stats": stats, "fit": fit, "n": n_total}
+    stacked = _stack(prep_a, prep_b)
+    if comp.labels is not None:
+        stacked[LABEL] = _draw_labels(comp.labels, n_total, stacked[LABEL].to_numpy())
     x, ncat = _tree_matrix(plan, stacked, comp.a, comp.b)
     tree = fit_rpart(
         x,
@@ -182,20 +191,19 @@ def _tree_matrix(plan: GenPlan, stacked: pd.DataFrame, a: int, b: int) -> tuple[
     return np.column_stack(cols), np.asarray(ncat, dtype=np.int64)
 
 
-def _logit_fit(spec: ModelSpec, state: IRLS, scores: dict[str, Any]) -> LogitFit:
-    w = scores["w"] if scores["w"] is not None else np.ones(len(scores["mu"]))
+def _logit_fit(spec: ModelSpec, state: IRLS, dev: float, null_dev: float, mu_min: float, mu_max: float) -> LogitFit:
     # R warns only within 10 * eps of 0 or 1; after R's convergence rule a separated model stops
     # around |eta| ~ 25, so any probability within 1e-8 of 0 or 1 is reported as separation
     extreme = 1e-8
     return LogitFit(
         names=spec.design.names,
         coefficients=state.coefficients(),
-        deviance=float(scores["dev"]),
-        null_deviance=null_deviance(scores["y"].astype(float), w),
+        deviance=float(dev),
+        null_deviance=null_dev,
         iter=state.iteration,
         converged=state.converged,
         rank=len(state.kept),
-        fitted_extreme=bool(scores["mu_max"] > 1 - extreme or scores["mu_min"] < extreme),
+        fitted_extreme=bool(mu_max > 1 - extreme or mu_min < extreme),
     )
 
 
@@ -215,17 +223,41 @@ def _partition_labels(comp: Comparison, lengths: np.ndarray, n_a: int) -> list[t
     return [("perm", child, int(k)) for child, k in zip(children[1:], ones, strict=True)]
 
 
-def _stacked_part(part: pd.DataFrame, label: float, plan: GenPlan, compress: bool) -> pd.DataFrame:
-    """One partition of a data set, prepared, labelled (1 synthetic, 0 original), optionally merged."""
-    out = plan.encode(part).assign(**{LABEL: label})
-    return compress_records(out) if compress else out
+def _coded_part(part: pd.DataFrame, plan: GenPlan, compress: bool) -> CodedRecords:
+    """One partition of a data set, coded for the logit kernels, its identical records optionally merged."""
+    rec = plan.coded(part)
+    return rec.compressed() if compress else rec
 
 
 def _labelled_pass(
-    part: pd.DataFrame, label_spec: Any, spec: ModelSpec, mode: str, beta: np.ndarray | None, kept: np.ndarray | None
+    part: CodedRecords, label_spec: Any, spec: ModelSpec, mode: str, beta: np.ndarray | None, kept: np.ndarray | None
 ) -> dict[str, Any]:
     """:func:`~pipeline.utility.glm.logit_pass` with the partition's labels first (its per-partition argument)."""
     return logit_pass(part, spec, mode, beta, kept, label_spec)
+
+
+def _score_part(
+    part: CodedRecords, label_spec: Any, spec: ModelSpec, beta: np.ndarray, kept: np.ndarray, c: float
+) -> tuple[ScoreTable, float]:
+    """The scores of a partition grouped by value (kept on its worker) and its deviance."""
+    res = logit_pass(part, spec, "scores", beta, kept, label_spec)
+    return ScoreTable.from_scores(res["mu"], res["y"], c, res["w"]), res["dev"]
+
+
+def _summarise(part: tuple[ScoreTable, float]) -> tuple[ScoreSummary, float]:
+    return ScoreSummary.of([part[0]]), part[1]
+
+
+def _merge_summaries(parts: Sequence[tuple[ScoreSummary, float]]) -> tuple[ScoreSummary, float]:
+    return ScoreSummary.merge([p[0] for p in parts]), float(np.sum([p[1] for p in parts]))
+
+
+def _bucket_of(part: tuple[ScoreTable, float], splitters: np.ndarray, b: int) -> ScoreTable:
+    return part[0].bucket(splitters, b)
+
+
+#: records per bucket when the scores are ranked on the workers
+BUCKET_RECORDS = 2_000_000
 
 
 @dataclass
@@ -238,7 +270,7 @@ class _RoundsFit:
     spec: ModelSpec
     state: IRLS
     n_a: int
-    scores: dict[str, Any] | None = None
+    n: int
 
 
 def fit_comparisons_by_rounds(
@@ -246,52 +278,72 @@ def fit_comparisons_by_rounds(
 ) -> list[dict[str, Any]]:
     """Logit fits of several comparisons on partitioned data, their IRLS passes computed together.
 
-    The stacked records of each comparison (the partitions of set ``a`` labelled 1, then those
-    of set ``b`` labelled 0; identical records merged per partition unless the labels are
-    redrawn) are prepared once and kept on the cluster; each round asks every unfinished fit
-    for its next pass and computes all of them in one go.
+    Every data set is coded once per partition (identical records merged per partition unless
+    labels are redrawn) and kept on the cluster; a comparison reads the partitions of set
+    ``a`` labelled 1 and those of set ``b`` labelled 0.  Each round asks every unfinished fit
+    for its next pass and computes all of them in one go.  The scores never leave the
+    workers: the last pass groups them by value per partition, and SPECKS and U are ranked per
+    bucket of scores on the workers (:mod:`pipeline.utility.scores`).
     """
     raw = [executor.partitions(f) for f in data.frames]
-    stacked: dict[tuple[int, int, bool], list[Any]] = {}
+    coded: dict[tuple[int, bool], list[Any]] = {}
     for comp in comps:
-        key = (comp.a, comp.b, comp.labels is None and settings.compress)
-        if key not in stacked:
-            labels = [(1.0,)] * len(raw[comp.a]) + [(0.0,)] * len(raw[comp.b])
-            stacked[key] = executor.map_partitions(raw[comp.a] + raw[comp.b], _stacked_part, labels, plan, key[2])
-    keys = list(stacked)
-    lengths = dict(zip(keys, executor.compute(*[executor.map_combine(stacked[k], len, list) for k in keys]),
-                       strict=True))  # fmt: skip
+        for j in (comp.a, comp.b):
+            key = (j, comp.labels is None and settings.compress)
+            if key not in coded:
+                coded[key] = executor.map_partitions(raw[j], _coded_part, None, plan, key[1])
+    perm_sets = sorted({j for c in comps if c.labels is not None for j in (c.a, c.b)})
+    lengths = dict(zip(perm_sets, executor.compute(*[executor.map_combine(coded[(j, False)], len, list)
+                                                      for j in perm_sets]), strict=True))  # fmt: skip
     fits = []
     for comp in comps:
-        key = (comp.a, comp.b, comp.labels is None and settings.compress)
-        n_a = plan.n_rows[comp.a]
+        merge = comp.labels is None and settings.compress
+        parts = coded[(comp.a, merge)] + coded[(comp.b, merge)]
+        n_a, n = plan.n_rows[comp.a], plan.n_rows[comp.a] + plan.n_rows[comp.b]
+        if comp.labels is None:
+            labels = [(1.0,)] * len(coded[(comp.a, merge)]) + [(0.0,)] * len(coded[(comp.b, merge)])
+        else:
+            part_lengths = np.asarray(list(lengths[comp.a]) + list(lengths[comp.b]), dtype=np.int64)
+            labels = [(lab,) for lab in _partition_labels(comp, part_lengths, n_a)]
         spec = model_spec(plan, comp.a, comp.b, settings.maxorder)
-        labels = _partition_labels(comp, np.asarray(lengths[key], dtype=np.int64), n_a)
-        fits.append(_RoundsFit(comp, stacked[key], [(lab,) for lab in labels], spec,
-                               IRLS(spec.design.n_columns, maxit=settings.maxit), n_a))  # fmt: skip
-    while active := [f for f in fits if f.scores is None]:
+        fits.append(_RoundsFit(comp, parts, labels, spec, IRLS(spec.design.n_columns, maxit=settings.maxit), n_a, n))
+    while active := [f for f in fits if not f.state.finished]:
         requests = [f.state.request() for f in active]
         rounds = [
             executor.map_combine(f.parts, _labelled_pass, combine_passes, f.labels, f.spec, *request)
             for f, request in zip(active, requests, strict=True)
         ]
-        for f, (mode, _, _), res in zip(active, requests, executor.compute(*rounds), strict=True):
-            if mode == "scores":
-                f.scores = res
-            else:
+        with single_threaded_blas():
+            for f, res in zip(active, executor.compute(*rounds), strict=True):
                 f.state.feed(res)
+    return _score_by_buckets(fits, settings, executor)
+
+
+def _score_by_buckets(fits: Sequence[_RoundsFit], settings: ModelSettings, executor: Executor) -> list[dict[str, Any]]:
+    """Statistics of the converged fits: scores grouped per partition, ranked per bucket of scores."""
+    cs = [0.5 if settings.k_syn else f.n_a / f.n for f in fits]
+    tables = [
+        executor.map_partitions(f.parts, _score_part, f.labels, f.spec, f.state.beta, f.state.kept, c)
+        for f, c in zip(fits, cs, strict=True)
+    ]
+    summaries = executor.compute(*[executor.map_combine(t, _summarise, _merge_summaries) for t in tables])
+    jobs, splits = [], []
+    for f, t, (summary, _) in zip(fits, tables, summaries, strict=True):
+        split = summary.splitters(min(len(f.parts), max(1, round(f.n / BUCKET_RECORDS))))
+        rank = partial(rank_bucket, nx=summary.nx, ny=summary.ny)
+        jobs += [executor.map_combine(t, _bucket_of, rank, None, split, b) for b in range(len(split) + 1)]
+        splits.append(len(split) + 1)
+    ranked = iter(executor.compute(*jobs))
     out = []
-    for f in fits:
-        res = f.scores
-        n = round(res["n"])
-        c = 0.5 if settings.k_syn else f.n_a / n
-        stats = propensity_stats(res["mu"], res["y"], c, res["w"])
-        out.append({"stats": stats, "fit": _logit_fit(f.spec, f.state, res), "n": n})
+    for f, (summary, dev), k in zip(fits, summaries, splits, strict=True):
+        buckets = [next(ranked) for _ in range(k)]
+        fit = _logit_fit(f.spec, f.state, dev, null_deviance(summary.nx, summary.ny), summary.lo, summary.hi)
+        out.append({"stats": score_statistics(summary, buckets), "fit": fit, "n": f.n})
     return out
 
 
 def _fit_in_memory(
-    plan: GenPlan, prepared: Sequence[pd.DataFrame], settings: ModelSettings, comp: Comparison
+    plan: GenPlan, prepared: Sequence[pd.DataFrame | CodedRecords], settings: ModelSettings, comp: Comparison
 ) -> dict[str, Any]:
     return fit_comparison_local(plan, prepared[comp.a], prepared[comp.b], comp, settings)
 
@@ -468,7 +520,8 @@ def evaluate_gen(params: UtilityGenParams, data: EvalData, executor: Executor) -
     if executor.is_lazy(data) and params.method == "logit" and not params.aggregate:
         results = fit_comparisons_by_rounds(plan, data, comps, settings, executor)
     else:
-        prepared = [plan.encode(f) for f in executor.collect(data).frames]
+        code = plan.coded if params.method == "logit" else plan.encode
+        prepared = [code(f) for f in executor.collect(data).frames]
         results = executor.map_tasks(_fit_in_memory, [(c,) for c in comps], (plan, prepared, settings))
     return _assemble(plan, comps, results, settings, params.null_method, bool(unsyn), unsyn, notes, data.m,
                      plan.n_rows[0], params.nperms, params.seed)  # fmt: skip

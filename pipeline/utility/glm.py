@@ -23,21 +23,33 @@ are summed:
   equations); if ``X'WX`` is not numerically positive definite (separation), that pass is
   redone with the QR form.
 
-``predicted probabilities`` are ``linkinv(X beta)`` with ``eta`` accumulated column by
-column, so identical records get identical scores whatever the partition (ties matter for
-SPECKS and U).
+The records reach the kernels as integer level codes and numeric values
+(:class:`CodedRecords`); the ``gram`` and ``scores`` passes are one compiled loop that expands
+each record's design row from its codes (its non-zero entries only: a factor contributes one
+contrast row, a term the products of its variables' entries) and adds its weighted outer
+product, so no design matrix is built.  Identical records may be merged first, with their
+number as a frequency weight (:meth:`CodedRecords.compressed`: exact, decided by one hashing
+pass that stops as soon as merging cannot pay).
+
+Predicted probabilities are ``linkinv(X beta)`` with ``eta`` accumulated over a row's entries
+in column order, so identical records get identical scores whatever the partition (ties
+matter for SPECKS and U).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from functools import cache, cached_property
 from typing import Any
 
+import numba as nb
 import numpy as np
 import pandas as pd
 import scipy.linalg as sla
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from pipeline.utility.design import Design
 
@@ -52,38 +64,139 @@ CHUNK_ROWS = 65_536
 # ---------------------------------------------------------------------------------------------
 # R's binomial family with logit link (src/library/stats/src/family.c)
 # ---------------------------------------------------------------------------------------------
-def linkinv(eta: np.ndarray) -> np.ndarray:
-    tmp = np.where(eta < -THRESH, EPS, np.where(eta > THRESH, 1 / EPS, np.exp(np.clip(eta, -THRESH, THRESH))))
-    return tmp / (1 + tmp)
-
-
 def mu_eta(eta: np.ndarray) -> np.ndarray:
     e = np.exp(np.clip(eta, -THRESH, THRESH))
     out = e / ((1 + e) * (1 + e))
     return np.where((eta > THRESH) | (eta < -THRESH), EPS, out)
 
 
-def linkfun(mu: np.ndarray) -> np.ndarray:
-    return np.log(mu / (1 - mu))
+@cache
+def _blas_controller() -> ThreadpoolController:
+    return ThreadpoolController()
 
 
-def dev_resids(y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
-    """Binomial deviance residuals for 0/1 responses (``y log(y/mu)`` is 0 when y = 0)."""
-    return 2 * wt * np.where(y > 0, -np.log(mu), -np.log(1 - mu))
+@contextmanager
+def single_threaded_blas() -> Iterator[None]:
+    """The BLAS on one thread: the matrices of a fit are small, and one Dask task runs per core
+    (a multi-threaded BLAS only spins against the other tasks)."""
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        yield
 
 
 # ---------------------------------------------------------------------------------------------
-# model specification and the partition kernel
+# the records a kernel reads, and the model specification
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class CodedRecords:
+    """Stacked records as the IRLS kernels read them (one partition, or all records in memory).
+
+    Attributes
+    ----------
+    codes : ndarray
+        ``(n, factors)`` int32: the level code of each factor predictor, in predictor order
+        (codes of the prepared data; a :class:`ModelSpec` maps them to the stacked levels).
+    values : ndarray
+        ``(n, numerics)`` float64: the numeric predictors, in predictor order.
+    y : ndarray or None
+        The response (1 synthetic, 0 original); ``None`` when a pass is given the labels
+        (the records of one data set, labelled by the comparison they are in).
+    freq : ndarray or None
+        Number of identical records merged into each (``None``: 1).
+    prior : ndarray or None
+        R's prior weights (synthpop's ``aggregate``; ``None``: 1).
+    """
+
+    codes: np.ndarray
+    values: np.ndarray
+    y: np.ndarray | None = None
+    freq: np.ndarray | None = None
+    prior: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self.codes.shape[0]
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        """Record weights of the scores (prior times frequency), ``None`` when every record counts once."""
+        if self.freq is None and self.prior is None:
+            return None
+        if self.freq is None or self.prior is None:
+            return self.freq if self.prior is None else self.prior
+        return self.freq * self.prior
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, spec: ModelSpec) -> CodedRecords:
+        """The records of a frame with the predictors of ``spec`` (level codes or values), ``__t__``
+        and optionally ``__w__`` (prior) and ``__f__`` (frequency) columns."""
+        n = len(frame)
+        fac = [c for c, lk in zip(spec.columns, spec.lookups, strict=True) if lk is not None]
+        num = [c for c, lk in zip(spec.columns, spec.lookups, strict=True) if lk is None]
+        codes = np.empty((n, len(fac)), dtype=np.int32)
+        for j, c in enumerate(fac):
+            codes[:, j] = frame[c].to_numpy()
+        values = np.empty((n, len(num)), dtype=np.float64)
+        for j, c in enumerate(num):
+            values[:, j] = frame[c].to_numpy(dtype=float)
+        optional = [frame[c].to_numpy(dtype=float) if c in frame.columns else None for c in (FREQ, WEIGHT)]
+        return cls(codes, values, frame[LABEL].to_numpy(dtype=float), *optional)
+
+    def with_labels(self, y: np.ndarray) -> CodedRecords:
+        return replace(self, y=np.asarray(y, dtype=float))
+
+    def compressed(self, max_ratio: float = 0.5) -> CodedRecords:
+        """Identical records (predictors, response and prior weight) merged, their number in ``freq``.
+
+        Identical records have identical scores and contributions, so the fit on the distinct
+        records with frequency weights follows exactly the same iterates (only the order of the
+        floating-point sums changes).  The records are hashed and counted in one linear pass that
+        stops as soon as more than ``max_ratio`` of them are distinct: then nothing is merged
+        (real data with a continuous variable), at the cost of about half a pass.
+        """
+        n = len(self)
+        if n == 0 or self.freq is not None:
+            return self
+        keys = np.empty((n, 2), dtype=np.float64)
+        keys[:, 0] = 0.0 if self.y is None else self.y
+        keys[:, 1] = 1.0 if self.prior is None else self.prior
+        group, first, n_groups = _distinct_rows(self.codes, self.values, keys, int(max_ratio * n))
+        if n_groups < 0:
+            return self
+        freq = np.bincount(group, minlength=n_groups).astype(float)
+        return CodedRecords(
+            np.ascontiguousarray(self.codes[first]),
+            np.ascontiguousarray(self.values[first]),
+            None if self.y is None else self.y[first],
+            freq,
+            None if self.prior is None else self.prior[first],
+        )
+
+    @staticmethod
+    def concat(parts: Sequence[CodedRecords]) -> CodedRecords:
+        """Records of several parts, stacked in order."""
+
+        def cat(get: Any) -> np.ndarray | None:
+            if all(get(p) is None for p in parts):
+                return None
+            return np.concatenate([np.ones(len(p)) if get(p) is None else get(p) for p in parts])
+
+        return CodedRecords(
+            np.concatenate([p.codes for p in parts]),
+            np.concatenate([p.values for p in parts]),
+            None if any(p.y is None for p in parts) else np.concatenate([p.y for p in parts]),
+            cat(lambda p: p.freq),
+            cat(lambda p: p.prior),
+        )
+
+
+@dataclass(frozen=True)
 class ModelSpec:
-    """What a kernel needs to build design rows from a prepared partition.
+    """What a kernel needs to build design rows from coded records.
 
     Attributes
     ----------
     design : Design
     columns : tuple of str
-        Column of the partition holding each predictor.
+        Column of a prepared frame holding each predictor (:meth:`CodedRecords.from_frame`).
     lookups : tuple
         For a factor predictor, an int array mapping the prepared (global) level code to the
         level index in the stacked data; ``None`` for numeric predictors.
@@ -93,22 +206,76 @@ class ModelSpec:
     columns: tuple[str, ...]
     lookups: tuple[np.ndarray | None, ...]
 
-    def matrix(self, part: pd.DataFrame, start: int, stop: int) -> np.ndarray:
+    @cached_property
+    def layout(self) -> tuple[np.ndarray, ...]:
+        """The design as flat arrays for the compiled kernels (see :func:`_expand_row`)."""
+        preds = self.design.predictors
+        info = np.zeros((len(preds), 4), dtype=np.int64)
+        lookup, levptr, cidx, cval, ncols, vptr = [], [0], [], [], [], [0]
+        n_fac = n_num = 0
+        for v, (p, lk) in enumerate(zip(preds, self.lookups, strict=True)):
+            contrast, names = p.basis()
+            ncols.append(len(names))
+            if contrast is None:
+                info[v] = (0, n_num, 0, 0)
+                n_num += 1
+                vptr.append(vptr[-1] + 1)
+                continue
+            info[v] = (1, n_fac, len(lookup), len(levptr) - 1)
+            n_fac += 1
+            lookup.extend(np.asarray(lk, dtype=np.int64).tolist())
+            for row in contrast:
+                nz = np.flatnonzero(row)
+                cidx.extend(nz.tolist())
+                cval.extend(row[nz].tolist())
+                levptr.append(len(cidx))
+            vptr.append(vptr[-1] + max(int(np.count_nonzero(contrast, axis=1).max(initial=0)), 1))
+        terms = self.design.terms
+        tptr = np.cumsum([0] + [len(t) for t in terms])
+        tvars = np.array([v for t in terms for v in t], dtype=np.int64)
+        tstart = np.array([start for start, _ in self.design.blocks], dtype=np.int64)
+        max_row = 1 + sum(int(np.prod([vptr[v + 1] - vptr[v] for v in t])) for t in terms)
+        return (
+            info,
+            np.asarray(lookup, dtype=np.int64),
+            np.asarray(levptr, dtype=np.int64),
+            np.asarray(cidx, dtype=np.int64),
+            np.asarray(cval, dtype=np.float64),
+            np.asarray(ncols, dtype=np.int64),
+            np.asarray(vptr, dtype=np.int64),
+            tptr.astype(np.int64),
+            tvars,
+            tstart,
+            np.array([max_row, max(len(t) for t in terms) if terms else 1], dtype=np.int64),
+        )
+
+    def matrix(self, part: CodedRecords, start: int, stop: int) -> np.ndarray:
+        """The model matrix (Fortran order) of records ``start:stop``."""
         cols = []
-        for name, lookup in zip(self.columns, self.lookups, strict=True):
-            values = part[name].to_numpy()[start:stop]
-            cols.append(values if lookup is None else lookup[values])
+        i_fac = i_num = 0
+        for lookup in self.lookups:
+            if lookup is None:
+                cols.append(part.values[start:stop, i_num])
+                i_num += 1
+            else:
+                cols.append(lookup[part.codes[start:stop, i_fac]])
+                i_fac += 1
         return self.design.matrix(cols)
 
 
-def draw_labels(label_spec: Any, n: int, default: np.ndarray) -> np.ndarray:
+def draw_labels(label_spec: Any, n: int, default: np.ndarray | None) -> np.ndarray:
     """The response of a partition: stored labels, given labels, or a seeded random relabelling.
 
-    ``label_spec`` is ``None`` (use ``default``), an array, ``("perm", seed_seq, n_ones)`` (a
-    uniformly random choice of ``n_ones`` records labelled 1) or ``("bernoulli", seed_seq)``.
+    ``label_spec`` is ``None`` (use ``default``), a label for every record (float), an array,
+    ``("perm", seed_seq, n_ones)`` (a uniformly random choice of ``n_ones`` records labelled 1)
+    or ``("bernoulli", seed_seq)``.
     """
     if label_spec is None:
+        if default is None:
+            raise ValueError("the records carry no labels and none were given")
         return default
+    if isinstance(label_spec, float):
+        return np.full(n, label_spec)
     if isinstance(label_spec, np.ndarray):
         return label_spec
     kind, seed = label_spec[0], label_spec[1]
@@ -120,35 +287,210 @@ def draw_labels(label_spec: Any, n: int, default: np.ndarray) -> np.ndarray:
     return rng.integers(0, 2, size=n).astype(float)
 
 
-def _eta(x: np.ndarray, beta: np.ndarray) -> np.ndarray:
-    """``x @ beta`` accumulated column by column (identical rows give identical results)."""
-    eta = x[:, 0] * beta[0]
-    for j in range(1, x.shape[1]):
-        if beta[j] != 0.0:
-            eta = eta + x[:, j] * beta[j]
-    return eta
+# ---------------------------------------------------------------------------------------------
+# compiled kernels: duplicate detection, design rows, one IRLS pass
+# ---------------------------------------------------------------------------------------------
+@nb.njit(cache=True, nogil=True)
+def _distinct_rows(codes, values, keys, max_groups):  # pragma: no cover - compiled
+    """Group of every row (identical rows share one), the first row of each group, their number.
 
-
-def compress_records(frame: pd.DataFrame, max_ratio: float = 0.5) -> pd.DataFrame:
-    """Identical records merged, their number in ``__f__`` (exact: every IRLS sum is per record).
-
-    Identical records have identical scores and contributions, so the fit on the distinct
-    records with frequency weights follows exactly the same iterates (only the order of the
-    floating-point sums changes).  The frame is returned unchanged when fewer than
-    ``1 - max_ratio`` of its records would be saved (then ``__f__`` is 1).
+    Open addressing on a 64-bit hash of the row's bits; the number is -1 as soon as there are
+    more than ``max_groups`` distinct rows.
     """
-    if FREQ in frame.columns:
-        return frame
-    counts = frame.groupby(list(frame.columns), sort=False, dropna=False, observed=True).size()
-    if len(counts) > max_ratio * len(frame) or len(frame) == 0:
-        return frame.assign(**{FREQ: 1.0})
-    out = counts.reset_index(name=FREQ)
-    out[FREQ] = out[FREQ].astype(float)
-    return out
+    n = codes.shape[0]
+    size = 1
+    while size < 2 * max(max_groups, 1):
+        size *= 2
+    table = np.full(size, -1, dtype=np.int64)
+    group = np.empty(n, dtype=np.int64)
+    first = np.empty(max_groups, dtype=np.int64)
+    vbits = values.view(np.int64)
+    kbits = keys.view(np.int64)
+    n_groups = 0
+    for i in range(n):
+        h = np.uint64(14695981039346656037)
+        for j in range(codes.shape[1]):
+            h = (h ^ np.uint64(codes[i, j])) * np.uint64(1099511628211)
+        for j in range(vbits.shape[1]):
+            h = (h ^ np.uint64(vbits[i, j])) * np.uint64(1099511628211)
+        for j in range(kbits.shape[1]):
+            h = (h ^ np.uint64(kbits[i, j])) * np.uint64(1099511628211)
+        h ^= h >> np.uint64(29)
+        slot = np.int64(h & np.uint64(size - 1))
+        while True:
+            g = table[slot]
+            if g < 0:
+                if n_groups == max_groups:
+                    return group, first, -1
+                table[slot] = n_groups
+                first[n_groups] = i
+                group[i] = n_groups
+                n_groups += 1
+                break
+            r = first[g]
+            same = True
+            for j in range(codes.shape[1]):
+                if codes[i, j] != codes[r, j]:
+                    same = False
+            for j in range(vbits.shape[1]):
+                if vbits[i, j] != vbits[r, j]:
+                    same = False
+            for j in range(kbits.shape[1]):
+                if kbits[i, j] != kbits[r, j]:
+                    same = False
+            if same:
+                group[i] = g
+                break
+            slot = (slot + 1) & (size - 1)
+    return group, first[:n_groups], n_groups
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _expand_row(i, codes, values, layout, vidx, vval, vcnt, radix, oidx, oval):  # pragma: no cover - compiled
+    """The non-zero entries of design row ``i`` (increasing columns) into ``oidx``/``oval``; their number.
+
+    A factor's entries are its contrast row at the record's stacked level, a numeric's its value
+    (none when 0); a term's entries are the products of its variables' entries (first variable
+    varying fastest, products taken left to right as :meth:`Design.matrix` does).
+    """
+    info, lookup, levptr, cidx, cval, ncols, vptr, tptr, tvars, tstart, _ = layout
+    for v in range(info.shape[0]):
+        base = vptr[v]
+        if info[v, 0] == 1:
+            lev = lookup[info[v, 2] + codes[i, info[v, 1]]]
+            a = levptr[info[v, 3] + lev]
+            b = levptr[info[v, 3] + lev + 1]
+            for e in range(a, b):
+                vidx[base + e - a] = cidx[e]
+                vval[base + e - a] = cval[e]
+            vcnt[v] = b - a
+        else:
+            x = values[i, info[v, 1]]
+            vidx[base] = 0
+            vval[base] = x
+            vcnt[v] = 1 if x != 0.0 else 0
+    oidx[0] = 0
+    oval[0] = 1.0
+    k = 1
+    for t in range(tstart.shape[0]):
+        a = tptr[t]
+        b = tptr[t + 1]
+        empty = False
+        for q in range(a, b):
+            radix[q - a] = 0
+            if vcnt[tvars[q]] == 0:
+                empty = True
+        if empty:
+            continue
+        while True:
+            col = tstart[t]
+            stride = 1
+            val = 1.0
+            for q in range(a, b):
+                v = tvars[q]
+                e = vptr[v] + radix[q - a]
+                col += vidx[e] * stride
+                stride *= ncols[v]
+                val = vval[e] if q == a else val * vval[e]
+            oidx[k] = col
+            oval[k] = val
+            k += 1
+            q = a
+            while q < b:
+                radix[q - a] += 1
+                if radix[q - a] < vcnt[tvars[q]]:
+                    break
+                radix[q - a] = 0
+                q += 1
+            if q == b:
+                break
+    return k
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _linkinv(eta):  # pragma: no cover - compiled
+    if eta < -THRESH:
+        tmp = EPS
+    elif eta > THRESH:
+        tmp = 1 / EPS
+    else:
+        tmp = math.exp(eta)
+    return tmp / (1 + tmp)
+
+
+@nb.njit(cache=True, nogil=True)
+def _pass_kernel(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, eta_out, mu_out):  # pragma: no cover
+    """One IRLS pass over the records; returns the deviance.
+
+    ``beta`` holds the coefficients on every design column (0 for aliased ones; empty: R's
+    starting values), ``pos`` the position of each column among the kept ones (-1: aliased).
+    With ``gram`` the pass adds ``X'WX`` (upper triangle) to ``g`` and ``X'W(z - X beta)``
+    (``X'Wz`` at the start) to ``s``; otherwise it stores eta and the fitted probabilities.
+    ``eta`` is accumulated over the row's non-zero entries in column order, so identical
+    records get identical scores.
+    """
+    n = codes.shape[0]
+    max_row = layout[10][0]
+    vidx = np.empty(layout[6][-1], dtype=np.int64)
+    vval = np.empty(layout[6][-1], dtype=np.float64)
+    vcnt = np.empty(layout[0].shape[0], dtype=np.int64)
+    radix = np.empty(layout[10][1], dtype=np.int64)
+    oidx = np.empty(max_row, dtype=np.int64)
+    oval = np.empty(max_row, dtype=np.float64)
+    kidx = np.empty(max_row, dtype=np.int64)
+    kval = np.empty(max_row, dtype=np.float64)
+    start = beta.shape[0] == 0
+    dev = 0.0
+    for i in range(n):
+        k = _expand_row(i, codes, values, layout, vidx, vval, vcnt, radix, oidx, oval)
+        w0 = 1.0 if prior.shape[0] == 0 else prior[i]
+        f = 1.0 if freq.shape[0] == 0 else freq[i]
+        yi = y[i]
+        if start:
+            mu = (w0 * yi + 0.5) / (w0 + 1)
+            eta = math.log(mu / (1 - mu))
+        else:
+            eta = 0.0
+            for e in range(k):
+                b = beta[oidx[e]]
+                if b != 0.0:
+                    eta += oval[e] * b
+        mu = _linkinv(eta)
+        dev += f * 2 * w0 * (-math.log(mu) if yi > 0 else -math.log(1 - mu))
+        if not gram:
+            eta_out[i] = eta
+            mu_out[i] = mu
+            continue
+        if eta > THRESH or eta < -THRESH:
+            me = EPS
+        else:
+            ex = math.exp(eta)
+            me = ex / ((1 + ex) * (1 + ex))
+        ww = f * w0 * me * me / (mu * (1 - mu))
+        resid = (yi - mu) / me
+        if start:
+            resid += eta
+        kk = 0
+        for e in range(k):
+            p = pos[oidx[e]]
+            if p >= 0:
+                kidx[kk] = p
+                kval[kk] = oval[e]
+                kk += 1
+        for a in range(kk):
+            wa = ww * kval[a]
+            s[kidx[a]] += wa * resid
+            for b2 in range(a, kk):
+                g[kidx[a], kidx[b2]] += wa * kval[b2]
+    return dev
+
+
+_NONE = np.empty(0)
+_NONE2 = np.empty((0, 0))
 
 
 def logit_pass(
-    part: pd.DataFrame,
+    part: pd.DataFrame | CodedRecords,
     spec: ModelSpec,
     mode: str,
     beta: np.ndarray | None,
@@ -159,6 +501,8 @@ def logit_pass(
 
     Parameters
     ----------
+    part : CodedRecords or DataFrame
+        The records (a frame is read by :meth:`CodedRecords.from_frame`).
     mode : {"qr", "gram", "scores"}
         ``qr``: deviance and the R factor of ``sqrt(W)[X | z]``; ``gram``: deviance,
         ``X'WX`` and ``X'W(z - X beta)`` on the kept columns; ``scores``: fitted
@@ -167,74 +511,66 @@ def logit_pass(
         Current coefficients on the kept columns (``None``: R's starting values).
     kept : ndarray or None
         Indices of the non-aliased design columns (``None``: all).
+    label_spec
+        Labels redrawn for this partition (:func:`draw_labels`).
 
-    Records may carry prior weights (``__w__``, R's ``weights``, synthpop's ``aggregate``) and
-    frequency weights (``__f__``, merged identical records); the BLAS runs single-threaded
-    (one Dask task per core).
+    Records may carry prior weights (R's ``weights``, synthpop's ``aggregate``) and frequency
+    weights (merged identical records).  ``gram`` and ``scores`` run one compiled loop over
+    the records, expanding each design row from its codes (no design matrix); ``qr`` builds
+    the design chunk by chunk, with the BLAS single-threaded (one Dask task per core).
     """
-    with threadpool_limits(limits=1, user_api="blas"):
-        return _logit_pass(part, spec, mode, beta, kept, label_spec)
-
-
-def _logit_pass(part, spec, mode, beta, kept, label_spec) -> dict[str, Any]:
-    n = len(part)
-    y_all = draw_labels(label_spec, n, part[LABEL].to_numpy(dtype=float))
-    w_all = part[WEIGHT].to_numpy(dtype=float) if WEIGHT in part.columns else np.ones(n)
-    f_all = part[FREQ].to_numpy(dtype=float) if FREQ in part.columns else np.ones(n)
+    rec = part if isinstance(part, CodedRecords) else CodedRecords.from_frame(part, spec)
+    y = draw_labels(label_spec, len(rec), rec.y)
     p = spec.design.n_columns
-    cols = np.arange(p) if kept is None else kept
-    dev = 0.0
-    out: dict[str, Any] = {"n": float(np.sum(f_all))}
-    rs, scores_parts, mu_min, mu_max = [], [], 1.0, 0.0
-    g = np.zeros((len(cols), len(cols)))
-    s = np.zeros(len(cols))
+    cols = np.arange(p) if kept is None else np.asarray(kept)
+    pos = np.full(p, -1, dtype=np.int64)
+    pos[cols] = np.arange(len(cols))
+    beta_full = _NONE
+    if beta is not None:
+        beta_full = np.zeros(p)
+        beta_full[cols] = beta
+    freq = _NONE if rec.freq is None else rec.freq
+    prior = _NONE if rec.prior is None else rec.prior
+    out: dict[str, Any] = {"n": float(len(rec)) if rec.freq is None else float(np.sum(rec.freq))}
+    if mode == "gram":
+        g = np.zeros((len(cols), len(cols)))
+        s = np.zeros(len(cols))
+        out["dev"] = _pass_kernel(rec.codes, rec.values, y, freq, prior, spec.layout, beta_full, pos, True, g, s,
+                                  _NONE, _NONE)  # fmt: skip
+        out["g"], out["s"] = np.triu(g) + np.triu(g, 1).T, s
+        return out
+    eta = np.empty(len(rec))
+    mu = np.empty(len(rec))
+    out["dev"] = _pass_kernel(rec.codes, rec.values, y, freq, prior, spec.layout, beta_full, pos, False, _NONE2,
+                              _NONE, eta, mu)  # fmt: skip
+    if mode == "scores":
+        out["mu"] = mu
+        out["y"] = y.astype(np.int8)
+        out["w"] = rec.weights
+        out["mu_min"], out["mu_max"] = float(mu.min(initial=1.0)), float(mu.max(initial=0.0))
+        return out
+    with single_threaded_blas():
+        out["r"] = _qr_pass(rec, spec, cols, y, eta, mu)
+    return out
+
+
+def _qr_pass(rec: CodedRecords, spec: ModelSpec, cols: np.ndarray, y: np.ndarray, eta: np.ndarray,
+             mu: np.ndarray) -> np.ndarray:  # fmt: skip
+    """The R factor of ``sqrt(W) [X | z]`` (a QR per chunk of records, stacked and re-factorised)."""
+    n = len(rec)
+    w = (np.ones(n) if rec.freq is None else rec.freq) * (np.ones(n) if rec.prior is None else rec.prior)
+    me = mu_eta(eta)
+    sw = np.sqrt(w * me * me / (mu * (1 - mu)))
+    z = (eta + (y - mu) / me) * sw
+    rs = []
     for start in range(0, n, CHUNK_ROWS):
         stop = min(n, start + CHUNK_ROWS)
-        x = spec.matrix(part, start, stop)
-        if kept is not None:
-            x = np.asfortranarray(x[:, cols])
-        y, w0, f = y_all[start:stop], w_all[start:stop], f_all[start:stop]
-        if beta is None:
-            mu = (w0 * y + 0.5) / (w0 + 1)
-            eta = linkfun(mu)
-            mu = linkinv(eta)
-        else:
-            eta = _eta(x, beta)
-            mu = linkinv(eta)
-        dev += float(np.sum(f * dev_resids(y, mu, w0)))
-        if mode == "scores":
-            scores_parts.append(mu)
-            mu_min, mu_max = min(mu_min, float(mu.min(initial=1.0))), max(mu_max, float(mu.max(initial=0.0)))
-            continue
-        me = mu_eta(eta)
-        var = mu * (1 - mu)
-        sw = np.sqrt(f * w0 * me * me / var)
-        if mode == "qr":
-            z = eta + (y - mu) / me
-            aug = np.empty((stop - start, len(cols) + 1), order="F")
-            aug[:, :-1] = x * sw[:, None]
-            aug[:, -1] = z * sw
-            rs.append(sla.qr(aug, mode="r", overwrite_a=True, check_finite=False)[0][: len(cols) + 1])
-        else:
-            xw = np.asfortranarray(x * sw[:, None])
-            g += sla.blas.dsyrk(1.0, xw, trans=1)
-            # W (z - X beta) with z - X beta = (y - mu) / mu_eta; at the start X beta is not
-            # defined and the pass returns X'Wz (z = eta + (y - mu) / mu_eta)
-            resid = (y - mu) / me if beta is not None else eta + (y - mu) / me
-            s += x.T @ (sw * sw * resid)
-    out["dev"] = dev
-    if mode == "scores":
-        out["mu"] = np.concatenate(scores_parts) if scores_parts else np.empty(0)
-        out["y"] = y_all.astype(np.int8)
-        weighted = WEIGHT in part.columns or FREQ in part.columns
-        out["w"] = w_all * f_all if weighted else None
-        out["mu_min"], out["mu_max"] = mu_min, mu_max
-    elif mode == "qr":
-        out["r"] = _stack_r(rs, len(cols) + 1)
-    else:
-        # dsyrk fills the upper triangle only
-        out["g"], out["s"] = np.triu(g) + np.triu(g, 1).T, s
-    return out
+        x = spec.matrix(rec, start, stop)
+        aug = np.empty((stop - start, len(cols) + 1), order="F")
+        aug[:, :-1] = x[:, cols] * sw[start:stop, None]
+        aug[:, -1] = z[start:stop]
+        rs.append(sla.qr(aug, mode="r", overwrite_a=True, check_finite=False)[0][: len(cols) + 1])
+    return _stack_r(rs, len(cols) + 1)
 
 
 def _stack_r(rs: Sequence[np.ndarray], width: int) -> np.ndarray:
@@ -246,25 +582,17 @@ def _stack_r(rs: Sequence[np.ndarray], width: int) -> np.ndarray:
 
 
 def combine_passes(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Sum (or stack and re-factorise) the per-partition results of one pass."""
+    """Sum (or stack and re-factorise) the per-partition results of a ``gram`` or ``qr`` pass."""
     results = [r for r in results if r is not None]
     out: dict[str, Any] = {"n": float(sum(r["n"] for r in results)), "dev": float(np.sum([r["dev"] for r in results]))}
     first = results[0]
     if "r" in first:
         width = max(r["r"].shape[1] for r in results)
-        out["r"] = _stack_r([r["r"] for r in results if r["r"].shape[0]], width)
-    elif "g" in first:
+        with single_threaded_blas():
+            out["r"] = _stack_r([r["r"] for r in results if r["r"].shape[0]], width)
+    else:
         out["g"] = np.sum([r["g"] for r in results], axis=0)
         out["s"] = np.sum([r["s"] for r in results], axis=0)
-    else:
-        out["mu"] = np.concatenate([r["mu"] for r in results])
-        out["y"] = np.concatenate([r["y"] for r in results])
-        if all(r["w"] is None for r in results):
-            out["w"] = None
-        else:
-            out["w"] = np.concatenate([np.ones(len(r["mu"])) if r["w"] is None else r["w"] for r in results])
-        out["mu_min"] = min(r["mu_min"] for r in results)
-        out["mu_max"] = max(r["mu_max"] for r in results)
     return out
 
 
@@ -449,7 +777,7 @@ class IRLS:
         return out
 
 
-def null_deviance(y: np.ndarray, w: np.ndarray) -> float:
-    """Deviance of the intercept-only model."""
-    p = float(np.sum(w * y) / np.sum(w))
-    return float(np.sum(dev_resids(y, np.full(len(y), p), w)))
+def null_deviance(w1: float, w0: float) -> float:
+    """Deviance of the intercept-only model: weight ``w1`` of records labelled 1, ``w0`` labelled 0."""
+    p = w1 / (w1 + w0)
+    return float(-2 * (w1 * np.log(p) + w0 * np.log(1 - p))) if 0 < p < 1 else 0.0

@@ -32,6 +32,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
 from pipeline.utility.binning import Binning, make_binning
+from pipeline.utility.glm import CodedRecords
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,18 @@ class GenPlan:
         """Prepared columns of one partition (same index)."""
         data = {c.name: c.encode(part[c.source]) for c in self.columns}
         return pd.DataFrame(data, index=part.index)
+
+    def coded(self, part: pd.DataFrame) -> CodedRecords:
+        """The prepared predictors of one partition as the logit kernels read them (no labels)."""
+        factors = [c for c in self.columns if c.is_factor]
+        numerics = [c for c in self.columns if not c.is_factor]
+        codes = np.empty((len(part), len(factors)), dtype=np.int32)
+        for j, c in enumerate(factors):
+            codes[:, j] = c.encode(part[c.source])
+        values = np.empty((len(part), len(numerics)), dtype=np.float64)
+        for j, c in enumerate(numerics):
+            values[:, j] = c.encode(part[c.source])
+        return CodedRecords(codes, values)
 
     def stacked_levels(self, col: GenColumn, a: int, b: int) -> tuple[tuple[str | None, ...], np.ndarray, bool]:
         """Levels of ``col`` in ``rbind(A, B)`` and the global-code -> stacked-index lookup.

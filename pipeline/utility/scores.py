@@ -9,9 +9,21 @@ and ``utility_tab`` (one score per table cell, weighted by the cell counts):
 
 Both are computed from the distinct score values and the weights of the two groups at each
 value, so replicated vectors never need to be built.
+
+``utility_gen``'s statistics (pMSE, PO50, SPECKS, U) come from :class:`ScoreTable` pieces, so
+the scores of records on a cluster never travel to the driver: each partition groups its
+scores by value and keeps them where they are; the tables are cut at common splitter values
+into buckets (equal scores always fall in the same bucket); each bucket is merged from all
+partitions and ranked on a worker (:func:`rank_bucket`), and the driver adds the buckets up in
+order (:func:`combine_buckets`).  With integer record weights every sum of U is exact, and
+SPECKS is evaluated at the same points with the same operations as in memory, so the numbers
+do not depend on the partitioning: in memory the scores form one table and one bucket.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,8 +55,186 @@ def wilcoxon_w(scores: np.ndarray, w_x: np.ndarray, w_y: np.ndarray) -> float:
     return float(np.sum(gx * midrank) - nx * (nx + 1) / 2)
 
 
+@dataclass(frozen=True)
+class ScoreTable:
+    """Propensity scores of some records grouped by value, with the sums pMSE and PO50 need.
+
+    Attributes
+    ----------
+    values : ndarray
+        The distinct non-missing scores, increasing.
+    wx, wy : ndarray
+        Weight of the synthetic (``t = 1``) and of the original records at each value.
+    total : float
+        Weight of all records (missing scores included).
+    sq : float
+        Sum of ``w (score - c)^2``.
+    correct : float
+        Weight of the records classified correctly at threshold 0.5.
+    """
+
+    values: np.ndarray
+    wx: np.ndarray
+    wy: np.ndarray
+    total: float
+    sq: float
+    correct: float
+
+    @classmethod
+    def from_scores(cls, score: np.ndarray, t: np.ndarray, c: float, weights: np.ndarray | None = None) -> ScoreTable:
+        """The table of the scores ``score`` of records labelled ``t`` (1 synthetic), weighted by ``weights``."""
+        w = np.ones(len(score)) if weights is None else np.asarray(weights, dtype=float)
+        ok = ~np.isnan(score)
+        s, tt, ww = score[ok], t[ok], w[ok]
+        syn = tt == 1
+        correct = (syn & (s > 0.5)) | (~syn & (s <= 0.5))
+        values, inverse = np.unique(s, return_inverse=True)
+        return cls(
+            values,
+            np.bincount(inverse, weights=np.where(syn, ww, 0.0), minlength=len(values)),
+            np.bincount(inverse, weights=np.where(syn, 0.0, ww), minlength=len(values)),
+            float(w.sum()),
+            float(np.sum(ww * (s - c) ** 2)),
+            float(np.sum(ww[correct])),
+        )
+
+    def sample(self, k: int) -> np.ndarray:
+        """``k`` scores at evenly spaced weights of the records (candidate bucket splitters)."""
+        cum = np.cumsum(self.wx + self.wy)
+        if not len(cum) or cum[-1] <= 0:
+            return self.values[:0]
+        at = np.searchsorted(cum, np.linspace(0, cum[-1], k + 2)[1:-1], side="left")
+        return self.values[np.minimum(at, len(cum) - 1)]
+
+    def bucket(self, splitters: np.ndarray, b: int) -> ScoreTable:
+        """The scores in bucket ``b``: above ``splitters[b - 1]``, at most ``splitters[b]``."""
+        cuts = np.searchsorted(self.values, splitters, side="right")
+        lo = 0 if b == 0 else cuts[b - 1]
+        hi = len(self.values) if b == len(splitters) else cuts[b]
+        return ScoreTable(self.values[lo:hi], self.wx[lo:hi], self.wy[lo:hi], 0.0, 0.0, 0.0)
+
+    @staticmethod
+    def merge(tables: Sequence[ScoreTable]) -> ScoreTable:
+        """One table of the records of several (sums in the order given)."""
+        if len(tables) == 1:
+            return tables[0]
+        values, inverse = np.unique(np.concatenate([t.values for t in tables]), return_inverse=True)
+        return ScoreTable(
+            values,
+            np.bincount(inverse, weights=np.concatenate([t.wx for t in tables]), minlength=len(values)),
+            np.bincount(inverse, weights=np.concatenate([t.wy for t in tables]), minlength=len(values)),
+            float(sum(t.total for t in tables)),
+            float(sum(t.sq for t in tables)),
+            float(sum(t.correct for t in tables)),
+        )
+
+
+@dataclass(frozen=True)
+class ScoreSummary:
+    """The sums of some score tables, their smallest and largest score, and candidate bucket splitters."""
+
+    nx: float
+    ny: float
+    total: float
+    sq: float
+    correct: float
+    lo: float
+    hi: float
+    samples: np.ndarray
+
+    @classmethod
+    def of(cls, tables: Sequence[ScoreTable], k: int = 64) -> ScoreSummary:
+        """Summary of ``tables`` (or of summaries: see :meth:`merge`)."""
+        return cls(
+            float(sum(t.wx.sum() for t in tables)),
+            float(sum(t.wy.sum() for t in tables)),
+            float(sum(t.total for t in tables)),
+            float(sum(t.sq for t in tables)),
+            float(sum(t.correct for t in tables)),
+            min((float(t.values[0]) for t in tables if len(t.values)), default=np.inf),
+            max((float(t.values[-1]) for t in tables if len(t.values)), default=-np.inf),
+            np.concatenate([t.sample(k) for t in tables]) if tables else np.empty(0),
+        )
+
+    @staticmethod
+    def merge(parts: Sequence[ScoreSummary]) -> ScoreSummary:
+        return ScoreSummary(
+            float(sum(p.nx for p in parts)),
+            float(sum(p.ny for p in parts)),
+            float(sum(p.total for p in parts)),
+            float(sum(p.sq for p in parts)),
+            float(sum(p.correct for p in parts)),
+            min(p.lo for p in parts),
+            max(p.hi for p in parts),
+            np.concatenate([p.samples for p in parts]),
+        )
+
+    def splitters(self, n_buckets: int) -> np.ndarray:
+        """At most ``n_buckets - 1`` distinct scores cutting the records into similar buckets."""
+        if n_buckets <= 1 or not len(self.samples):
+            return self.samples[:0]
+        pooled = np.sort(self.samples)
+        at = np.linspace(0, len(pooled) - 1, n_buckets + 1)[1:-1].round().astype(np.int64)
+        return np.unique(pooled[at])
+
+
+@dataclass(frozen=True)
+class BucketRanks:
+    """What one bucket contributes to U and SPECKS (see :func:`rank_bucket`)."""
+
+    wx: float
+    wy: float
+    u: float
+    ks_points: np.ndarray  # (k, 2): cumulative (x, y) weights within the bucket at the extreme points
+
+
+def rank_bucket(tables: Sequence[ScoreTable], nx: float, ny: float) -> BucketRanks:
+    """U within a bucket, its weights, and the points where the KS distance may be largest.
+
+    ``u`` sums, over the synthetic records of the bucket, the original records of the bucket
+    below them plus half those tied with them.  The KS distance ``|Cx/nx - Cy/ny|`` at a value
+    is ``(OX + lx)/nx - (OY + ly)/ny`` with the bucket's offsets ``OX, OY`` and its cumulative
+    weights ``lx, ly``, so within the bucket its largest and smallest values are where
+    ``lx ny - ly nx`` is (exact integers with integer weights); those points are kept, ties
+    included.
+    """
+    t = ScoreTable.merge(tables) if tables else ScoreTable(np.empty(0), np.empty(0), np.empty(0), 0.0, 0.0, 0.0)
+    if not len(t.values):
+        return BucketRanks(0.0, 0.0, 0.0, np.empty((0, 2)))
+    cx, cy = np.cumsum(t.wx), np.cumsum(t.wy)
+    u = float(np.sum(t.wx * (cy - t.wy)) + np.sum(t.wx * t.wy) / 2)
+    integral = bool(np.all(cx == np.rint(cx)) and np.all(cy == np.rint(cy)) and nx == round(nx) and ny == round(ny))
+    key = cx.astype(np.int64) * int(ny) - cy.astype(np.int64) * int(nx) if integral else cx * ny - cy * nx
+    pick = (key == key.max()) | (key == key.min())
+    return BucketRanks(float(cx[-1]), float(cy[-1]), u, np.column_stack([cx[pick], cy[pick]]))
+
+
+def combine_buckets(buckets: Sequence[BucketRanks], nx: float, ny: float) -> tuple[float, float]:
+    """U and SPECKS of the buckets, in increasing order of their scores."""
+    u, ks = 0.0, 0.0
+    ox = oy = 0.0
+    for b in buckets:
+        u += b.u + b.wx * oy
+        if len(b.ks_points):
+            ks = max(ks, float(np.max(np.abs((ox + b.ks_points[:, 0]) / nx - (oy + b.ks_points[:, 1]) / ny))))
+        ox += b.wx
+        oy += b.wy
+    return u, (ks if nx > 0 and ny > 0 else float("nan"))
+
+
+def score_statistics(summary: ScoreSummary, buckets: Sequence[BucketRanks]) -> dict[str, float]:
+    """pMSE, SPECKS, PO50 (threshold 0.5) and U from the summary and the ranked buckets."""
+    u, ks = combine_buckets(buckets, summary.nx, summary.ny)
+    return {
+        "pMSE": summary.sq / summary.total,
+        "SPECKS": ks,
+        "PO50": summary.correct / summary.total * 100 - 50,
+        "U": u,
+    }
+
+
 def propensity_stats(score: np.ndarray, t: np.ndarray, c: float, weights: np.ndarray | None = None) -> dict[str, float]:
-    """pMSE, SPECKS, PO50 (threshold 0.5) and U of propensity scores.
+    """pMSE, SPECKS, PO50 (threshold 0.5) and U of propensity scores (in memory: one bucket).
 
     Parameters
     ----------
@@ -57,19 +247,6 @@ def propensity_stats(score: np.ndarray, t: np.ndarray, c: float, weights: np.nda
     weights : ndarray, optional
         Frequency weights (``aggregate=TRUE``); records otherwise count once.
     """
-    w = np.ones(len(score)) if weights is None else np.asarray(weights, dtype=float)
-    n_total = float(w.sum())
-    ok = ~np.isnan(score)
-    s, tt, ww = score[ok], t[ok], w[ok]
-    pmse = float(np.sum(ww * (s - c) ** 2) / n_total)
-    syn = tt == 1
-    correct = (syn & (s > 0.5)) | (~syn & (s <= 0.5))
-    po50 = float(np.sum(ww[correct]) / n_total * 100 - 50)
-    wx = np.where(syn, ww, 0.0)
-    wy = np.where(syn, 0.0, ww)
-    return {
-        "pMSE": pmse,
-        "SPECKS": ks_statistic(s, wx, wy),
-        "PO50": po50,
-        "U": wilcoxon_w(s, wx, wy),
-    }
+    table = ScoreTable.from_scores(score, t, c, weights)
+    summary = ScoreSummary.of([table], k=0)
+    return score_statistics(summary, [rank_bucket([table], summary.nx, summary.ny)])
