@@ -43,8 +43,9 @@ def _r_trace(lines: list[str]) -> list[str]:
     """R's console lines as the port records them: fits as ``dim AIC log-likelihood``."""
     out = []
     for line in lines:
-        if re.match(r"^ *\d+ ", line):
-            out.append(line[:25])
+        fitted = re.match(r"^ *\d+ +\S+ +\S+", line)  # printf("%3d %10.4f %10.4f ...")
+        if fitted:
+            out.append(fitted.group(0))
         elif line.startswith(("   add:", "remove:")) or line in (STEP_HALF, REDUCED):
             out.append(line)
     return out
