@@ -3,8 +3,9 @@
 With a distributed client ``persist`` returns at once, before the data exist on the workers;
 a clock started then times the data generation or reading too.  :class:`Bench` therefore
 
-* puts the inputs on the workers with :meth:`Bench.ready` (``client.persist`` and then
-  ``distributed.wait`` on the persisted futures), and
+* puts the inputs on the workers with :meth:`Bench.ready` — as a run reads its inputs
+  (``Executor.persist``: persisted, small partitions merged, and ``distributed.wait`` on the
+  persisted futures) — and
 * refuses to start the clock (:class:`NotReady`) while any future of any Dask input of
   :meth:`Bench.time` is not finished — or when a Dask input was never persisted at all;
 
@@ -27,7 +28,7 @@ from typing import Any
 
 import dask
 import psutil
-from distributed import futures_of, wait
+from distributed import futures_of
 
 
 class NotReady(RuntimeError):
@@ -116,16 +117,20 @@ class Bench:
         # a worker inside this process (processes=False) is already counted as the driver
         self.workers = {addr: psutil.Process(pid) for addr, pid in pids.items() if pid != me}
         self.driver = psutil.Process(me)
+        self.ready_seconds = 0.0
 
-    def ready(self, *collections: Any) -> list[Any]:
-        """Persist Dask collections and return them once their data are on the workers."""
-        lazy = [c for c in collections if dask.is_dask_collection(c)]
-        done = iter(self.client.persist(lazy) if lazy else [])
-        out = [next(done) if dask.is_dask_collection(c) else c for c in collections]
-        persisted = [c for c in out if dask.is_dask_collection(c)]
-        if persisted:
-            with self.client.as_current():  # wait() uses the current client
-                wait(persisted)
+    def ready(self, *collections: Any, merge: bool = True) -> list[Any]:
+        """Persist Dask collections as a run does and return them once their data are on the workers.
+
+        ``Executor.persist`` (what the runner does with a task's inputs): persisted, waited for
+        and, with ``merge``, small partitions merged to about ``block_rows`` records.  The
+        seconds it took are kept in :attr:`ready_seconds` (reported beside the timings).
+        """
+        from pipeline.evaluation.execution import Executor
+
+        t0 = time.perf_counter()
+        out = Executor(self.client).persist(*collections, merge=merge)
+        self.ready_seconds = time.perf_counter() - t0
         return out
 
     def cpu(self) -> tuple[float, float]:

@@ -133,9 +133,14 @@ def print_row(row: Row) -> None:
 
 # ---- data -----------------------------------------------------------------------------------
 def load(bench: Bench, data: ScaledData, names: list[str]) -> list[Any]:
-    """The scaled sets as Dask frames, on the workers (persisted and waited for)."""
+    """The scaled sets as Dask frames, on the workers as a run reads its inputs (persisted, small
+    partitions merged, waited for); prints the files' and the merged partitions and the seconds."""
     frames = [read_dataset(data.path(n), schema=data.schema_path).frame for n in names]
-    return bench.ready(*frames)
+    ready = bench.ready(*frames)
+    print(f"  (inputs {', '.join(names)}: {frames[0].npartitions} file partitions each, merged into "
+          f"{'/'.join(str(f.npartitions) for f in ready)}; read + persist + merge {bench.ready_seconds:.1f} s, "
+          "not timed)", flush=True)  # fmt: skip
+    return ready
 
 
 # ---- DuckDB ---------------------------------------------------------------------------------

@@ -8,6 +8,13 @@ functions with the current client, if any).  It alone decides
   pandas frames directly (Dask adds about a second per operation on two cores), large data run
   them per partition or per key block;
 * block sizing and the shuffle method;
+* **partition size** — small partitions of the same data set are merged (consecutive ones, up
+  to about :attr:`Executor.block_rows` records) when the data are put in cluster memory
+  (:meth:`Executor.persist`, :meth:`Executor.prepare`): every pass then runs one task per
+  ~block of records instead of one per input file, which decides the cost of the Dask path
+  (per-task overhead, not the kernels, dominated with 250,000-record partitions).  Which
+  partitions merge depends only on their record counts and ``block_rows`` — never on the
+  workers — and merging keeps the records in order;
 
 and offers the primitives measures compose their pure pandas/numpy kernels with:
 :meth:`Executor.map_reduce` (a kernel per partition, an exact combine),
@@ -24,6 +31,7 @@ Measure modules never import Dask and never ask which kind of frame they hold.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,8 +42,9 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import psutil
+from dask.dataframe.dispatch import concat as dask_concat
 
-from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN, AlignedBlocks, KeyBlocks, add_row_id, key_hash
+from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN, AlignedBlocks, KeyBlocks, add_row_id
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData, Frame
 
@@ -68,7 +77,7 @@ class Executor:
         benchmarks, and users who know their data).
     in_memory_rows : int
     block_rows : int
-        Target records per key block.
+        Target records per key block and per merged partition (:meth:`coalesce`).
     shuffle : {"tasks", "p2p"}
         Dask's shuffle method for key blocks.
     """
@@ -89,6 +98,9 @@ class Executor:
         self.in_memory_rows = int(in_memory_rows)
         self.block_rows = int(block_rows)
         self.shuffle = shuffle
+        # records per partition of the Dask frames counted so far, by collection name (a name
+        # identifies a graph, hence its data)
+        self._lengths: dict[str, tuple[int, ...]] = {}
 
     @classmethod
     def current(cls, **kw: Any) -> Executor:
@@ -103,8 +115,19 @@ class Executor:
     # ---- policy -----------------------------------------------------------------------------
     def rows(self, data: EvalData) -> tuple[int, ...]:
         """Number of records of every data set (one pass over persisted or in-memory frames)."""
-        lazy = [len(f) if isinstance(f, pd.DataFrame) else f.shape[0] for f in data.frames]
-        return tuple(int(n) for n in self.compute(*lazy))
+        return tuple(sum(n) for n in self.partition_rows(*data.frames))
+
+    def partition_rows(self, *frames: Frame) -> list[tuple[int, ...]]:
+        """Records in every partition of each frame (a pandas frame is one partition).
+
+        One pass over the Dask frames not counted before; counts are remembered by collection
+        name, so asking again (e.g. :meth:`rows` and then :meth:`prepare`) costs nothing.
+        """
+        todo = {f._name: f for f in frames if isinstance(f, dd.DataFrame) and f._name not in self._lengths}
+        lazy = [dask.delayed(tuple)([dask.delayed(len)(p) for p in f.to_delayed()]) for f in todo.values()]
+        for name, counts in zip(todo, self.compute(*lazy), strict=True):
+            self._lengths[name] = tuple(int(n) for n in counts)
+        return [(len(f),) if isinstance(f, pd.DataFrame) else self._lengths[f._name] for f in frames]
 
     def in_memory(self, data: EvalData) -> bool:
         """Whether ``data`` is evaluated in memory (the one place that decides)."""
@@ -115,10 +138,17 @@ class Executor:
         return max(self.rows(data)) <= self.in_memory_rows
 
     def prepare(self, data: EvalData) -> EvalData:
-        """``data`` in the form the policy chose: pandas frames, or Dask frames."""
+        """``data`` in the form the policy chose: pandas frames, or Dask frames.
+
+        Dask frames with small partitions are merged (:meth:`coalesce`) and those merged are
+        kept in cluster memory (every later pass then reads the merged partitions; merging
+        lazily would repeat the transfer and concatenation in every pass).  Frames that
+        :meth:`persist` already merged pass unchanged.
+        """
         if self.in_memory(data):
             return self.collect(data)
-        return data.with_frames([_as_dask(f) for f in data.frames])
+        frames = [_as_dask(f) for f in data.frames]
+        return data.with_frames(self._keep_merged(frames, self.coalesce(*frames)))
 
     def collect(self, data: EvalData) -> EvalData:
         """``data`` as pandas frames (one transfer from the cluster), index 0..n-1."""
@@ -142,8 +172,58 @@ class Executor:
             return list(self.client.compute(unwrapped, sync=True))
         return list(dask.compute(*unwrapped))
 
-    def persist(self, *frames: Frame) -> list[Frame]:
-        """Keep Dask frames in cluster memory (pandas frames pass through)."""
+    def persist(self, *frames: Frame, merge: bool = True) -> list[Frame]:
+        """Keep Dask frames in cluster memory (pandas frames pass through), returned once there.
+
+        With ``merge`` (data sets, e.g. a run's inputs), small partitions are merged after the
+        first persist (:meth:`coalesce`; the merged frames are persisted and the unmerged ones
+        released), so every measure reads the merged partitions.  Frames whose partitions must
+        stay as they are (aligned key blocks) are persisted with ``merge=False``.
+        """
+        kept = self._persist(frames)
+        return self._keep_merged(kept, self.coalesce(*kept)) if merge else kept
+
+    def coalesce(self, *frames: Frame) -> list[Frame]:
+        """Frames with consecutive small partitions merged to about :attr:`block_rows` records (lazy).
+
+        A Dask frame of ``P`` partitions and ``n`` records gets ``G = ceil(n / block_rows)``
+        partitions when ``G < P``: partition ``i`` joins group ``floor(G * c_i / n)``, ``c_i``
+        the position of its middle record, so the groups are consecutive, keep the records in
+        order and hold about ``n / G`` records each (at most one input partition more).  The
+        grouping depends only on the partitions' record counts (:meth:`partition_rows`) and
+        ``block_rows`` — not on the workers — so the same data and executor always give the
+        same partitions.  Frames that would not change, pandas frames and other values are
+        returned as they are.
+        """
+        lazy = [f for f in frames if isinstance(f, dd.DataFrame)]
+        lengths = dict(zip((f._name for f in lazy), self.partition_rows(*lazy), strict=True))
+        out = []
+        for f in frames:
+            groups = _merge_groups(lengths[f._name], self.block_rows) if isinstance(f, dd.DataFrame) else None
+            if groups is None:
+                out.append(f)
+                continue
+            parts = f.to_delayed()
+            merged = [dask.delayed(_concat_frames)(parts[g.start : g.stop]) for g in groups]
+            divisions = None
+            if f.known_divisions:
+                divisions = (*(f.divisions[g.start] for g in groups), f.divisions[-1])
+            frame = dd.from_delayed(merged, meta=f._meta, divisions=divisions, verify_meta=False)
+            self._lengths[frame._name] = tuple(sum(lengths[f._name][g.start : g.stop]) for g in groups)
+            out.append(frame)
+        return out
+
+    def _keep_merged(self, before: Sequence[Frame], after: Sequence[Frame]) -> list[Frame]:
+        """``after``, its frames that differ from ``before`` (merged by :meth:`coalesce`) persisted."""
+        changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a is not b]
+        out = list(after)
+        for i, kept in zip(changed, self._persist([after[i] for i in changed]), strict=True):
+            self._lengths[kept._name] = self._lengths[after[i]._name]
+            out[i] = kept
+        return out
+
+    def _persist(self, frames: Sequence[Any]) -> list[Any]:
+        """Dask collections persisted and waited for; other values pass through."""
         lazy = [f for f in frames if dask.is_dask_collection(f)]
         if not lazy:
             return list(frames)
@@ -185,8 +265,12 @@ class Executor:
         return list(frame.to_delayed())
 
     def map_combine(
-        self, parts: Sequence[Any], kernel: Callable[..., Any], combine: Callable[[Sequence[Any]], Any],
-        per_part: Sequence[tuple] | None = None, *args: Any,
+        self,
+        parts: Sequence[Any],
+        kernel: Callable[..., Any],
+        combine: Callable[[Sequence[Any]], Any],
+        per_part: Sequence[tuple] | None = None,
+        *args: Any,
     ) -> Deferred:
         """One round of an iterative fit: ``combine([kernel(p, *per_part[i], *args)])`` over handles.
 
@@ -250,20 +334,29 @@ class Executor:
 
         In memory the whole data are one block; otherwise ``n_blocks`` (default: one per
         :attr:`block_rows` records of the largest set) aligned Dask partitions.  Column
-        ``__block__`` holds the key hash; ``with_row_id`` adds ``__row__`` (each record's
-        position in its own data set, for row-aligned partially synthetic data).
+        ``__block__`` holds the key hash — 0 when the data form one block: in memory, or
+        when ``n_blocks`` is 1 (then each data set's partitions are simply concatenated into
+        its block, without hashing or shuffling).  ``with_row_id`` adds ``__row__`` (each
+        record's position in its own data set, for row-aligned partially synthetic data).
         """
         keys = list(keys)
+        for f in data.frames:
+            missing = [k for k in keys if k not in f.columns]
+            if missing:
+                raise ParameterError(f"key(s) {missing} not among the columns {list(f.columns)}")
         if not self.is_lazy(data):
             frames = []
             for f in data.frames:
-                out = f.assign(**{BLOCK_COLUMN: key_hash(f, keys)})
+                out = f.assign(**{BLOCK_COLUMN: np.zeros(len(f), dtype=np.int64)})
                 if with_row_id:
                     out[ROW_COLUMN] = np.arange(len(f), dtype=np.int64)
                 frames.append(out)
             return Blocks(self, frames[0], frames[1:], None)
         if n_blocks is None:
             n_blocks = max(1, math.ceil(max(self.rows(data)) / self.block_rows))
+        if n_blocks == 1:
+            whole = [_one_block(f, with_row_id) for f in data.frames]
+            return Blocks(self, whole[0], whole[1:], AlignedBlocks(KeyBlocks(keys, 1), whole[0], whole[1:]))
         # row ids count the records of each partition: on this executor's client, where persisted data live
         on_client = self.client.as_current() if self.client is not None else contextlib.nullcontext()
         with dask.config.set({"dataframe.shuffle.method": self.shuffle}), on_client:
@@ -295,7 +388,7 @@ class Executor:
         of each data set (its records' positions when ``derive`` keeps one row per record).
         """
         if self.is_lazy(data):
-            frames = self.persist(*[f.map_partitions(derive, *args, meta=meta) for f in data.frames])
+            frames = self.persist(*[f.map_partitions(derive, *args, meta=meta) for f in data.frames], merge=False)
         else:
             frames = [derive(f, *args) for f in data.frames]
         return self.key_blocks(data.with_frames(frames), keys, with_row_id=with_row_id)
@@ -334,7 +427,7 @@ class Blocks:
         """Keep the shuffled blocks on the cluster (reused by several kernels)."""
         if self.aligned is None:
             return self
-        orig, *syns = self.executor.persist(self.original, *self.synthetic)
+        orig, *syns = self.executor.persist(self.original, *self.synthetic, merge=False)
         return Blocks(self.executor, orig, list(syns), AlignedBlocks(self.aligned.key_blocks, orig, list(syns)))
 
     def map(
@@ -359,6 +452,45 @@ class Blocks:
 def _drop_positions(part: pd.DataFrame, positions: np.ndarray) -> pd.DataFrame:
     """A partition (with ``__row__``) without the records at ``positions``, ``__row__`` dropped."""
     return part[~np.isin(part[ROW_COLUMN].to_numpy(), positions)].drop(columns=ROW_COLUMN)
+
+
+def _merge_groups(lengths: Sequence[int], target: int) -> list[range] | None:
+    """Consecutive groups of partitions of about ``target`` records (see :meth:`Executor.coalesce`).
+
+    None when merging would not reduce the number of partitions.
+    """
+    n, parts = int(sum(lengths)), len(lengths)
+    n_groups = max(1, math.ceil(n / target))
+    if n_groups >= parts:
+        return None
+    counts = np.asarray(lengths, dtype=np.int64)
+    starts = np.cumsum(counts) - counts
+    # group of each partition by the position of its middle record (integer arithmetic: exact)
+    group = (2 * starts + counts) * n_groups // max(2 * n, 1)
+    edges = [0, *(np.flatnonzero(np.diff(group)) + 1).tolist(), parts]
+    return [range(a, b) for a, b in itertools.pairwise(edges)]
+
+
+def _concat_frames(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Consecutive partitions as one (records in order, index kept; categoricals unioned as Dask does)."""
+    return parts[0] if len(parts) == 1 else dask_concat(list(parts))
+
+
+def _block_columns(frame: pd.DataFrame, with_row_id: bool) -> pd.DataFrame:
+    """A data set's one partition as its key block: index 0..n-1, ``__row__``, ``__block__`` 0."""
+    frame = frame.reset_index(drop=True)
+    if with_row_id:
+        frame[ROW_COLUMN] = np.arange(len(frame), dtype=np.int64)
+    frame[BLOCK_COLUMN] = np.zeros(len(frame), dtype=np.int64)
+    return frame
+
+
+def _one_block(frame: dd.DataFrame, with_row_id: bool) -> dd.DataFrame:
+    """A data set as one key block: its partitions concatenated in order (no hash, no shuffle)."""
+    meta = frame._meta.assign(**{ROW_COLUMN: np.int64(0)}) if with_row_id else frame._meta
+    meta = meta.assign(**{BLOCK_COLUMN: np.int64(0)})
+    # a Dask expression, not delayed: it keeps the persisted partitions it reads alive
+    return frame.repartition(npartitions=1).map_partitions(_block_columns, with_row_id, meta=meta)
 
 
 def _concat_parts(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:

@@ -1,0 +1,221 @@
+"""Executor partition merging (coalesce / persist / prepare) and the one-block shortcut of key_blocks.
+
+Small partitions of a data set are merged, in order, to about ``block_rows`` records when the
+data are put in cluster memory; the grouping depends only on the partitions' record counts.
+Measures give the same results for 1, 3 and 20 input partitions (merged or not), and with all
+records in one block ``key_blocks`` neither hashes nor shuffles.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN
+from pipeline.data.schema import Schema
+from pipeline.datasets import load_demo, load_demo_synthetic
+from pipeline.evaluation.data import as_eval_data
+from pipeline.evaluation.execution import Executor
+from pipeline.risk.disclosure import disclosure
+from pipeline.risk.idrisk import identification_risk
+from pipeline.utility import utility_gen
+
+
+def _frame(n: int = 1000, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "a": rng.integers(0, 4, n).astype(float),
+        "b": pd.Categorical(rng.choice(["p", "q", "r"], n)),
+        "x": rng.random(n),
+    })  # fmt: skip
+
+
+def _lazy(frame: pd.DataFrame, parts: int) -> dd.DataFrame:
+    return dd.from_pandas(frame, npartitions=parts, sort=False)
+
+
+# ---- merging ----------------------------------------------------------------------------------
+
+
+def test_coalesce_merges_consecutive_partitions_to_about_block_rows() -> None:
+    frame = _frame()
+    executor = Executor(policy="blocks", block_rows=300)
+    (merged,) = executor.coalesce(_lazy(frame, 20))
+    # 1000 records in 20 x 50: ceil(1000 / 300) = 4 partitions of 250, records in order, index kept
+    assert merged.npartitions == 4
+    assert executor.partition_rows(merged) == [(250, 250, 250, 250)]
+    pd.testing.assert_frame_equal(merged.compute(), frame)
+
+
+def test_coalesce_keeps_known_divisions() -> None:
+    frame = _frame()
+    (merged,) = Executor(block_rows=400).coalesce(dd.from_pandas(frame, npartitions=10))
+    assert merged.npartitions == 3
+    assert merged.divisions == (0, 300, 700, 999)
+    pd.testing.assert_frame_equal(merged.compute(), frame)
+
+
+def test_coalesce_groups_by_records_not_by_partitions() -> None:
+    # ten partitions of 50 records and one of 500, target 500: two groups of 500 records (not 6 + 5 partitions)
+    sizes = [50] * 10 + [500]
+    frame = _frame(sum(sizes))
+    edges = np.cumsum([0, *sizes])
+    parts = [dask.delayed(frame.iloc[a:b]) for a, b in itertools.pairwise(edges)]
+    lazy = dd.from_delayed(parts, meta=frame.iloc[:0], verify_meta=False)
+    executor = Executor(block_rows=500)
+    (merged,) = executor.coalesce(lazy)
+    assert executor.partition_rows(merged) == [(500, 500)]
+    pd.testing.assert_frame_equal(merged.compute(), frame)
+
+
+def test_coalesce_leaves_large_partitions_and_pandas_frames_alone() -> None:
+    frame = _frame()
+    lazy = _lazy(frame, 3)
+    same, pandas = Executor(block_rows=300).coalesce(lazy, frame)
+    assert same is lazy and pandas is frame
+
+
+def test_coalesce_unions_categories_that_differ_between_partitions() -> None:
+    one = pd.DataFrame({"c": pd.Categorical(["x", "y"]), "v": [1, 2]})
+    two = pd.DataFrame({"c": pd.Categorical(["z", "x"]), "v": [3, 4]}, index=[2, 3])
+    lazy = dd.from_delayed([dask.delayed(one), dask.delayed(two)], meta=one.iloc[:0], verify_meta=False)
+    (merged,) = Executor(block_rows=10).coalesce(lazy)
+    got = merged.compute()
+    assert merged.npartitions == 1
+    assert got["c"].astype(str).tolist() == ["x", "y", "z", "x"] and got["v"].tolist() == [1, 2, 3, 4]
+
+
+def test_persist_merges_and_prepare_reuses_the_merged_partitions(dask_client) -> None:
+    frame = _frame()
+    executor = Executor(dask_client, policy="blocks", block_rows=300)
+    (kept,) = executor.persist(_lazy(frame, 20))
+    assert kept.npartitions == 4
+    assert all(f.status == "finished" for f in dask_client.futures_of(kept))
+    prepared = executor.prepare(as_eval_data(kept, [], Schema.infer(frame), require_synthetic=False))
+    assert prepared.original is kept  # already merged: neither merged nor persisted again
+    (unmerged,) = executor.persist(_lazy(frame, 20), merge=False)
+    assert unmerged.npartitions == 20
+    got = executor.prepare(as_eval_data(unmerged, [], Schema.infer(frame), require_synthetic=False)).original
+    assert got.npartitions == 4 and all(f.status == "finished" for f in dask_client.futures_of(got))
+    pd.testing.assert_frame_equal(got.compute(), frame)
+
+
+# ---- the same results for any input partitioning ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sd2011() -> tuple[pd.DataFrame, list[pd.DataFrame], Schema]:
+    demo = load_demo("sd2011_subset")
+    return demo.to_pandas(), [s.to_pandas() for s in load_demo_synthetic("sd2011_cart")[:2]], demo.schema
+
+
+@pytest.fixture(scope="module")
+def cedata() -> tuple[pd.DataFrame, list[pd.DataFrame], Schema]:
+    demo = load_demo("cedata")
+    return demo.to_pandas(), [s.to_pandas() for s in load_demo_synthetic("cedata_syn_income")[:2]], demo.schema
+
+
+BLOCK = 2000  # 5,000 records per set: 20 partitions of 250 merge into 3, 3 partitions of 1,667 stay
+
+
+def _run(kind: str, data: tuple, parts: int | None, client) -> object:
+    orig, syns, schema = data
+    if parts is None:
+        executor, o, s = Executor(policy="memory"), orig, syns
+    else:
+        executor = Executor(client, policy="blocks", block_rows=BLOCK)
+        o, s = _lazy(orig, parts), [_lazy(f, parts) for f in syns]
+    if kind == "disclosure":
+        res = disclosure(o, s, ["sex", "age", "edu", "marital"], "ls", schema=schema, executor=executor)
+        return pd.concat([res.ident, res.attrib], axis=1)
+    if kind == "idrisk":
+        res = identification_risk(o, s, ["Urban", "Marital"], ["Income"], 0.1, schema=schema, executor=executor)
+        per_record = {**{f"c{j}": res.c[:, j] for j in range(len(s))}, **{f"T{j}": res.T[:, j] for j in range(len(s))}}
+        return pd.concat([pd.DataFrame(per_record), pd.DataFrame({"exp_risk": res.exp_risk})], axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = utility_gen(o, s, method="logit", vars=["sex", "age", "edu", "income"], maxorder=1, schema=schema,
+                          executor=executor)  # fmt: skip
+    return pd.DataFrame({k: np.asarray(res[k], dtype=float) for k in ("pMSE", "S_pMSE", "SPECKS", "PO50", "U")})
+
+
+@pytest.mark.parametrize("kind", ["disclosure", "idrisk", "logit"])
+def test_measures_identical_for_1_3_and_20_partitions(kind, sd2011, cedata, dask_client) -> None:
+    data = cedata if kind == "idrisk" else sd2011
+    expected = _run(kind, data, None, dask_client)
+    for parts in (1, 3, 20):
+        got = _run(kind, data, parts, dask_client)
+        if kind == "logit":  # float sums over partitions may differ in the last bits only
+            pd.testing.assert_frame_equal(got, expected, check_exact=False, rtol=1e-10, atol=1e-12)
+        else:
+            pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
+def test_prepare_merges_twenty_partitions_into_ceil_n_over_block_rows(sd2011, dask_client) -> None:
+    orig, syns, schema = sd2011
+    executor = Executor(dask_client, policy="blocks", block_rows=BLOCK)
+    prepared = executor.prepare(as_eval_data(_lazy(orig, 20), [_lazy(f, 20) for f in syns], schema))
+    assert [f.npartitions for f in prepared.frames] == [math.ceil(len(orig) / BLOCK)] * 3
+    assert [sum(n) for n in executor.partition_rows(*prepared.frames)] == [len(orig), *map(len, syns)]
+
+
+# ---- one block: no hash, no shuffle -------------------------------------------------------------
+
+
+def _key_counts(original: pd.DataFrame, *synthetic: pd.DataFrame) -> pd.DataFrame:
+    frames = [original, *synthetic]
+    out = [f.groupby(["a", "b"], observed=True).size().rename("n").reset_index().assign(set=i)
+           for i, f in enumerate(frames)]  # fmt: skip
+    return pd.concat(out, ignore_index=True)
+
+
+_COUNTS_META = pd.DataFrame({"a": pd.Series(dtype=float), "b": pd.Series(dtype="category"),
+                             "n": pd.Series(dtype=np.int64), "set": pd.Series(dtype=np.int64)})  # fmt: skip
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.assign(b=frame["b"].astype(str))
+    return frame.sort_values(["set", "a", "b"]).reset_index(drop=True)
+
+
+def test_one_block_is_concatenated_without_hashing_or_shuffling() -> None:
+    frames = [_frame(300, 1), _frame(250, 2)]
+    lazy = as_eval_data(_lazy(frames[0], 4), [_lazy(frames[1], 3)], Schema.infer(frames[0]))
+    executor = Executor(policy="blocks", block_rows=10**6)
+    blocks = executor.key_blocks(lazy, ["a", "b"], with_row_id=True)
+    assert blocks.original.npartitions == 1 and blocks.synthetic[0].npartitions == 1
+    graph_names = {k[0] if isinstance(k, tuple) else k for k in blocks.original.__dask_graph__()}
+    assert not any("shuffle" in str(n) or "hash" in str(n) for n in graph_names)
+    (whole,) = executor.compute(blocks.original)
+    np.testing.assert_array_equal(whole[BLOCK_COLUMN].to_numpy(), np.zeros(300, dtype=np.int64))
+    np.testing.assert_array_equal(whole[ROW_COLUMN].to_numpy(), np.arange(300))
+    np.testing.assert_array_equal(whole["x"].to_numpy(), frames[0]["x"].to_numpy())
+    # the same per-key counts as hashed and shuffled blocks, and as in memory
+    (one,) = executor.compute(blocks.map(_key_counts, _COUNTS_META))
+    (four,) = executor.compute(executor.key_blocks(lazy, ["a", "b"], n_blocks=4).map(_key_counts, _COUNTS_META))
+    memory = Executor(policy="memory")
+    (mem,) = memory.compute(memory.key_blocks(memory.prepare(lazy), ["a", "b"]).map(_key_counts, _COUNTS_META))
+    pd.testing.assert_frame_equal(_sorted(one), _sorted(four))
+    pd.testing.assert_frame_equal(_sorted(one), _sorted(mem))
+
+
+def test_in_memory_block_is_not_hashed() -> None:
+    frame = _frame(200)
+    data = as_eval_data(frame, [], Schema.infer(frame), require_synthetic=False)
+    blocks = Executor(policy="memory").key_blocks(data, ["a", "b"], with_row_id=True)
+    assert (blocks.original[BLOCK_COLUMN] == 0).all()
+    np.testing.assert_array_equal(blocks.original[ROW_COLUMN].to_numpy(), np.arange(200))
+
+
+def test_key_blocks_names_missing_keys() -> None:
+    frame = _frame(20)
+    data = as_eval_data(frame, [], Schema.infer(frame), require_synthetic=False)
+    with pytest.raises(Exception, match=r"key\(s\) \['zz'\] not among the columns"):
+        Executor(policy="memory").key_blocks(data, ["a", "zz"])
