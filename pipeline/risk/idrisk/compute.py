@@ -1,11 +1,14 @@
 """Identification risk over an executor: the data checks and the counts of one scenario.
 
 The per-block kernels wrap :func:`~pipeline.risk.idrisk.matching.partition_counts`; they are
-composed with :meth:`Executor.key_blocks` (one block per combination of the categorical
-compared variables, ``__row__`` giving each record's own synthetic row) and
-:meth:`Blocks.map`.  In memory the whole data are one block; on the cluster the blocks are
-aligned partitions.  Blocks return exact integers (c and T per record, or (c, T) histograms for
-sweeps), so the results do not depend on the partitioning.
+composed with :meth:`Executor.derived_key_blocks` and :meth:`Blocks.map`.  The categorical
+compared variables are coded once: one cheap pass collects every variable's values (a
+categorical's categories), then each partition is reduced to integer codes of those variables
+plus the continuous ones as float64 — only these travel to the key blocks (one block per
+combination of codes, ``__row__`` giving each record's own synthetic row), and the blocks hash
+and group integers, not labels.  In memory the whole data are one block; on the cluster the
+blocks are aligned partitions.  Blocks return exact integers (c and T per record, or (c, T)
+histograms for sweeps), so the results do not depend on the partitioning.
 """
 
 from __future__ import annotations
@@ -18,8 +21,14 @@ import pandas as pd
 from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN
 from pipeline.errors import CompatibilityError, DataError
 from pipeline.evaluation.data import EvalData, source_name
-from pipeline.evaluation.execution import Deferred, Executor
-from pipeline.risk.idrisk.matching import histogram, partition_counts
+from pipeline.evaluation.execution import Blocks, Deferred, Executor
+from pipeline.risk.idrisk.matching import (
+    histogram,
+    key_codes,
+    partition_counts,
+    union_vocabulary,
+    vocabulary,
+)
 from pipeline.risk.idrisk.plan import MatchPlan
 from pipeline.risk.idrisk.result import SetStatistics
 
@@ -83,6 +92,51 @@ def check_frames(data: EvalData, executor: Executor, continuous: Sequence[str], 
     return n
 
 
+# ---- key codes ----------------------------------------------------------------------------
+
+
+def _vocabularies(frame: pd.DataFrame, columns: Sequence[str]) -> list[pd.Index]:
+    """The values of every key variable in one partition."""
+    return [vocabulary(frame[v]) for v in columns]
+
+
+def _union_vocabularies(parts: Sequence[list[pd.Index]]) -> list[pd.Index]:
+    return [union_vocabulary(list(per_var)) for per_var in zip(*parts, strict=True)]
+
+
+def _code_dtype(width: int) -> np.dtype:
+    """Smallest signed integer type for codes -1 .. width - 1 (less to shuffle)."""
+    return np.result_type(np.int8, np.min_scalar_type(width))
+
+
+def _coded(frame: pd.DataFrame, plan: MatchPlan, vocabs: Sequence[pd.Index]) -> pd.DataFrame:
+    """One partition as the matching reads it: key codes and continuous values (float64)."""
+    out = {}
+    for v, vocab in zip(plan.categorical, vocabs, strict=True):
+        out[v] = key_codes(frame[v], vocab).astype(_code_dtype(len(vocab)))
+    for v in plan.continuous:
+        out[v] = frame[v].to_numpy(dtype=np.float64, na_value=np.nan)
+    return pd.DataFrame(out, index=frame.index)
+
+
+def coded_blocks(data: EvalData, executor: Executor, plan: MatchPlan) -> tuple[Blocks, list[int]]:
+    """Key blocks of the coded data sets (see the module docstring) and the number of codes of
+    every categorical variable."""
+    cat = list(plan.categorical)
+    vocabs: list[pd.Index] = []
+    if cat:
+        per_set = executor.compute(
+            *[executor.map_reduce(f, _vocabularies, _union_vocabularies, cat) for f in data.select(cat).frames]
+        )
+        vocabs = _union_vocabularies(per_set)
+    meta = pd.DataFrame(
+        {v: pd.Series(dtype=_code_dtype(len(vocab))) for v, vocab in zip(cat, vocabs, strict=True)}
+        | {v: pd.Series(dtype=np.float64) for v in plan.continuous}
+    )
+    blocks = executor.derived_key_blocks(data.select(plan.columns), cat, _coded, meta, plan, vocabs, with_row_id=True)
+    return blocks, [len(vocab) for vocab in vocabs]
+
+
 # ---- kernels, one call per block ----------------------------------------------------------
 
 
@@ -90,9 +144,11 @@ def _drop_block(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop(columns=[BLOCK_COLUMN])
 
 
-def _records_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray):
+def _records_kernel(
+    original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray, widths: list[int]
+):
     """c and T of every original record of the block, with its row id."""
-    results = partition_counts(_drop_block(original), [_drop_block(s) for s in synthetic], plan, combos)
+    results = partition_counts(_drop_block(original), [_drop_block(s) for s in synthetic], plan, combos, widths)
     out = {ROW_COLUMN: original[ROW_COLUMN].to_numpy(dtype=np.int64)}
     for s, (c, t) in enumerate(results):
         out[f"c_{s}"] = c[0]
@@ -119,9 +175,11 @@ _HIST_META = pd.DataFrame(
 )
 
 
-def _histogram_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray):
+def _histogram_kernel(
+    original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray, widths: list[int]
+):
     """(set, combination, c, T) -> number of records of the block; summed over blocks."""
-    results = partition_counts(_drop_block(original), [_drop_block(s) for s in synthetic], plan, combos)
+    results = partition_counts(_drop_block(original), [_drop_block(s) for s in synthetic], plan, combos, widths)
     parts = []
     for s, (c, t) in enumerate(results):
         for k in range(c.shape[0]):
@@ -143,8 +201,10 @@ def combo_matrix(plan: MatchPlan, combos: Sequence[Mapping[str, float]]) -> np.n
 
 def count_records(data: EvalData, executor: Executor, plan: MatchPlan, radius: Mapping[str, float]) -> Deferred:
     """Deferred frame of c and T per original record (columns ``__row__``, ``c_s``, ``t_s``)."""
-    blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True)
-    return blocks.map(_records_kernel, _records_meta(data.m), plan=plan, combos=combo_matrix(plan, [radius]))
+    blocks, widths = coded_blocks(data, executor, plan)
+    return blocks.map(
+        _records_kernel, _records_meta(data.m), plan=plan, combos=combo_matrix(plan, [radius]), widths=widths
+    )
 
 
 def records_matrices(frame: pd.DataFrame, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -162,8 +222,8 @@ def count_histograms(
     data: EvalData, executor: Executor, plan: MatchPlan, combos: Sequence[Mapping[str, float]]
 ) -> Deferred:
     """Deferred (set, combination, c, T, count) histogram of every radius combination."""
-    blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True)
-    return blocks.map(_histogram_kernel, _HIST_META, plan=plan, combos=combo_matrix(plan, combos))
+    blocks, widths = coded_blocks(data, executor, plan)
+    return blocks.map(_histogram_kernel, _HIST_META, plan=plan, combos=combo_matrix(plan, combos), widths=widths)
 
 
 def sweep_statistics(hist: pd.DataFrame, n: int, m: int, n_combos: int) -> list[SetStatistics]:
