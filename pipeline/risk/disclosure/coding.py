@@ -69,19 +69,25 @@ class ColumnStats:
     n: int
 
 
-def value_counts(frame: pd.DataFrame, variables: Sequence[str], factors: Sequence[str]) -> dict[str, pd.Series]:
+def value_counts(
+    frame: pd.DataFrame, variables: Sequence[str], factors: Sequence[str], weights: np.ndarray | None = None
+) -> dict[str, pd.Series]:
     """Value counts (missing included) of ``variables`` in one partition (the map step).
 
-    ``factors``: the variables that are factors in the schema (categorical columns).
+    ``factors``: the variables that are factors in the schema (categorical columns);
+    ``weights``: records per row (rows that are counted combinations of values), default one.
     """
     out = {}
     for v in variables:
         s = frame[v]
         if v in factors:  # count the codes: -1 (missing) first
-            counts = np.bincount(s.cat.codes.to_numpy().astype(np.int64) + 1, minlength=len(s.cat.categories) + 1)
+            counts = np.bincount(s.cat.codes.to_numpy().astype(np.int64) + 1, weights,
+                                 minlength=len(s.cat.categories) + 1).astype(np.int64)  # fmt: skip
             out[v] = pd.Series(counts, index=pd.Index([np.nan, *s.cat.categories.astype(object)], dtype=object))
-        else:
+        elif weights is None:
             out[v] = s.value_counts(dropna=False, sort=False)
+        else:
+            out[v] = pd.Series(weights).groupby(s.to_numpy(), dropna=False, sort=False).sum()
     return out
 
 
@@ -89,9 +95,7 @@ def merge_value_counts(parts: Sequence[dict[str, pd.Series]]) -> dict[str, pd.Se
     """The value counts of several partitions as one (integer sums: exact, in any grouping)."""
     if len(parts) == 1:
         return parts[0]
-    return {
-        v: pd.concat([p[v] for p in parts]).groupby(level=0, dropna=False, sort=False).sum() for v in parts[0]
-    }
+    return {v: pd.concat([p[v] for p in parts]).groupby(level=0, dropna=False, sort=False).sum() for v in parts[0]}
 
 
 def column_stats(counts: pd.Series, variable: Variable) -> ColumnStats:
@@ -106,7 +110,6 @@ def column_stats(counts: pd.Series, variable: Variable) -> ColumnStats:
         observed = pd.Series(values, index=pd.Index([str(x) for x in observed.index], dtype=object))
     declared = tuple(variable.levels or ()) if variable.is_factor else None
     return ColumnStats(not variable.is_numeric, declared, observed, int(counts[na].sum()), int(counts.sum()))
-
 
 
 @dataclass(frozen=True)
@@ -264,12 +267,14 @@ def value_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
     if len(values) and np.all(values == np.round(values)) and values[-1] - values[0] < LOOKUP_SPAN:
         lookup = np.full(int(values[-1] - values[0]) + 1, -1, dtype=np.int32)
         lookup[(values - values[0]).astype(np.int64)] = codes
-    return Coder(name, "values", tuple(labels), index[MISSING], tuple(r_levels), values=values, value_codes=codes,
-                 lookup=lookup)
+    return Coder(
+        name, "values", tuple(labels), index[MISSING], tuple(r_levels), values=values, value_codes=codes, lookup=lookup
+    )
 
 
-def bin_coder(name: str, stats: Sequence[ColumnStats], ngroups: int, special: Sequence[float],
-              style: BinStyle) -> Coder:
+def bin_coder(
+    name: str, stats: Sequence[ColumnStats], ngroups: int, special: Sequence[float], style: BinStyle
+) -> Coder:
     """Coder of a grouped numeric variable (synthpop ``group_num``, spec §3.3).
 
     Break points come from the original values pooled with the values of *all* synthetic
@@ -303,7 +308,13 @@ def bin_coder(name: str, stats: Sequence[ColumnStats], ngroups: int, special: Se
         observed = [lab for lab in declared if lab in seen]
         r_levels.append(tuple(index[lab] for lab in _r_order(observed, declared, st.n_missing > 0)))
     return Coder(
-        name, "bins", tuple(labels), index[MISSING], tuple(r_levels), breaks=breaks, special=tuple(special),
+        name,
+        "bins",
+        tuple(labels),
+        index[MISSING],
+        tuple(r_levels),
+        breaks=breaks,
+        special=tuple(special),
         special_codes=tuple(index[lab] for lab in special_labels),
     )
 

@@ -2,31 +2,36 @@
 
 Flow:
 
-1. value counts of every key and target in every data set (:func:`gather_stats`: one
-   :func:`~pipeline.risk.disclosure.coding.value_counts` per partition, merged exactly) —
-   once for all key sets;
+1. one pass over the records of every data set (:func:`gather_stats`): each partition is
+   reduced to the counts of its distinct combinations of key and target values
+   (:func:`~pipeline.risk.disclosure.kernel.joint_counts`, integer codes throughout), merged
+   exactly; while the merged counts of every data set fit one key block they are kept (the
+   value counts are their margins), else only the value counts — once for all key sets;
 2. a category coder per key and target, shared by the original and all synthetic sets
    (grouping break points are computed here, from the pooled values), and a
    :class:`~pipeline.risk.disclosure.kernel.KernelPlan` per target (options in codes);
-3. every partition of records is encoded and reduced to the (q, target) cell counts of every
-   target (:func:`count_records`);
-4. the cell counts, not the records, are co-partitioned into key blocks
-   (:meth:`~pipeline.evaluation.execution.Executor.derived_key_blocks`; in memory the whole
-   data are one block) and every target's block statistics are computed
-   (:func:`~pipeline.risk.disclosure.kernel.block_summary`: exact integers; with several
-   targets the blocks are persisted once and shared);
+3. the (q, target) cell counts of every target (:func:`count_records`): from the joint counts
+   when they were kept — the whole data are then one block, with no key hashing and no
+   shuffle — else from every partition of records again, co-partitioned into key blocks
+   (:meth:`~pipeline.evaluation.execution.Executor.derived_key_blocks`: the cell counts, not
+   the records, are shuffled; with several targets the blocks are persisted once and shared);
+4. every target's block statistics
+   (:func:`~pipeline.risk.disclosure.kernel.block_summary`: exact integers);
 5. the statistics are summed and turned into the measures
    (:func:`~pipeline.risk.disclosure.measures.build_result`).
 
-Whether the data are in memory or on the cluster, and how many blocks there are, is the
-executor's decision; because step 4 only produces exact integers, every choice gives
-identical results.
+Whether the data are in memory or on the cluster, and how many blocks there are, is decided
+by the executor and the size of the counts; because step 4 only produces exact integers, every
+choice gives identical results.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,28 +51,110 @@ from pipeline.risk.disclosure.coding import (
     value_counts,
 )
 from pipeline.risk.disclosure.kernel import (
+    COUNT,
     KernelPlan,
     block_summary,
     cell_counts,
     cell_counts_meta,
     combine,
+    joint_counts,
     summary_meta,
 )
 from pipeline.risk.disclosure.measures import build_result
 from pipeline.risk.disclosure.options import DisclosureOptions
 from pipeline.risk.disclosure.result import DisclosureResult
 
-Stats = list[dict[str, ColumnStats]]
+
+@dataclass(frozen=True)
+class Tally:
+    """The counts of (some partitions of) one data set: the joint counts of the variables while
+    they stay within the limit, else only the value counts of each variable."""
+
+    joint: pd.DataFrame | None = None
+    values: dict[str, pd.Series] | None = None
 
 
-def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str]) -> Stats:
-    """Value counts of ``variables`` in every data set (one kernel per partition, one computation)."""
+def tally_records(frame: pd.DataFrame, variables: Sequence[str], factors: Sequence[str], limit: int | None) -> Tally:
+    """The :class:`Tally` of one partition of records (the map step of :func:`gather_stats`)."""
+    return _bounded(joint_counts(frame, variables, factors), variables, factors, limit)
+
+
+def merge_tallies(parts: Sequence[Tally], variables: Sequence[str], factors: Sequence[str], limit: int | None) -> Tally:
+    """The tallies of several partitions as one (integer sums: exact, in any grouping)."""
+    if len(parts) == 1:
+        return parts[0]
+    if all(p.joint is not None for p in parts):
+        stacked = pd.concat([p.joint for p in parts], ignore_index=True)
+        return _bounded(joint_counts(stacked, variables, factors, stacked[COUNT].to_numpy()), variables, factors, limit)
+    return Tally(values=merge_value_counts([_value_counts(p, variables, factors) for p in parts]))
+
+
+def _bounded(joint: pd.DataFrame, variables: Sequence[str], factors: Sequence[str], limit: int | None) -> Tally:
+    if limit is None or len(joint) <= limit:
+        return Tally(joint=joint)
+    return Tally(values=value_counts(joint, variables, factors, joint[COUNT].to_numpy()))
+
+
+def _value_counts(tally: Tally, variables: Sequence[str], factors: Sequence[str]) -> dict[str, pd.Series]:
+    if tally.values is not None:
+        return tally.values
+    assert tally.joint is not None
+    return value_counts(tally.joint, variables, factors, tally.joint[COUNT].to_numpy())
+
+
+@dataclass(frozen=True)
+class Stats(Sequence[dict[str, ColumnStats]]):
+    """What one pass over the records tells, per data set (0 = original): ``stats[i][variable]``.
+
+    Attributes
+    ----------
+    columns : tuple of dict
+        Per data set, the :class:`~pipeline.risk.disclosure.coding.ColumnStats` of every variable.
+    joint : tuple of DataFrame or None
+        Per data set, the counts of its distinct combinations of values of the variables
+        (:func:`~pipeline.risk.disclosure.kernel.joint_counts`), when those of every data set
+        fit one key block; None otherwise (or when not asked for).
+    """
+
+    columns: tuple[dict[str, ColumnStats], ...]
+    joint: tuple[pd.DataFrame, ...] | None = None
+
+    def __getitem__(self, index: Any) -> Any:  # an int gives one data set's dict, a slice a tuple
+        return self.columns[index]
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __iter__(self) -> Iterator[dict[str, ColumnStats]]:
+        return iter(self.columns)
+
+
+def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], joint: bool = True) -> Stats:
+    """Value counts of ``variables`` in every data set, and their joint counts (one pass, one computation).
+
+    With ``joint`` every partition is reduced to the counts of its combinations of values
+    (:func:`tally_records`) and these are merged; they are kept when, for every data set, they
+    fit one key block of the executor (:attr:`~pipeline.evaluation.execution.Executor.block_rows`
+    combinations; in memory always), and the value counts are their margins.  Without, only
+    the value counts are computed.
+    """
     variables = list(variables)
     factors = [v for v in variables if data.schema[v].is_factor]
-    merged = executor.compute(
-        *[executor.map_reduce(f, value_counts, merge_value_counts, variables, factors) for f in data.frames]
-    )
-    return [{v: column_stats(counts[v], data.schema[v]) for v in variables} for counts in merged]
+    if joint:
+        limit = executor.block_rows if executor.is_lazy(data) else None
+        merge = partial(merge_tallies, variables=variables, factors=factors, limit=limit)
+        tallies = executor.compute(
+            *[executor.map_reduce(f, tally_records, merge, variables, factors, limit) for f in data.frames]
+        )
+        counts = [_value_counts(t, variables, factors) for t in tallies]
+        joints = tuple(t.joint for t in tallies if t.joint is not None)
+    else:
+        counts = executor.compute(
+            *[executor.map_reduce(f, value_counts, merge_value_counts, variables, factors) for f in data.frames]
+        )
+        joints = ()
+    columns = tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c in counts)
+    return Stats(columns, joints if len(joints) == len(columns) else None)
 
 
 def count_records(
@@ -77,9 +164,11 @@ def count_records(
     key_sizes: tuple[int, ...],
     targets: tuple[str, ...],
     target_sizes: tuple[int, ...],
+    weights: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """Cell counts of one partition of records (codes first, then a hash group-by)."""
-    return cell_counts(encode_frame(frame, coders), keys, key_sizes, targets, target_sizes)
+    """Cell counts of one partition of records, or of joint counts with ``weights`` (codes first,
+    then a dense count or a hash group-by)."""
+    return cell_counts(encode_frame(frame, coders), keys, key_sizes, targets, target_sizes, weights)
 
 
 def key_set_results(
@@ -91,8 +180,9 @@ def key_set_results(
     ----------
     data : EvalData
         Prepared by the executor (in memory or on the cluster), with the keys and targets.
-    stats : list
-        :func:`gather_stats` of the keys and targets.
+    stats : Stats
+        :func:`gather_stats` of the keys and targets (with their joint counts, if they fit one
+        block).
     keys : sequence of str
         The key set in the data's column order.
     options : sequence of DisclosureOptions
@@ -106,11 +196,15 @@ def key_set_results(
     plans = [_plan(o, i, keys, coders, _has_missing_label(stats, o.target)) for i, o in enumerate(options)]
     targets = tuple(o.target for o in options)
     layout = (keys, tuple(coders[k].size for k in keys), targets, tuple(coders[t].size for t in targets))
-    meta = cell_counts_meta(encoded_meta(coders), keys, len(targets))
-    blocks = executor.derived_key_blocks(data, keys, count_records, meta, coders, *layout)
-    if len(plans) > 1:
-        blocks = blocks.persist()  # shared by every target
-    summaries = executor.compute(*[blocks.map(block_summary, summary_meta(), plan=p) for p in plans])
+    if stats.joint is not None:  # the whole data are one block: no key hashing, no shuffle
+        cells = [count_records(j, coders, *layout, j[COUNT].to_numpy()) for j in stats.joint]
+        summaries = [block_summary(*cells, plan=p) for p in plans]
+    else:
+        meta = cell_counts_meta(encoded_meta(coders), keys, len(targets))
+        blocks = executor.derived_key_blocks(data, keys, count_records, meta, coders, *layout)
+        if len(plans) > 1:
+            blocks = blocks.persist()  # shared by every target
+        summaries = executor.compute(*[blocks.map(block_summary, summary_meta(), plan=p) for p in plans])
     return [build_result(combine([s]), data.m, keys, coders, o) for s, o in zip(summaries, options, strict=True)]
 
 
@@ -134,8 +228,9 @@ def _plan(
     for level in options.not_targetlev:
         code = target.code_of(level)
         if code is None:
-            warnings.warn(f"not_targetlev: {level!r} is not a level of {options.target!r}; nothing excluded",
-                          stacklevel=5)
+            warnings.warn(
+                f"not_targetlev: {level!r} is not a level of {options.target!r}; nothing excluded", stacklevel=5
+            )
         else:
             not_target.append(code)
     triples = []

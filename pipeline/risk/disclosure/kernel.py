@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
+import numba
 import numpy as np
 import pandas as pd
 
@@ -37,6 +39,8 @@ SUMMARY_COLUMNS = ("set", "stat", "a", "b", "c", "value")
 TARGET_INDEX, TARGET_CODE, COUNT = "__target__", "__t__", "__n__"
 #: cell spaces up to this size are counted densely (bincount) rather than hashed
 DENSE_CELLS = 1 << 20
+#: whole numbers spanning fewer values than this are coded by their offset (no hashing)
+SMALL_SPAN = 1 << 16
 
 
 class Stat(IntEnum):
@@ -127,14 +131,16 @@ class _Rows:
         if not self.parts:
             return summary_meta()
         sizes = [len(p[-1]) for p in self.parts]
-        return pd.DataFrame({
-            "set": np.repeat([p[0] for p in self.parts], sizes).astype(np.int64),
-            "stat": np.repeat([p[1] for p in self.parts], sizes).astype(np.int64),
-            "a": np.concatenate([p[2] for p in self.parts]),
-            "b": np.concatenate([p[3] for p in self.parts]),
-            "c": np.concatenate([p[4] for p in self.parts]),
-            "value": np.concatenate([p[5] for p in self.parts]),
-        })
+        return pd.DataFrame(
+            {
+                "set": np.repeat([p[0] for p in self.parts], sizes).astype(np.int64),
+                "stat": np.repeat([p[1] for p in self.parts], sizes).astype(np.int64),
+                "a": np.concatenate([p[2] for p in self.parts]),
+                "b": np.concatenate([p[3] for p in self.parts]),
+                "c": np.concatenate([p[4] for p in self.parts]),
+                "value": np.concatenate([p[5] for p in self.parts]),
+            }
+        )
 
 
 def _pair_histogram(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -157,15 +163,22 @@ def _sums_by(index: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def cell_counts(
-    codes: pd.DataFrame, keys: tuple[str, ...], key_sizes: tuple[int, ...], targets: tuple[str, ...],
+    codes: pd.DataFrame,
+    keys: tuple[str, ...],
+    key_sizes: tuple[int, ...],
+    targets: tuple[str, ...],
     target_sizes: tuple[int, ...],
+    weights: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Counts of the (key codes, target code) cells of some records, for every target.
 
     Parameters
     ----------
     codes : DataFrame
-        Category codes of the keys and targets (one row per record).
+        Category codes of the keys and targets (one row per record, or per combination of
+        values with ``weights``).
+    weights : numpy array, optional
+        Number of records of each row (default: one).
 
     Returns
     -------
@@ -181,7 +194,7 @@ def cell_counts(
         space = math.prod(key_sizes) * size
         if radix and space <= max(DENSE_CELLS, 4 * len(t)):
             # few possible cells: count them all and decode the key codes from the cell number
-            counts = np.bincount(q * size + t, minlength=space)
+            counts = np.bincount(q * size + t, weights, minlength=space)
             cells = np.flatnonzero(counts)
             n = counts[cells]
             t_cell, rest = cells % size, cells // size
@@ -195,7 +208,7 @@ def cell_counts(
             rep = np.empty(len(groups), dtype=np.int64)
             rep[inverse] = np.arange(len(inverse))
             part = {k: codes[k].to_numpy()[rep] for k in keys}
-            t_cell, n = t[rep], np.bincount(inverse, minlength=len(groups))
+            t_cell, n = t[rep], np.bincount(inverse, weights, minlength=len(groups))
         part[TARGET_INDEX] = np.full(len(n), i, dtype=np.int8 if len(targets) < 128 else np.int16)
         part[TARGET_CODE] = t_cell.astype(np.int32)
         part[COUNT] = n.astype(np.int64)
@@ -205,9 +218,136 @@ def cell_counts(
 
 def cell_counts_meta(codes_meta: pd.DataFrame, keys: tuple[str, ...], n_targets: int) -> pd.DataFrame:
     meta = {k: codes_meta[k] for k in keys}
-    meta.update({TARGET_INDEX: pd.Series(dtype=np.int8 if n_targets < 128 else np.int16),
-                 TARGET_CODE: pd.Series(dtype=np.int32), COUNT: pd.Series(dtype=np.int64)})
+    meta.update(
+        {
+            TARGET_INDEX: pd.Series(dtype=np.int8 if n_targets < 128 else np.int16),
+            TARGET_CODE: pd.Series(dtype=np.int32),
+            COUNT: pd.Series(dtype=np.int64),
+        }
+    )
     return pd.DataFrame(meta)
+
+
+def joint_counts(
+    frame: pd.DataFrame, variables: Sequence[str], factors: Collection[str], weights: np.ndarray | None = None
+) -> pd.DataFrame:
+    """Counts of the distinct combinations of values of ``variables`` (missing is a value).
+
+    Every column becomes integer codes local to ``frame`` (a factor's category codes; whole
+    numbers in a moderate range offset from their minimum; other values factorised), the
+    combinations are numbered in mixed radix (compiled, one pass per column, no temporaries)
+    and counted with a compiled hash group-by; one row per combination present is kept.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Records (or combinations already counted, with ``weights``).
+    variables : sequence of str
+    factors : collection of str
+        The variables that are factors in the schema (categorical columns).
+    weights : numpy array, optional
+        Records per row of ``frame`` (default: one).
+
+    Returns
+    -------
+    DataFrame
+        The ``variables`` (dtypes as in ``frame``; index 0..k-1) and ``__n__`` (records).
+    """
+    columns = [_local_codes(frame[v], v in factors) for v in variables]
+    n = len(frame)
+    if math.prod(size for _, _, size in columns) < 2**62:
+        q = np.zeros(n, dtype=np.int64)
+        for values, offset, size in columns:
+            _mix(q, values, size, offset)
+    else:  # too many possible combinations to number: a group-by of the codes numbers those present
+        codes = pd.DataFrame({i: _mix(np.zeros(n, dtype=np.int64), v, 1, o) for i, (v, o, _) in enumerate(columns)})
+        q = codes.groupby(list(codes.columns), sort=False).ngroup().to_numpy()
+    rep, counts = _count_groups(q, np.zeros(0, dtype=np.int64) if weights is None else weights.astype(np.int64))
+    out = frame[list(variables)].take(rep).reset_index(drop=True)
+    out[COUNT] = counts
+    return out
+
+
+def _local_codes(s: pd.Series, factor: bool) -> tuple[np.ndarray, int, int]:
+    """One column's values within one frame as codes ``0..size-1``: ``(values, offset, size)``,
+    the code of a value being ``value + offset`` (0 for a missing factor level or number)."""
+    if factor:
+        return s.cat.codes.to_numpy(), 1, len(s.cat.categories) + 1
+    if s.dtype == np.float64:
+        x = s.to_numpy()
+        present, lo, hi, whole = _whole_range(x)
+        if present and whole and max(-lo, hi) < 2**52 and hi - lo < SMALL_SPAN:
+            return x, int(1 - lo), int(hi - lo) + 2
+    codes, uniques = pd.factorize(s, use_na_sentinel=False)
+    return codes, 0, max(len(uniques), 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _whole_range(x):  # pragma: no cover - compiled
+    """Number of non-missing values, their minimum and maximum, and whether all are whole numbers."""
+    present, lo, hi, whole = 0, np.inf, -np.inf, True
+    for v in x:
+        if v != v:
+            continue
+        present += 1
+        lo, hi = min(lo, v), max(hi, v)
+        whole = whole and v == np.floor(v)
+    return present, lo, hi, whole
+
+
+@numba.njit(cache=True, nogil=True)
+def _mix(q, values, size, offset):  # pragma: no cover - compiled
+    """``q = q * size + code`` in place (mixed radix), ``code = value + offset`` (0 for NaN); returns ``q``."""
+    for i in range(q.shape[0]):
+        v = values[i]
+        q[i] = q[i] * size + (0 if v != v else np.int64(v) + offset)
+    return q
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_groups(q, weights):  # pragma: no cover - compiled
+    """The first row of every distinct value of ``q`` (>= 0) and the sum of ``weights`` over its rows
+    (empty ``weights``: one per row).
+
+    One pass with an open-addressing hash table (multiplicative hashing, linear probing) that
+    doubles when half full; groups come in order of first appearance.
+    """
+    n = q.shape[0]
+    bits = 10
+    keys = np.full(1 << bits, -1, dtype=np.int64)  # the value in a slot, -1 = free
+    group = np.empty(1 << bits, dtype=np.int64)  # its group number
+    rep = np.empty(n, dtype=np.int64)
+    counts = np.empty(n, dtype=np.int64)
+    n_groups = 0
+    weighted = weights.shape[0] > 0
+    for i in range(n):
+        key = q[i]
+        mask = (1 << bits) - 1
+        slot = np.int64((np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+        while keys[slot] >= 0 and keys[slot] != key:
+            slot = (slot + 1) & mask
+        w = weights[i] if weighted else 1
+        if keys[slot] == key:
+            counts[group[slot]] += w
+            continue
+        keys[slot] = key
+        group[slot] = n_groups
+        rep[n_groups] = i
+        counts[n_groups] = w
+        n_groups += 1
+        if 2 * n_groups > (1 << bits):  # rehash into a table twice as large
+            bits += 1
+            mask = (1 << bits) - 1
+            keys = np.full(1 << bits, -1, dtype=np.int64)
+            group = np.empty(1 << bits, dtype=np.int64)
+            for h in range(n_groups):
+                value = q[rep[h]]
+                slot = np.int64((np.uint64(value) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+                while keys[slot] >= 0:
+                    slot = (slot + 1) & mask
+                keys[slot] = value
+                group[slot] = h
+    return rep[:n_groups].copy(), counts[:n_groups].copy()
 
 
 def key_groups(
@@ -240,8 +380,11 @@ class _Cells:
         n = np.concatenate([f[COUNT].to_numpy() for f in frames]).astype(np.int64)
         cells, inverse = np.unique(q * plan.target_size + t, return_inverse=True)
         n_cells = len(cells)
-        self.counts = np.bincount(src * n_cells + inverse, weights=n, minlength=len(frames) * n_cells) \
-            .astype(np.int64).reshape(len(frames), -1)
+        self.counts = (
+            np.bincount(src * n_cells + inverse, weights=n, minlength=len(frames) * n_cells)
+            .astype(np.int64)
+            .reshape(len(frames), -1)
+        )
         rep = np.empty(n_cells, dtype=np.int64)
         rep[inverse] = np.arange(len(t))
         self.t = t[rep]
@@ -390,8 +533,9 @@ def combine(parts: list[pd.DataFrame]) -> dict[tuple[int, int], StatRows]:
     keys = (set_, stat, a, b, c)
     new_row = np.r_[True, np.any([k[1:] != k[:-1] for k in keys], axis=0)]
     starts = np.flatnonzero(new_row)
-    summed = np.where(stat[starts] == int(Stat.MAX_DISCO), np.maximum.reduceat(value, starts),
-                      np.add.reduceat(value, starts))
+    summed = np.where(
+        stat[starts] == int(Stat.MAX_DISCO), np.maximum.reduceat(value, starts), np.add.reduceat(value, starts)
+    )
     set_, stat, a, b, c = (k[starts] for k in keys)
     new_group = np.r_[True, (set_[1:] != set_[:-1]) | (stat[1:] != stat[:-1])]
     bounds = np.r_[np.flatnonzero(new_group), len(set_)]

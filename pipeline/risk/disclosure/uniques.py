@@ -79,8 +79,14 @@ class ReplicatedUniquesResult(Result):
         return rows
 
     def to_dict(self) -> dict[str, Any]:
-        return jsonable({"keys": list(self.keys), "n": self.n, "k": list(self.k),
-                         "res_tab": [t.reset_index(names="").to_dict(orient="records") for t in self.res_tab]})
+        return jsonable(
+            {
+                "keys": list(self.keys),
+                "n": self.n,
+                "k": list(self.k),
+                "res_tab": [t.reset_index(names="").to_dict(orient="records") for t in self.res_tab],
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -106,8 +112,9 @@ class RemovedUniques:
         return [int(r.sum()) for r in self.removed]
 
 
-def uniques_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, keys: tuple[str, ...],
-                   sizes: tuple[int, ...]) -> pd.DataFrame:
+def uniques_kernel(
+    original: pd.DataFrame, *synthetic: pd.DataFrame, keys: tuple[str, ...], sizes: tuple[int, ...]
+) -> pd.DataFrame:
     """Per block of key codes (with ``__row__``): the number of uniques, and the flagged synthetic records.
 
     Returns rows ``(set, kind, value)``: kind 0 = number of uniques of the set, 1 = position of
@@ -127,11 +134,13 @@ def uniques_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, keys: tuple
         for kind, flag in ((_SYN_U_ROW, (s == 1) & (counts[0] > 0)), (_REP_U_ROW, (s == 1) & (counts[0] == 1))):
             rows = position[flag[of_row]]
             out.append((np.full(len(rows), j), kind, rows))
-    return pd.DataFrame({
-        "set": np.concatenate([o[0] for o in out]).astype(np.int64),
-        "kind": np.concatenate([np.full(len(o[2]), o[1]) for o in out]).astype(np.int64),
-        "value": np.concatenate([o[2] for o in out]).astype(np.int64),
-    })
+    return pd.DataFrame(
+        {
+            "set": np.concatenate([o[0] for o in out]).astype(np.int64),
+            "kind": np.concatenate([np.full(len(o[2]), o[1]) for o in out]).astype(np.int64),
+            "value": np.concatenate([o[2] for o in out]).astype(np.int64),
+        }
+    )
 
 
 def _uniques_meta() -> pd.DataFrame:
@@ -184,12 +193,13 @@ def replicated_uniques(
 def _replicated_uniques(data: EvalData, keys: str | Sequence[str], executor: Executor) -> ReplicatedUniquesResult:
     key_list = key_names(keys)
     prepared = executor.prepare(data.select(key_list))
-    stats = gather_stats(prepared, executor, key_list)
+    stats = gather_stats(prepared, executor, key_list, joint=False)
     coders = build_coders(stats, key_list, {}, {}, allow_all_missing=True)
     sizes = tuple(coders[k].size for k in key_list)
     # the records' codes, not their values, decide the blocks: values that share a code share a block
-    blocks = executor.derived_key_blocks(prepared, key_list, encode_frame, encoded_meta(coders), coders,
-                                         with_row_id=True)
+    blocks = executor.derived_key_blocks(
+        prepared, key_list, encode_frame, encoded_meta(coders), coders, with_row_id=True
+    )
     (rows,) = executor.compute(blocks.map(uniques_kernel, _uniques_meta(), keys=key_list, sizes=sizes))
     n = stats[0][key_list[0]].n
     k = tuple(st[key_list[0]].n for st in stats[1:])
@@ -204,12 +214,23 @@ def _replicated_uniques(data: EvalData, keys: str | Sequence[str], executor: Exe
             flags.append(flag)
         syn_u.append(flags[0])
         rep_u.append(flags[1])
-        numbers = [orig_uniques, int(mine.loc[mine["kind"] == _N_UNIQUE, "value"].sum()), int(flags[0].sum()),
-                   int(flags[1].sum())]
+        numbers = [
+            orig_uniques,
+            int(mine.loc[mine["kind"] == _N_UNIQUE, "value"].sum()),
+            int(flags[0].sum()),
+            int(flags[1].sum()),
+        ]
         totals = [n, size, size, size]
-        tabs.append(pd.DataFrame({"Number": numbers, "from total": totals,
-                                  "%": [x / t * 100 for x, t in zip(numbers, totals, strict=True)]},
-                                 index=list(ROWS)))
+        tabs.append(
+            pd.DataFrame(
+                {
+                    "Number": numbers,
+                    "from total": totals,
+                    "%": [x / t * 100 for x, t in zip(numbers, totals, strict=True)],
+                },
+                index=list(ROWS),
+            )
+        )
     return ReplicatedUniquesResult(key_list, n, k, tuple(tabs), tuple(syn_u), tuple(rep_u))
 
 
