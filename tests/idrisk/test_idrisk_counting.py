@@ -93,3 +93,44 @@ def test_3d_counts_of_many_levels_match_brute_force():
     for k in range(3):
         inside &= (pts[None, :, k] > lo[:, None, k]) & (pts[None, :, k] < hi[:, None, k])
     np.testing.assert_array_equal(got, inside.sum(axis=1))
+
+
+def test_key_codes_of_mixed_kinds_match_brute_force():
+    """Key variables as strings in one set and categoricals in the other, numbers matched exactly
+    (no radius; -0.0 == 0.0), missing values: the coded key blocks agree with brute force."""
+    rng = np.random.default_rng(9)
+    n = 150
+    orig = pd.DataFrame(
+        {
+            "region": pd.Series(rng.choice(["x", "y", "z"], n), dtype=object),
+            "size": rng.choice([-0.0, 0.0, 1.0, 2.5], n),
+            "income": rng.integers(1, 9, n) * 4.0,
+        }
+    )
+    orig.loc[orig.index[:4], "region"] = None
+    syn = orig.copy()
+    syn["region"] = pd.Categorical(rng.choice(["z", "y", "x"], n), categories=["z", "y", "x", "w"])
+    syn["size"] = np.where(orig["size"] == 0.0, -orig["size"], orig["size"])  # signs of zeros flipped
+    known, synthesised = ["region", "size"], ["income"]
+    res = identification_risk(orig, [syn], known, synthesised, None)
+    c, t = brute_force(orig, syn, known, synthesised, None)
+    np.testing.assert_array_equal(res.c[:, 0], c)
+    np.testing.assert_array_equal(res.T[:, 0], t)
+    assert res.c[0, 0] == 0  # a missing key matches nothing
+
+
+def test_key_variables_beyond_one_int64_code_match_brute_force():
+    """Five categorical variables of 10,000 declared levels each (a radix product over 2**62):
+    one code column per variable instead of one combined code, same counts."""
+    rng = np.random.default_rng(10)
+    n = 120
+    levels = [f"l{k}" for k in range(10_000)]
+    cols = {f"k{j}": pd.Categorical(rng.choice(levels[:2], n), categories=levels) for j in range(5)}
+    orig = pd.DataFrame({**cols, "income": rng.integers(1, 9, n) * 4.0})
+    syn = orig.copy()
+    syn["k4"] = pd.Categorical(rng.choice(levels[:2], n), categories=levels)
+    known, synthesised = [f"k{j}" for j in range(4)], ["k4", "income"]
+    res = identification_risk(orig, [syn], known, synthesised, {"income": 0.5}, interval="closed")
+    c, t = brute_force(orig, syn, known, synthesised, {"income": 0.5}, closed=True)
+    np.testing.assert_array_equal(res.c[:, 0], c)
+    np.testing.assert_array_equal(res.T[:, 0], t)

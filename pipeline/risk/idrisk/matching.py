@@ -55,6 +55,13 @@ def _comparable(series: pd.Series) -> np.ndarray:
     return series.to_numpy(dtype=object)
 
 
+def combine_codes(combined: np.ndarray, codes: np.ndarray, width: int) -> np.ndarray:
+    """Mixed-radix step ``combined * width + codes`` (-1 where either is missing)."""
+    combined = np.asarray(combined, dtype=np.int64)
+    codes = np.asarray(codes, dtype=np.int64)
+    return np.where((combined < 0) | (codes < 0), -1, combined * max(int(width), 1) + codes)
+
+
 def group_codes(
     columns: Sequence[str], widths: Sequence[int], frames: Sequence[pd.DataFrame]
 ) -> tuple[list[np.ndarray], int]:
@@ -71,8 +78,7 @@ def group_codes(
         width = max(int(width), 1)
         if card * width >= 2**62:  # keep the mixed-radix code inside int64
             combined, card = _compact(combined)
-        codes = [f[col].to_numpy().astype(np.int64) for f in frames]
-        combined = [np.where((a < 0) | (b < 0), -1, a * width + b) for a, b in zip(combined, codes, strict=True)]
+        combined = [combine_codes(a, f[col].to_numpy(), width) for a, f in zip(combined, frames, strict=True)]
         card *= width
     if card > max(sum(sizes), 1):
         return _compact(combined)
@@ -274,15 +280,17 @@ def partition_counts(
     synthetic: Sequence[pd.DataFrame],
     plan: MatchPlan,
     combos: np.ndarray,
+    key_columns: Sequence[str],
     widths: Sequence[int],
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """c and T (each shape (n_combos, n_original_rows)) for every synthetic set of a key block.
 
-    The categorical variables hold integer codes (:func:`key_codes`) below ``widths``.
-    Records are matched to their own synthetic row by ``__row__`` (each record's position in
-    its own data set, see :meth:`~pipeline.evaluation.execution.Executor.key_blocks`).
+    The categorical variables are matched through ``key_columns``: integer codes (one
+    mixed-radix column, or one per variable; -1 = missing) below ``widths``.  Records are
+    matched to their own synthetic row by ``__row__`` (each record's position in its own data
+    set, see :meth:`~pipeline.evaluation.execution.Executor.key_blocks`).
     """
-    groups, n_groups = group_codes(plan.categorical, widths, [original, *synthetic])
+    groups, n_groups = group_codes(key_columns, widths, [original, *synthetic])
     q_groups = groups[0]
     x = _continuous_values(original, plan)
     q_valid = (q_groups >= 0) & np.all(np.isfinite(x), axis=1)
@@ -305,9 +313,17 @@ def partition_counts(
 
 
 def _own_rows(original: pd.DataFrame, synthetic: pd.DataFrame) -> np.ndarray:
-    """Position in ``synthetic`` of each original record's own synthetic row (-1: not in this block)."""
-    own = pd.Index(synthetic[ROW_COLUMN].to_numpy()).get_indexer(original[ROW_COLUMN].to_numpy())
-    return own.astype(np.int64)
+    """Position in ``synthetic`` of each original record's own synthetic row (-1: not in this block).
+
+    Row ids are record positions (below the data sets' size), so a dense lookup table does it.
+    """
+    rows = original[ROW_COLUMN].to_numpy(dtype=np.int64)
+    syn_rows = synthetic[ROW_COLUMN].to_numpy(dtype=np.int64)
+    if not len(rows) or not len(syn_rows):
+        return np.full(len(rows), -1, dtype=np.int64)
+    table = np.full(max(int(rows.max()), int(syn_rows.max())) + 1, -1, dtype=np.int64)
+    table[syn_rows] = np.arange(len(syn_rows), dtype=np.int64)
+    return table[rows]
 
 
 def histogram(c: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
