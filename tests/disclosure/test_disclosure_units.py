@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,15 +18,29 @@ from pipeline.rcompat import cut_labels as interval_labels
 from pipeline.risk.disclosure import disclosure
 from pipeline.risk.disclosure.coding import MISSING, build_coders, encode_frame
 from pipeline.risk.disclosure.compute import gather_stats
-from pipeline.risk.disclosure.kernel import KernelPlan, Stat, block_summary, cell_counts, combine
+from pipeline.risk.disclosure.kernel import COUNT, KernelPlan, Stat, block_summary, cell_counts, combine, joint_counts
 from pipeline.risk.disclosure.options import DisclosureParams, bind_options
 
 
-@pytest.mark.parametrize(("value", "label"), [
-    (57.0, "57"), (-8.0, "-8"), (0.1, "0.1"), (2.5, "2.5"), (20000.0, "20000"), (100000.0, "1e+05"),
-    (123456.0, "123456"), (0.0001, "1e-04"), (1 / 3, "0.333333333333333"), (1e15, "1e+15"),
-    (2.0**53, "9007199254740992"), (0.0, "0"), (-0.001, "-0.001"), (1234.5678, "1234.5678"),
-])
+@pytest.mark.parametrize(
+    ("value", "label"),
+    [
+        (57.0, "57"),
+        (-8.0, "-8"),
+        (0.1, "0.1"),
+        (2.5, "2.5"),
+        (20000.0, "20000"),
+        (100000.0, "1e+05"),
+        (123456.0, "123456"),
+        (0.0001, "1e-04"),
+        (1 / 3, "0.333333333333333"),
+        (1e15, "1e+15"),
+        (2.0**53, "9007199254740992"),
+        (0.0, "0"),
+        (-0.001, "-0.001"),
+        (1234.5678, "1234.5678"),
+    ],
+)
 def test_r_number_label_is_as_character(value: float, label: str) -> None:
     assert r_number_label(value) == label
 
@@ -31,8 +48,9 @@ def test_r_number_label_is_as_character(value: float, label: str) -> None:
 def test_quantile_type7_from_counts() -> None:
     values, counts = np.array([1.0, 2, 3, 5, 8, 13]), np.array([1, 2, 1, 3, 1, 1])
     probs = np.array([0, 0.1, 0.25, 0.5, 0.9, 1])
-    np.testing.assert_allclose(quantile7(values, counts, probs), np.quantile(np.repeat(values, counts), probs),
-                               rtol=1e-15)
+    np.testing.assert_allclose(
+        quantile7(values, counts, probs), np.quantile(np.repeat(values, counts), probs), rtol=1e-15
+    )
 
 
 def test_class_breaks_quantile_unique_and_equal() -> None:
@@ -40,8 +58,9 @@ def test_class_breaks_quantile_unique_and_equal() -> None:
     ones = np.ones(10, dtype=np.int64)
     np.testing.assert_allclose(class_breaks(x, ones, 4, "quantile"), [1, 3.25, 5.5, 7.75, 10])
     # at most n distinct values: one class per value, mid-points, ends padded by half the mean gap
-    np.testing.assert_allclose(class_breaks(np.array([1.0, 2, 4]), np.ones(3, np.int64), 3, "quantile"),
-                               [0.25, 1.5, 3, 4.75])
+    np.testing.assert_allclose(
+        class_breaks(np.array([1.0, 2, 4]), np.ones(3, np.int64), 3, "quantile"), [0.25, 1.5, 3, 4.75]
+    )
     np.testing.assert_allclose(class_breaks(x, ones, 3, "equal"), [1, 4, 7, 10])
     # duplicated quantiles are dropped
     assert class_breaks(np.array([1.0, 2, 9]), np.array([8, 1, 1]), 2, "quantile").tolist() == [1, 9]
@@ -59,8 +78,7 @@ def _stats(original: pd.DataFrame, synthetic: pd.DataFrame, variables: list[str]
 
 
 def test_grouping_with_special_code_and_missing() -> None:
-    gt = pd.DataFrame({"k": pd.Categorical(list("ab") * 10),
-                       "inc": [-8.0, np.nan] + [float(v) for v in range(1, 19)]})
+    gt = pd.DataFrame({"k": pd.Categorical(list("ab") * 10), "inc": [-8.0, np.nan] + [float(v) for v in range(1, 19)]})
     coders = build_coders(_stats(gt, gt, ["k", "inc"]), ["k", "inc"], {"inc": 3}, {"inc": (-8.0,)})
     inc = coders["inc"]
     assert inc.labels == ("[1,6.6666667)", "[6.6666667,12.333333)", "[12.333333,18]", "-8", MISSING)
@@ -97,12 +115,27 @@ def _coded(seed: int) -> tuple[pd.DataFrame, list[pd.DataFrame], KernelPlan]:
     rng = np.random.default_rng(seed)
 
     def draw(n: int) -> pd.DataFrame:
-        codes = pd.DataFrame({"k1": rng.integers(0, 4, n), "k2": rng.integers(0, 6, n), "t0": rng.integers(0, 3, n),
-                              "t1": rng.integers(0, 9, n)})
+        codes = pd.DataFrame(
+            {
+                "k1": rng.integers(0, 4, n),
+                "k2": rng.integers(0, 6, n),
+                "t0": rng.integers(0, 3, n),
+                "t1": rng.integers(0, 9, n),
+            }
+        )
         return cell_counts(codes, ("k1", "k2"), (4, 6), ("t0", "t1"), (3, 9))
 
-    plan = KernelPlan(keys=("k1", "k2"), target_index=0, key_sizes=(4, 6), target_size=3, not_target=(2,),
-                      keys_missing=((1, 5),), exclude=((0, 1, 0),), denom_lim=3, thresh_2way=1)
+    plan = KernelPlan(
+        keys=("k1", "k2"),
+        target_index=0,
+        key_sizes=(4, 6),
+        target_size=3,
+        not_target=(2,),
+        keys_missing=((1, 5),),
+        exclude=((0, 1, 0),),
+        denom_lim=3,
+        thresh_2way=1,
+    )
     return draw(400), [draw(300), draw(350)], plan
 
 
@@ -111,8 +144,10 @@ def test_kernel_statistics_do_not_depend_on_blocks() -> None:
     whole = combine([block_summary(original, *synthetic, plan=plan)])
     n_blocks = 5
     ids = [block_ids(f, ["k1", "k2"], n_blocks) for f in (original, *synthetic)]
-    parts = [block_summary(*(f[i == b] for f, i in zip((original, *synthetic), ids, strict=True)), plan=plan)
-             for b in range(n_blocks)]
+    parts = [
+        block_summary(*(f[i == b] for f, i in zip((original, *synthetic), ids, strict=True)), plan=plan)
+        for b in range(n_blocks)
+    ]
     split = combine(parts)
     assert whole.keys() == split.keys()
     for key, rows in whole.items():
@@ -143,10 +178,100 @@ def test_encoded_codes_align_by_label_not_by_position() -> None:
 
 def test_single_key_counts_declared_levels_as_present() -> None:
     """R (table of a factor) lists every level of a single key, so UiOiS counts unobserved ones."""
-    gt = pd.DataFrame({"k": pd.Categorical(["a", "b", "b"], categories=["a", "b", "c"]),
-                       "t": pd.Categorical(["u", "u", "v"])})
+    gt = pd.DataFrame(
+        {"k": pd.Categorical(["a", "b", "b"], categories=["a", "b", "c"]), "t": pd.Categorical(["u", "u", "v"])}
+    )
     sd = pd.DataFrame({"k": pd.Categorical(["b", "b"], categories=["a", "b", "c"]), "t": pd.Categorical(["u", "u"])})
     res = disclosure(gt, sd, "k", "t")
     assert res.ident.loc[1, "UiO"] == pytest.approx(100 / 3)
     assert res.ident.loc[1, "UiOiS"] == pytest.approx(100 / 3)  # "a" is a declared level of the synthetic factor
     assert res.ident.loc[1, "repU"] == 0
+
+
+def _values(frame: pd.DataFrame, variables: list[str]) -> list[tuple]:
+    """Each row's values of ``variables`` (missing as None)."""
+    return list(zip(*(frame[v].astype(object).where(frame[v].notna(), None) for v in variables), strict=True))
+
+
+def _brute_joint(frame: pd.DataFrame, variables: list[str]) -> dict[tuple, int]:
+    """Records per combination of values (missing a value), counted one record at a time."""
+    return dict(Counter(_values(frame, variables)))
+
+
+def _joint_as_dict(joint: pd.DataFrame, variables: list[str]) -> dict[tuple, int]:
+    rows = _values(joint, variables)
+    assert len(set(rows)) == len(rows)  # one row per combination
+    return dict(zip(rows, joint[COUNT].tolist(), strict=True))
+
+
+def _mixed_frame(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    sex = pd.Categorical(rng.choice(["M", "F", None], n, p=[0.45, 0.45, 0.1]), categories=["M", "F", "X"])
+    age = rng.integers(16, 90, n).astype(float)
+    age[rng.random(n) < 0.1] = np.nan
+    income = np.round(rng.normal(2000, 50, n), 1)  # not whole numbers: factorised
+    income[rng.random(n) < 0.1] = np.nan
+    town = pd.array(rng.choice(["a", "b", "c", None], n), dtype="string")
+    return pd.DataFrame({"sex": sex, "age": age, "income": income, "town": town})
+
+
+def test_joint_counts_equal_a_group_by_of_the_values() -> None:
+    frame = _mixed_frame(3000, 1)
+    variables = ["sex", "age", "income", "town"]
+    joint = joint_counts(frame, variables, ["sex"])
+    assert list(joint.columns) == [*variables, COUNT]
+    assert joint["sex"].dtype == frame["sex"].dtype and joint["town"].dtype == frame["town"].dtype
+    assert joint[COUNT].sum() == len(frame) and (joint[COUNT] > 0).all()
+    assert _joint_as_dict(joint, variables) == _brute_joint(frame, variables)
+    # weights: counting counted combinations again (e.g. merging partitions) sums them
+    halves = pd.concat(
+        [joint_counts(frame[:1000], variables, ["sex"]), joint_counts(frame[1000:], variables, ["sex"])],
+        ignore_index=True,
+    )
+    merged = joint_counts(halves, variables, ["sex"], halves[COUNT].to_numpy())
+    assert _joint_as_dict(merged, variables) == _brute_joint(frame, variables)
+
+
+def test_joint_counts_when_the_combinations_cannot_be_numbered() -> None:
+    # eight columns of ~470 distinct values each: ~2^70 possible combinations, beyond an int64
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({f"x{i}": rng.integers(0, 4000, 500).astype(float) * 1.5 for i in range(8)})
+    frame.iloc[::7, 0] = np.nan
+    frame = pd.concat([frame, frame.iloc[:100]], ignore_index=True)  # repeated combinations
+    variables = list(frame.columns)
+    joint = joint_counts(frame, variables, [])
+    assert len(joint) == 500
+    assert _joint_as_dict(joint, variables) == _brute_joint(frame, variables)
+
+
+def test_joint_counts_of_no_records() -> None:
+    frame = _mixed_frame(10, 3).iloc[:0]
+    joint = joint_counts(frame, ["sex", "age", "town"], ["sex"])
+    assert len(joint) == 0 and list(joint.columns) == ["sex", "age", "town", COUNT]
+
+
+def test_gather_stats_keeps_the_joint_counts_only_within_one_block() -> None:
+    frame = _mixed_frame(3000, 4)
+    syn = _mixed_frame(2000, 5)
+    variables = ["sex", "age", "income", "town"]
+    data = as_eval_data(frame, [syn])
+    in_memory = gather_stats(data, Executor(policy="memory"), variables)
+    without = gather_stats(data, Executor(policy="memory"), variables, joint=False)
+    assert in_memory.joint is not None and without.joint is None
+    assert [j[COUNT].sum() for j in in_memory.joint] == [3000, 2000]
+    for a, b in zip(in_memory, without, strict=True):
+        for v in variables:
+            pd.testing.assert_series_equal(a[v].counts, b[v].counts, check_names=False)
+            assert (a[v].n_missing, a[v].n) == (b[v].n_missing, b[v].n)
+    # on partitions, past the executor's block size only the value counts are kept (then merged exactly)
+    lazy = as_eval_data(
+        dd.from_pandas(frame, npartitions=3, sort=False), [dd.from_pandas(syn, npartitions=2)], data.schema
+    )
+    fits = gather_stats(lazy, Executor(policy="blocks", block_rows=10**6), variables)
+    assert fits.joint is not None
+    assert _joint_as_dict(fits.joint[0], variables) == _brute_joint(frame, variables)
+    too_big = gather_stats(lazy, Executor(policy="blocks", block_rows=500), variables)
+    assert too_big.joint is None
+    for a, b in zip(too_big, without, strict=True):
+        for v in variables:
+            pd.testing.assert_series_equal(a[v].counts, b[v].counts, check_names=False)
