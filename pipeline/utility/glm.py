@@ -290,6 +290,16 @@ def draw_labels(label_spec: Any, n: int, default: np.ndarray | None) -> np.ndarr
 # ---------------------------------------------------------------------------------------------
 # compiled kernels: duplicate detection, design rows, one IRLS pass
 # ---------------------------------------------------------------------------------------------
+@nb.njit(cache=True, nogil=True, inline="always")
+def _mix(x):  # pragma: no cover - compiled
+    """splitmix64's finaliser: every input bit reaches every output bit."""
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
 @nb.njit(cache=True, nogil=True)
 def _distinct_rows(codes, values, keys, max_groups):  # pragma: no cover - compiled
     """Group of every row (identical rows share one), the first row of each group, their number.
@@ -301,22 +311,22 @@ def _distinct_rows(codes, values, keys, max_groups):  # pragma: no cover - compi
     size = 1
     while size < 2 * max(max_groups, 1):
         size *= 2
+    mask = np.uint64(size - 1)
     table = np.full(size, -1, dtype=np.int64)
     group = np.empty(n, dtype=np.int64)
     first = np.empty(max_groups, dtype=np.int64)
-    vbits = values.view(np.int64)
-    kbits = keys.view(np.int64)
+    vbits = values.view(np.uint64)
+    kbits = keys.view(np.uint64)
     n_groups = 0
     for i in range(n):
-        h = np.uint64(14695981039346656037)
+        h = np.uint64(0x9E3779B97F4A7C15)
         for j in range(codes.shape[1]):
-            h = (h ^ np.uint64(codes[i, j])) * np.uint64(1099511628211)
+            h = _mix(h ^ np.uint64(codes[i, j]))
         for j in range(vbits.shape[1]):
-            h = (h ^ np.uint64(vbits[i, j])) * np.uint64(1099511628211)
+            h = _mix(h ^ vbits[i, j])
         for j in range(kbits.shape[1]):
-            h = (h ^ np.uint64(kbits[i, j])) * np.uint64(1099511628211)
-        h ^= h >> np.uint64(29)
-        slot = np.int64(h & np.uint64(size - 1))
+            h = _mix(h ^ kbits[i, j])
+        slot = h & mask
         while True:
             g = table[slot]
             if g < 0:
@@ -330,18 +340,15 @@ def _distinct_rows(codes, values, keys, max_groups):  # pragma: no cover - compi
             r = first[g]
             same = True
             for j in range(codes.shape[1]):
-                if codes[i, j] != codes[r, j]:
-                    same = False
+                same = same and codes[i, j] == codes[r, j]
             for j in range(vbits.shape[1]):
-                if vbits[i, j] != vbits[r, j]:
-                    same = False
+                same = same and vbits[i, j] == vbits[r, j]
             for j in range(kbits.shape[1]):
-                if kbits[i, j] != kbits[r, j]:
-                    same = False
+                same = same and kbits[i, j] == kbits[r, j]
             if same:
                 group[i] = g
                 break
-            slot = (slot + 1) & (size - 1)
+            slot = (slot + np.uint64(1)) & mask
     return group, first[:n_groups], n_groups
 
 
