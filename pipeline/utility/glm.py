@@ -492,6 +492,42 @@ def _pass_kernel(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, e
     return dev
 
 
+@nb.njit(cache=True, nogil=True)
+def _residual_kernel(codes, values, y, freq, prior, layout, cols, coef, rr, xr):  # pragma: no cover - compiled
+    """Residuals of design columns ``cols`` on other columns at R's starting weights.
+
+    Column ``cols[q]`` minus the combination ``coef[q]`` of the design columns: adds the
+    weighted sum of squares to ``rr[q]`` and ``X'W r`` (every column) to ``xr[q]``.
+    """
+    n = codes.shape[0]
+    max_row = layout[10][0]
+    vidx = np.empty(layout[6][-1], dtype=np.int64)
+    vval = np.empty(layout[6][-1], dtype=np.float64)
+    vcnt = np.empty(layout[0].shape[0], dtype=np.int64)
+    radix = np.empty(layout[10][1], dtype=np.int64)
+    oidx = np.empty(max_row, dtype=np.int64)
+    oval = np.empty(max_row, dtype=np.float64)
+    for i in range(n):
+        k = _expand_row(i, codes, values, layout, vidx, vval, vcnt, radix, oidx, oval)
+        w0 = 1.0 if prior.shape[0] == 0 else prior[i]
+        f = 1.0 if freq.shape[0] == 0 else freq[i]
+        mu = (w0 * y[i] + 0.5) / (w0 + 1)
+        eta = math.log(mu / (1 - mu))
+        mu = _linkinv(eta)
+        ex = math.exp(eta)
+        me = ex / ((1 + ex) * (1 + ex))
+        ww = f * w0 * me * me / (mu * (1 - mu))
+        for q in range(cols.shape[0]):
+            r = 0.0
+            for e in range(k):
+                if oidx[e] == cols[q]:
+                    r += oval[e]
+                r -= oval[e] * coef[q, oidx[e]]
+            rr[q] += ww * r * r
+            for e in range(k):
+                xr[q, oidx[e]] += ww * oval[e] * r
+
+
 _NONE = np.empty(0)
 _NONE2 = np.empty((0, 0))
 
@@ -510,10 +546,12 @@ def logit_pass(
     ----------
     part : CodedRecords or DataFrame
         The records (a frame is read by :meth:`CodedRecords.from_frame`).
-    mode : {"qr", "gram", "scores"}
+    mode : {"qr", "gram", "scores", "alias"}
         ``qr``: deviance and the R factor of ``sqrt(W)[X | z]``; ``gram``: deviance,
         ``X'WX`` and ``X'W(z - X beta)`` on the kept columns; ``scores``: fitted
-        probabilities, responses and record weights.
+        probabilities, responses and record weights; ``alias``: at R's starting weights, the
+        weighted sum of squares ``rr`` and ``X'W r`` (``xr``) of the residuals ``r`` of
+        columns ``kept`` on the combinations ``beta`` (one row each) of the design columns.
     beta : ndarray or None
         Current coefficients on the kept columns (``None``: R's starting values).
     kept : ndarray or None
@@ -529,6 +567,12 @@ def logit_pass(
     rec = part if isinstance(part, CodedRecords) else CodedRecords.from_frame(part, spec)
     y = draw_labels(label_spec, len(rec), rec.y)
     p = spec.design.n_columns
+    freq = _NONE if rec.freq is None else rec.freq
+    prior = _NONE if rec.prior is None else rec.prior
+    if mode == "alias":
+        rr, xr = np.zeros(len(kept)), np.zeros((len(kept), p))
+        _residual_kernel(rec.codes, rec.values, y, freq, prior, spec.layout, np.asarray(kept), beta, rr, xr)
+        return {"rr": rr, "xr": xr}
     cols = np.arange(p) if kept is None else np.asarray(kept)
     pos = np.full(p, -1, dtype=np.int64)
     pos[cols] = np.arange(len(cols))
@@ -536,8 +580,6 @@ def logit_pass(
     if beta is not None:
         beta_full = np.zeros(p)
         beta_full[cols] = beta
-    freq = _NONE if rec.freq is None else rec.freq
-    prior = _NONE if rec.prior is None else rec.prior
     out: dict[str, Any] = {"n": float(len(rec)) if rec.freq is None else float(np.sum(rec.freq))}
     if mode == "gram":
         g = np.zeros((len(cols), len(cols)))
@@ -589,8 +631,10 @@ def _stack_r(rs: Sequence[np.ndarray], width: int) -> np.ndarray:
 
 
 def combine_passes(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Sum (or stack and re-factorise) the per-partition results of a ``gram`` or ``qr`` pass."""
+    """Sum (or stack and re-factorise) the per-partition results of a ``gram``, ``qr`` or ``alias`` pass."""
     results = [r for r in results if r is not None]
+    if "rr" in results[0]:
+        return {k: np.sum([r[k] for r in results], axis=0) for k in ("rr", "xr")}
     out: dict[str, Any] = {"n": float(sum(r["n"] for r in results)), "dev": float(np.sum([r["dev"] for r in results]))}
     first = results[0]
     if "r" in first:
@@ -667,6 +711,38 @@ class LogitFit:
         }
 
 
+#: a column whose weighted residual norm on the columns kept before it is below this fraction of
+#: its own norm (computed from the data, after one refinement) is aliased without a QR pass
+#: (R's ``dqrdc2`` drops below 1e-11)
+ALIAS_RATIO = 1e-12
+
+
+@dataclass(frozen=True)
+class AliasCheck:
+    """Columns the start's ``X'WX`` could not decide, each assumed aliased, to verify on the data.
+
+    ``coef[q]`` combines the columns kept before ``columns[q]`` (``sizes[q]`` of ``kept``) to
+    project it (corrected semi-normal equations: computed from ``X'WX``, refined once from the
+    residuals).  ``g``, ``s`` and ``chol`` are the start pass's Gram, ``X'Wz`` and the Cholesky
+    factor of the kept columns.
+    """
+
+    columns: np.ndarray
+    coef: np.ndarray
+    sizes: tuple[int, ...]
+    kept: np.ndarray
+    chol: np.ndarray
+    g: np.ndarray
+    s: np.ndarray
+    refined: bool = False
+
+    def solve(self, q: int, rhs: np.ndarray) -> np.ndarray:
+        """``G^-1 rhs`` on the columns kept before ``columns[q]``."""
+        rk = self.chol[: self.sizes[q], : self.sizes[q]]
+        return sla.solve_triangular(rk, sla.solve_triangular(rk, rhs, trans="T", check_finite=False),
+                                    check_finite=False)  # fmt: skip
+
+
 @dataclass
 class IRLS:
     """R's ``glm.fit`` iteration driven by pass results (see module docstring)."""
@@ -683,17 +759,23 @@ class IRLS:
     force_qr: bool = False
     redo: bool = False
     history: list[float] = field(default_factory=list)
+    check: AliasCheck | None = None
 
     def request(self) -> tuple[str, np.ndarray | None, np.ndarray | None]:
-        """The next pass: (mode, beta on kept columns, kept columns)."""
+        """The next pass: (mode, beta on kept columns, kept columns); ``alias``: (mode, coef, columns)."""
         if self.finished:
             return "scores", self.beta, self.kept
+        if self.check is not None:
+            return "alias", self.check.coef, self.check.columns
         if self.force_qr:
             return "qr", self.beta, self.kept
         return "gram", self.beta, self.kept
 
     def feed(self, res: dict[str, Any]) -> None:
         """Advance with the combined result of the requested pass."""
+        if "rr" in res:
+            self._verify_aliased(res["rr"], res["xr"])
+            return
         if self.beta is None:  # the pass at R's starting values
             self.dev_old = res["dev"]
         elif self.redo:  # the same coefficients again, in QR form
@@ -723,9 +805,12 @@ class IRLS:
         whose squared norm after projection on the kept columns exceeds ``1e-8`` of its own
         is kept (far above R's ``1e-11`` on the norm, and far above the rounding of a Gram
         matrix).  Anything in between cannot be decided from ``X'WX`` (an exact dependence
-        shows there as ~1e-16 relative, not 0): the pass is redone as a QR.
+        shows there as ~1e-16 relative, not 0): such columns are assumed aliased and the
+        assumption is verified on the data (:class:`AliasCheck`, ``alias`` passes); where it
+        fails, the pass is redone as a QR (``force_qr``).
         """
         kept: list[int] = []
+        undecided: list[tuple[int, int]] = []
         chol = np.zeros((0, 0))
         for j in range(self.p):
             gjj = g[j, j]
@@ -734,19 +819,47 @@ class IRLS:
             v = sla.solve_triangular(chol, g[kept, j], trans="T", check_finite=False) if kept else np.zeros(0)
             d = gjj - float(v @ v)
             if d <= 1e-8 * gjj:
-                self.force_qr = True
-                return
+                undecided.append((j, len(kept)))
+                continue
             new = np.zeros((len(kept) + 1, len(kept) + 1))
             new[: len(kept), : len(kept)] = chol
             new[: len(kept), -1] = v
             new[-1, -1] = np.sqrt(d)
             chol = new
             kept.append(j)
-        self.kept = np.asarray(kept, dtype=np.int64)
+        if undecided:
+            self.force_qr = True
+            cols = np.array([j for j, _ in undecided], dtype=np.int64)
+            check = AliasCheck(cols, np.zeros((len(cols), self.p)), tuple(k for _, k in undecided),
+                               np.asarray(kept, dtype=np.int64), chol, g, s)  # fmt: skip
+            for q, (j, k) in enumerate(undecided):
+                check.coef[q, kept[:k]] = check.solve(q, g[kept[:k], j])
+            self.check = check
+            return
+        self._start_with(np.asarray(kept, dtype=np.int64), g, s)
+
+    def _start_with(self, kept: np.ndarray, g: np.ndarray, s: np.ndarray) -> None:
+        self.kept = kept
         self.beta = np.zeros(len(kept))
         self._solve_gram(g[np.ix_(kept, kept)], s[kept])
         if self.force_qr:  # the Newton system itself was ill-conditioned
             self.kept, self.beta, self.redo = None, None, False
+
+    def _verify_aliased(self, rr: np.ndarray, xr: np.ndarray) -> None:
+        """Decide the undecided columns from their residuals: all aliased, another refinement, or a QR."""
+        check = self.check
+        norms = np.diag(check.g)[check.columns]
+        if np.all(np.sqrt(np.maximum(rr, 0.0) / norms) < ALIAS_RATIO):
+            self.check, self.force_qr = None, False
+            self._start_with(check.kept, check.g, check.s)
+        elif not check.refined:
+            coef = check.coef.copy()
+            for q, k in enumerate(check.sizes):
+                idx = check.kept[:k]
+                coef[q, idx] += check.solve(q, xr[q, idx])
+            self.check = replace(check, coef=coef, refined=True)
+        else:
+            self.check = None  # a column R may keep: the QR pass decides
 
     def _solve_qr(self, r: np.ndarray) -> None:
         width = r.shape[1] - 1
