@@ -150,8 +150,8 @@ class KeyCoding:
         """One partition as the matching reads it: key codes and continuous values (float64)."""
         codes = [key_codes(frame[v], vocab) for v, vocab in zip(self.variables, self.vocabs, strict=True)]
         if self.combined:
-            key = np.zeros(len(frame), dtype=np.int64)
-            for c, vocab in zip(codes, self.vocabs, strict=True):
+            key = codes[0] if codes else np.zeros(len(frame), dtype=np.int64)
+            for c, vocab in zip(codes[1:], self.vocabs[1:], strict=True):
                 key = combine_codes(key, c, len(vocab))
             codes = [key]
         out = {col: c.astype(_code_dtype(w)) for col, c, w in zip(self.columns, codes, self.widths, strict=True)}

@@ -64,17 +64,19 @@ def _before(value, key, right):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _block_search(sorted_values, starts, groups, keys, right):  # pragma: no cover - compiled
-    """Position of each ``keys[t]`` inside its block slice ``sorted_values[starts[g]:starts[g+1]]``:
-    the first element ``> key`` (``right``) or ``>= key``, as a global position.
+def _block_search(sorted_values, starts, groups, keys, visit, right):  # pragma: no cover - compiled
+    """Position of each ``keys[t]`` inside its block ``g = groups[t]``'s slice
+    ``sorted_values[starts[g]:starts[g+1]]``: the first element ``> key`` (``right``) or
+    ``>= key``, as a global position.
 
-    A galloping search from the previous answer: callers pass the queries sorted by (block,
-    centre), so consecutive keys are close and each search costs O(log distance); any order
-    is still answered correctly.
+    The queries are searched in the order ``visit`` (a permutation), each by a galloping search
+    from the previous answer: with queries visited by (block, centre) consecutive keys are close
+    and each search costs O(log distance); any order is still answered correctly.
     """
     out = np.empty(keys.shape[0], dtype=np.int64)
     prev = 0
-    for t in range(keys.shape[0]):
+    for u in range(visit.shape[0]):
+        t = visit[u]
         g = groups[t]
         first = starts[g]
         last = starts[g + 1]
@@ -386,11 +388,10 @@ class BoxIndex:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Position range ``[a, b)`` in dimension ``k`` of the intervals ``lo``/``hi`` (1-D)."""
         sv, st = self.sorted_values[k], self.starts[k]
-        g = np.ascontiguousarray(groups[visit], dtype=np.int64)
-        a = np.empty(len(visit), dtype=np.int64)
-        b = np.empty(len(visit), dtype=np.int64)
-        a[visit] = _block_search(sv, st, g, np.ascontiguousarray(lo[visit], dtype=np.float64), not closed)
-        b[visit] = _block_search(sv, st, g, np.ascontiguousarray(hi[visit], dtype=np.float64), closed)
+        g = np.ascontiguousarray(groups, dtype=np.int64)
+        visit = np.ascontiguousarray(visit, dtype=np.int64)
+        a = _block_search(sv, st, g, np.ascontiguousarray(lo, dtype=np.float64), visit, not closed)
+        b = _block_search(sv, st, g, np.ascontiguousarray(hi, dtype=np.float64), visit, closed)
         return a, b
 
     def count_exact(self, groups: np.ndarray) -> np.ndarray:

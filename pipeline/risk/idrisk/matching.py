@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numba
 import numpy as np
 import pandas as pd
 
@@ -55,11 +56,17 @@ def _comparable(series: pd.Series) -> np.ndarray:
     return series.to_numpy(dtype=object)
 
 
+@numba.njit(cache=True, nogil=True)
+def _combine(combined, codes, width):  # pragma: no cover - compiled
+    out = np.empty(combined.shape[0], dtype=np.int64)
+    for i in range(combined.shape[0]):
+        out[i] = -1 if combined[i] < 0 or codes[i] < 0 else combined[i] * width + codes[i]
+    return out
+
+
 def combine_codes(combined: np.ndarray, codes: np.ndarray, width: int) -> np.ndarray:
-    """Mixed-radix step ``combined * width + codes`` (-1 where either is missing)."""
-    combined = np.asarray(combined, dtype=np.int64)
-    codes = np.asarray(codes, dtype=np.int64)
-    return np.where((combined < 0) | (codes < 0), -1, combined * max(int(width), 1) + codes)
+    """Mixed-radix step ``combined * width + codes`` (-1 where either is missing), int64."""
+    return _combine(np.asarray(combined), np.asarray(codes), max(int(width), 1))
 
 
 def group_codes(
@@ -74,11 +81,14 @@ def group_codes(
     sizes = [len(f) for f in frames]
     combined = [np.zeros(n, dtype=np.int64) for n in sizes]
     card = 1
-    for col, width in zip(columns, widths, strict=True):
+    for k, (col, width) in enumerate(zip(columns, widths, strict=True)):
         width = max(int(width), 1)
         if card * width >= 2**62:  # keep the mixed-radix code inside int64
             combined, card = _compact(combined)
-        combined = [combine_codes(a, f[col].to_numpy(), width) for a, f in zip(combined, frames, strict=True)]
+        if k == 0:
+            combined = [f[col].to_numpy().astype(np.int64) for f in frames]
+        else:
+            combined = [combine_codes(a, f[col].to_numpy(), width) for a, f in zip(combined, frames, strict=True)]
         card *= width
     if card > max(sum(sizes), 1):
         return _compact(combined)
@@ -169,16 +179,26 @@ class SetMatcher:
         self.plan = plan
         self.n = len(query_groups)
         self.qi = np.flatnonzero(query_valid)  # queries that can match anything
-        self.qg = query_groups[self.qi]
-        self.qx = query_values[self.qi]
+        every_query = len(self.qi) == self.n
+        self.qg = query_groups if every_query else query_groups[self.qi]
+        self.qx = query_values if every_query else query_values[self.qi]
         self.visit = visit
         cand_valid = (cand_groups >= 0) & np.all(np.isfinite(cand_values), axis=1)
-        self.index = BoxIndex(cand_groups[cand_valid], cand_values[cand_valid], n_groups)
+        every_cand = bool(cand_valid.all())
+        self.index = (
+            BoxIndex(cand_groups, cand_values, n_groups)
+            if every_cand
+            else BoxIndex(cand_groups[cand_valid], cand_values[cand_valid], n_groups)
+        )
         # the target's own synthetic row: present in this partition, same key block, no NaN
         if len(cand_groups):
             own_row = np.where(own >= 0, own, 0)
-            same_block = cand_groups[own_row] == query_groups
-            self.own_ok = (own >= 0) & query_valid & same_block & cand_valid[own_row]
+            own_ok = (own >= 0) & (cand_groups[own_row] == query_groups)
+            if not every_query:
+                own_ok &= query_valid
+            if not every_cand:
+                own_ok &= cand_valid[own_row]
+            self.own_ok = own_ok
             self.own_values = cand_values[own_row]
         else:
             self.own_ok = np.zeros(self.n, dtype=bool)
