@@ -711,6 +711,45 @@ class LogitFit:
         }
 
 
+@nb.njit(cache=True, nogil=True)
+def _gram_pivots(g):  # pragma: no cover - compiled
+    """``dqrdc2``'s column scan on ``X'WX``: each column kept (1), zero (0) or undecided (2).
+
+    A column is kept when its squared norm after projection on the columns kept before it
+    exceeds ``1e-8`` of its own; ``before[j]`` counts the columns kept before column ``j``;
+    ``chol`` (leading block) is the upper Cholesky factor of the kept columns.
+    """
+    p = g.shape[0]
+    status = np.zeros(p, dtype=np.int64)
+    before = np.zeros(p, dtype=np.int64)
+    kept = np.empty(p, dtype=np.int64)
+    chol = np.zeros((p, p))
+    v = np.empty(p)
+    k = 0
+    for j in range(p):
+        before[j] = k
+        gjj = g[j, j]
+        if gjj == 0:
+            continue
+        d = gjj
+        for a in range(k):  # v = chol^-T g[kept, j]
+            acc = g[kept[a], j]
+            for b in range(a):
+                acc -= chol[b, a] * v[b]
+            v[a] = acc / chol[a, a]
+            d -= v[a] * v[a]
+        if d <= 1e-8 * gjj:
+            status[j] = 2
+            continue
+        for a in range(k):
+            chol[a, k] = v[a]
+        chol[k, k] = math.sqrt(d)
+        kept[k] = j
+        status[j] = 1
+        k += 1
+    return status, before, chol
+
+
 #: a column whose weighted residual norm on the columns kept before it is below this fraction of
 #: its own norm (computed from the data, after one refinement) is aliased without a QR pass
 #: (R's ``dqrdc2`` drops below 1e-11)
@@ -809,24 +848,10 @@ class IRLS:
         assumption is verified on the data (:class:`AliasCheck`, ``alias`` passes); where it
         fails, the pass is redone as a QR (``force_qr``).
         """
-        kept: list[int] = []
-        undecided: list[tuple[int, int]] = []
-        chol = np.zeros((0, 0))
-        for j in range(self.p):
-            gjj = g[j, j]
-            if gjj == 0:
-                continue
-            v = sla.solve_triangular(chol, g[kept, j], trans="T", check_finite=False) if kept else np.zeros(0)
-            d = gjj - float(v @ v)
-            if d <= 1e-8 * gjj:
-                undecided.append((j, len(kept)))
-                continue
-            new = np.zeros((len(kept) + 1, len(kept) + 1))
-            new[: len(kept), : len(kept)] = chol
-            new[: len(kept), -1] = v
-            new[-1, -1] = np.sqrt(d)
-            chol = new
-            kept.append(j)
+        status, before, chol_full = _gram_pivots(g)
+        kept = [int(j) for j in np.flatnonzero(status == 1)]
+        undecided = [(int(j), int(before[j])) for j in np.flatnonzero(status == 2)]
+        chol = chol_full[: len(kept), : len(kept)]
         if undecided:
             self.force_qr = True
             cols = np.array([j for j, _ in undecided], dtype=np.int64)
