@@ -1,0 +1,145 @@
+"""The compiled pieces of utility_gen's logit: design rows expanded from codes, the aliasing check,
+duplicate merging, and SPECKS/PO50/U ranked per bucket of scores instead of gathered."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.utility.design import Design, Predictor
+from pipeline.utility.glm import IRLS, LABEL, CodedRecords, ModelSpec, logit_pass
+from pipeline.utility.scores import (
+    ScoreSummary,
+    ScoreTable,
+    ks_statistic,
+    propensity_stats,
+    rank_bucket,
+    score_statistics,
+    wilcoxon_w,
+)
+
+
+def _mixed_records(n: int, seed: int) -> tuple[ModelSpec, CodedRecords]:
+    """An unordered factor with an NA level, an ordered one (polynomial contrasts), two numerics
+    with zeros, every interaction up to three variables; level codes mapped by a permutation."""
+    rng = np.random.default_rng(seed)
+    preds = [Predictor("a", ("a1", "a2", None)), Predictor("x"), Predictor("o", ("lo", "mid", "hi", "top"), True),
+             Predictor("z")]  # fmt: skip
+    lookups = (np.array([2, 0, 1]), None, np.array([3, 1, 0, 2]), None)
+    spec = ModelSpec(Design.build(preds, 2), ("a", "x", "o", "z"), lookups)
+    codes = np.column_stack([rng.integers(0, 3, n), rng.integers(0, 4, n)]).astype(np.int32)
+    x = np.where(rng.random(n) < 0.2, 0.0, rng.normal(size=n))
+    z = rng.integers(0, 3, n).astype(float)
+    y = (rng.random(n) < 0.4).astype(float)
+    return spec, CodedRecords(codes, np.column_stack([x, z]), y, rng.integers(1, 4, n).astype(float))
+
+
+def test_compiled_pass_equals_the_dense_design():
+    spec, rec = _mixed_records(3000, 1)
+    x = spec.matrix(rec, 0, len(rec))
+    assert x.shape[1] == spec.design.n_columns > 30
+    kept = np.array([j for j in range(x.shape[1]) if j % 7 != 3])
+    beta = np.random.default_rng(2).normal(scale=0.1, size=len(kept))
+    eta = x[:, kept] @ beta
+    mu = 1 / (1 + np.exp(-eta))
+    w = rec.freq * (mu * (1 - mu))
+    got = logit_pass(rec, spec, "gram", beta, kept)
+    np.testing.assert_allclose(got["g"], (x[:, kept] * w[:, None]).T @ x[:, kept], rtol=1e-11, atol=1e-9)
+    np.testing.assert_allclose(got["s"], x[:, kept].T @ (rec.freq * (rec.y - mu)), rtol=1e-10, atol=1e-9)
+    dev = -2 * np.sum(rec.freq * np.where(rec.y > 0, np.log(mu), np.log(1 - mu)))
+    assert got["dev"] == pytest.approx(dev, rel=1e-12)
+    assert got["n"] == rec.freq.sum()
+    scores = logit_pass(rec, spec, "scores", beta, kept)
+    np.testing.assert_allclose(scores["mu"], mu, rtol=1e-13)
+    np.testing.assert_array_equal(scores["w"], rec.freq)
+
+
+def test_frames_and_coded_records_give_the_same_pass():
+    spec, rec = _mixed_records(500, 3)
+    frame = pd.DataFrame({"a": rec.codes[:, 0], "x": rec.values[:, 0], "o": rec.codes[:, 1], "z": rec.values[:, 1],
+                          LABEL: rec.y, "__f__": rec.freq})  # fmt: skip
+    a = logit_pass(frame, spec, "gram", None, None)
+    b = logit_pass(rec, spec, "gram", None, None)
+    np.testing.assert_array_equal(a["g"], b["g"])
+    assert a["dev"] == b["dev"]
+
+
+def _numeric_fit(design: np.ndarray, y: np.ndarray) -> tuple[IRLS, list[str]]:
+    names = [f"v{j}" for j in range(1, design.shape[1])]
+    spec = ModelSpec(Design.build([Predictor(n) for n in names], 0), tuple(names), (None,) * len(names))
+    rec = CodedRecords(np.empty((len(y), 0), dtype=np.int32), np.ascontiguousarray(design[:, 1:]), y)
+    state, modes = IRLS(spec.design.n_columns), []
+    while True:
+        mode, beta, kept = state.request()
+        modes.append(mode)
+        res = logit_pass(rec, spec, mode, beta, kept)
+        if mode == "scores":
+            return state, modes
+        state.feed(res)
+
+
+def test_an_exact_dependence_is_verified_on_the_data_without_a_qr():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(400, 2))
+    design = np.column_stack([np.ones(400), x, x[:, 0] - 2 * x[:, 1]])
+    state, modes = _numeric_fit(design, (rng.random(400) < 0.5).astype(float))
+    assert modes[:3] == ["gram", "alias", "gram"] and "qr" not in modes
+    assert list(state.kept) == [0, 1, 2] and np.isnan(state.coefficients()[3]) and state.converged
+
+
+def test_a_nearly_dependent_column_that_r_keeps_goes_to_the_qr():
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(400, 2))
+    # residual norm ~1e-9 of the column's: below what X'WX resolves, above R's 1e-11
+    design = np.column_stack([np.ones(400), x, x[:, 0] - 2 * x[:, 1] + 1e-9 * rng.normal(size=400)])
+    state, modes = _numeric_fit(design, (rng.random(400) < 0.5).astype(float))
+    assert modes[:4] == ["gram", "alias", "alias", "qr"]
+    assert list(state.kept) == [0, 1, 2, 3]
+
+
+def test_merging_identical_records_gives_the_same_fit():
+    spec, rec = _mixed_records(4000, 7)
+    rec = CodedRecords(rec.codes, np.round(rec.values), rec.y)  # few distinct records
+    merged = rec.compressed()
+    assert len(merged) < len(rec) / 2 and merged.freq.sum() == len(rec)
+    fits = []
+    for r in (rec, merged):
+        state = IRLS(spec.design.n_columns)
+        while (req := state.request())[0] != "scores":
+            state.feed(logit_pass(r, spec, *req))
+        fits.append(state.coefficients())
+    np.testing.assert_allclose(fits[1], fits[0], rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+def test_merging_gives_up_when_most_records_are_distinct():
+    _, rec = _mixed_records(2000, 8)
+    plain = CodedRecords(rec.codes, rec.values, rec.y)
+    assert plain.compressed() is plain
+
+
+@pytest.mark.parametrize("n_buckets", [1, 2, 5])
+def test_scores_ranked_per_bucket_equal_one_table(n_buckets):
+    rng = np.random.default_rng(9)
+    n = 20_000
+    # many exact ties (a few distinct values) and continuous scores, integer weights
+    score = np.where(rng.random(n) < 0.5, rng.integers(0, 40, n) / 40, rng.random(n))
+    t = (rng.random(n) < 0.45).astype(np.int8)
+    w = rng.integers(1, 5, n).astype(float)
+    c = float(np.sum(w[t == 1]) / np.sum(w))
+    whole = propensity_stats(score, t, c, w)
+    gx, gy = np.where(t == 1, w, 0.0), np.where(t == 1, 0.0, w)
+    assert whole["U"] == wilcoxon_w(score, gx, gy)
+    assert whole["SPECKS"] == ks_statistic(score, gx, gy)
+    cuts = np.sort(rng.choice(np.arange(1, n), 6, replace=False))
+    pieces = zip(np.split(score, cuts), np.split(t, cuts), np.split(w, cuts), strict=True)
+    tables = [ScoreTable.from_scores(s, tt, c, ww) for s, tt, ww in pieces]
+    summary = ScoreSummary.merge([ScoreSummary.of([tab]) for tab in tables])
+    split = summary.splitters(n_buckets)
+    assert len(split) <= n_buckets - 1
+    buckets = [rank_bucket([tab.bucket(split, b) for tab in tables], summary.nx, summary.ny)
+               for b in range(len(split) + 1)]  # fmt: skip
+    got = score_statistics(summary, buckets)
+    assert got["U"] == whole["U"] and got["SPECKS"] == whole["SPECKS"] and got["PO50"] == whole["PO50"]
+    assert got["pMSE"] == pytest.approx(whole["pMSE"], rel=1e-13)
+    assert (summary.lo, summary.hi) == (score.min(), score.max())
