@@ -143,3 +143,32 @@ def test_scores_ranked_per_bucket_equal_one_table(n_buckets):
     assert got["U"] == whole["U"] and got["SPECKS"] == whole["SPECKS"] and got["PO50"] == whole["PO50"]
     assert got["pMSE"] == pytest.approx(whole["pMSE"], rel=1e-13)
     assert (summary.lo, summary.hi) == (score.min(), score.max())
+
+
+def test_cluster_path_with_several_score_buckets_equals_memory(dask_client, monkeypatch):
+    import warnings
+
+    import dask.dataframe as dd
+
+    import pipeline.utility.gen as gen
+    from pipeline.evaluation.execution import Executor
+    from pipeline.utility import utility_gen
+
+    from .helpers import case_data, load, ref_files
+
+    orig, syns, schema = case_data(load(next(p for p in ref_files("utility_gen") if p.stem.endswith("G02"))))
+    kw = dict(method="logit", vars=["sex", "age", "placesize", "income"], maxorder=1, cont_na={"income": -8},
+              schema=schema)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mem = utility_gen(orig, syns[:2], executor=Executor(policy="memory"), **kw)
+        monkeypatch.setattr(gen, "BUCKET_RECORDS", 1500)  # 5,000 + 5,000 records: several buckets
+        dist = utility_gen(dd.from_pandas(orig, npartitions=4), [dd.from_pandas(s, npartitions=4) for s in syns[:2]],
+                           executor=Executor(dask_client, policy="blocks", block_rows=1000), **kw)  # fmt: skip
+    for stat in ("U", "SPECKS", "PO50", "df"):
+        np.testing.assert_array_equal(dist[stat], mem[stat])
+    np.testing.assert_allclose(dist["pMSE"], mem["pMSE"], rtol=1e-10)
+    for a, b in zip(dist.fits, mem.fits, strict=True):
+        assert a.iter == b.iter and a.fitted_extreme == b.fitted_extreme
+        assert a.null_deviance == pytest.approx(b.null_deviance, rel=1e-12)
+        assert a.deviance == pytest.approx(b.deviance, rel=1e-10)
