@@ -562,8 +562,8 @@ def _finite(v: float) -> bool:
 
 @dataclass
 class _Fit:
-    """Data and the state polyall.c keeps in globals: the fitted model's design, ``p0``,
-    Hessian and its inverse."""
+    """Data and the state polyall.c keeps between its steps: the last fitted model's design
+    and ``p0``, its ``info`` matrix, the global ``w3`` and the console trace."""
 
     x: np.ndarray
     y0: np.ndarray  # record is of class 0 (t = 0)
@@ -600,6 +600,7 @@ def pnewton(fit: _Fit, space: Space) -> float:
 
 
 def _newton(fit: _Fit, space: Space) -> float:
+    """:func:`pnewton`'s iterations."""
     n = len(fit.y0)
     fit.bmat = design(fit.x, space)
     fit.p0 = np.zeros(n)
