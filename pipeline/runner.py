@@ -36,8 +36,9 @@ import platform
 import shutil
 import sys
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,6 +47,7 @@ import pandas as pd
 
 from pipeline.data.compare import align_synthetic
 from pipeline.data.dataset import Dataset, read_dataset
+from pipeline.data.schema import Schema
 from pipeline.errors import PipelineError, TaskError
 from pipeline.evaluation.base import Measure, canonical_json, setting_text
 from pipeline.evaluation.data import EvalData, as_eval_data
@@ -65,7 +67,8 @@ log = logging.getLogger("pipeline")
 
 #: (dataset, source, repetition)
 SourceKey = tuple[str, str, int]
-AnyUnit = TypeVar("AnyUnit", Unit, SynthesisUnit)
+Item = TypeVar("Item")
+Out = TypeVar("Out")
 #: what running a unit gives: its table, its summary, seconds, whether it came from the cache
 UnitOutput = tuple[pd.DataFrame, dict[str, Any], float, bool]
 
@@ -272,22 +275,52 @@ def _unit_eval_data(unit: Unit, inputs: TaskInputs) -> EvalData:
     return as_eval_data(original, sets, require_synthetic=False)
 
 
+def _unit_context(task: LoadedTask, unit: Unit, inputs: TaskInputs) -> str:
+    """How check errors name a measure unit: the task file, the measure and the data."""
+    source = f" source {unit.source!r}" if unit.source else ""
+    data = f"{unit.dataset!r}{source} ({inputs.originals[unit.dataset].source})"
+    return f"{task.path}: measure {unit.measure.label!r} on {data}"
+
+
+def _check_unit(measure: Measure, data: EvalData, executor: Executor | None, context: str) -> None:
+    """:meth:`Measure.check` and, with an ``executor``, :meth:`Measure.check_aggregates`.
+
+    Raises
+    ------
+    TaskError
+        A failed check, after ``context``.
+    """
+    try:
+        measure.check(data)
+        if executor is not None:
+            measure.check_aggregates(data, executor)
+    except PipelineError as e:
+        raise TaskError(f"{context}: {e}") from None
+
+
 def validate_units(
     task: LoadedTask, units: list[Unit], inputs: TaskInputs, executor: Executor, stand_ins: Collection[SourceKey] = ()
 ) -> None:
     """Run every unit's checks before any work starts — the same for a run and ``validate``:
     :meth:`Measure.check` and, except on the ``stand_ins`` (synthesised sources not synthesised
-    yet), :meth:`Measure.check_aggregates` with ``executor``."""
+    yet), :meth:`Measure.check_aggregates` with ``executor``.
+
+    A check depends only on the measure's params and the data, so units with equal params on
+    the same data (the repetitions of a synthesised source share one stand-in) are checked once.
+    """
+    checked: set[tuple[str, str, int]] = set()
     for u in units:
+        key = (u.dataset, u.source, u.repetition)
+        data_id = id(inputs.originals[u.dataset]) if u.source is None else id(inputs.synthetic[key])
+        memo = (u.measure.type, canonical_json(u.params), data_id)
+        if memo in checked:
+            continue
         try:
             measure, data = _unit_measure(u), _unit_eval_data(u, inputs)
-            measure.check(data)
-            if (u.dataset, u.source, u.repetition) not in stand_ins:
-                measure.check_aggregates(data, executor)
         except PipelineError as e:
-            source = f" source {u.source!r}" if u.source else ""
-            where = f"{u.dataset!r}{source} ({inputs.originals[u.dataset].source})"
-            raise TaskError(f"{task.path}: measure {u.measure.label!r} on {where}: {e}") from None
+            raise TaskError(f"{_unit_context(task, u, inputs)}: {e}") from None
+        _check_unit(measure, data, None if key in stand_ins else executor, _unit_context(task, u, inputs))
+        checked.add(memo)
 
 
 def unit_table(rows: list[Any], unit: Unit | SynthesisUnit) -> pd.DataFrame:
@@ -306,22 +339,42 @@ def unit_table(rows: list[Any], unit: Unit | SynthesisUnit) -> pd.DataFrame:
     return check_tidy(frame, unit.label)
 
 
-def _evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Executor) -> UnitOutput:
-    table_path = cache / f"{unit.fingerprint}.parquet"
-    summary_path = cache / f"{unit.fingerprint}.json"
+def _unit_paths(cache: Path, unit: Unit) -> tuple[Path, Path]:
+    return cache / f"{unit.fingerprint}.parquet", cache / f"{unit.fingerprint}.json"
+
+
+def _cached_output(table_path: Path, summary_path: Path) -> UnitOutput | None:
+    """A finished unit's output from the cache (its summary is written last), else None."""
     if table_path.exists() and summary_path.exists():
         cached = json.loads(summary_path.read_text(encoding="utf-8"))
         return pd.read_parquet(table_path), cached["summary"], cached["seconds"], True
-    measure = _unit_measure(unit)
-    data = _unit_eval_data(unit, inputs)
-    t0 = time.perf_counter()
-    result = measure.evaluate(data, executor)
-    seconds = time.perf_counter() - t0
-    table = unit_table(result.rows(), unit)
-    summary = jsonable(result.public_dict())
+    return None
+
+
+def _store_output(
+    table: pd.DataFrame, summary: dict[str, Any], seconds: float, table_path: Path, summary_path: Path
+) -> UnitOutput:
+    """Cache a unit's table and summary (the summary last: the unit is complete)."""
     atomic_write_parquet(table, table_path)
     atomic_write_text(json.dumps({"summary": summary, "seconds": seconds}), summary_path)
     return table, summary, seconds, False
+
+
+def _evaluated(unit: Unit, data: EvalData, executor: Executor) -> tuple[pd.DataFrame, dict[str, Any], float]:
+    """Evaluate a measure unit on ``data``: its table, public summary and seconds."""
+    measure = _unit_measure(unit)
+    t0 = time.perf_counter()
+    result = measure.evaluate(data, executor)
+    seconds = time.perf_counter() - t0
+    return unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds
+
+
+def _evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Executor) -> UnitOutput:
+    paths = _unit_paths(cache, unit)
+    cached = _cached_output(*paths)
+    if cached is not None:
+        return cached
+    return _store_output(*_evaluated(unit, _unit_eval_data(unit, inputs), executor), *paths)
 
 
 def synthesis_folder(cache: Path, unit: SynthesisUnit) -> Path:
@@ -329,26 +382,36 @@ def synthesis_folder(cache: Path, unit: SynthesisUnit) -> Path:
     return cache / "synthesis" / unit.fingerprint
 
 
+def _synthesis_paths(cache: Path, unit: SynthesisUnit) -> tuple[Path, Path]:
+    folder = synthesis_folder(cache, unit)
+    return folder / "rows.parquet", folder / "summary.json"
+
+
+def _synthesis_output(unit: SynthesisUnit, result: Any, seconds: float) -> tuple[pd.DataFrame, dict[str, Any], float]:
+    return unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds
+
+
+def _store_synthesis(
+    unit: SynthesisUnit, result: Any, output: tuple[pd.DataFrame, dict[str, Any], float], cache: Path
+) -> UnitOutput:
+    """Cache a synthesis: its release (always with Parquet sets: the measure units read them
+    back), then its rows and, last, its summary."""
+    params = _synthesise_params(unit)
+    result.write(synthesis_folder(cache, unit) / "release", overwrite=True, formats=["parquet", *params.output_format])
+    return _store_output(*output, *_synthesis_paths(cache, unit))
+
+
 def _run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor: Executor) -> UnitOutput:
     """Synthesise (or reuse the cached synthesis): the release, the unit's rows and summary."""
     from pipeline.synth.task import synthesise
 
-    folder = synthesis_folder(cache, unit)
-    rows_path, summary_path = folder / "rows.parquet", folder / "summary.json"
-    if rows_path.exists() and summary_path.exists():
-        cached = json.loads(summary_path.read_text(encoding="utf-8"))
-        return pd.read_parquet(rows_path), cached["summary"], cached["seconds"], True
-    params = _synthesise_params(unit)
+    cached = _cached_output(*_synthesis_paths(cache, unit))
+    if cached is not None:
+        return cached
     t0 = time.perf_counter()
-    result = synthesise(original, params, executor)
-    seconds = time.perf_counter() - t0
-    # the cache always holds Parquet sets: the measure units read them back
-    result.write(folder / "release", overwrite=True, formats=["parquet", *params.output_format])
-    table = unit_table(result.rows(), unit)
-    summary = jsonable(result.public_dict())
-    atomic_write_parquet(table, rows_path)
-    atomic_write_text(json.dumps({"summary": summary, "seconds": seconds}), summary_path)  # last: complete
-    return table, summary, seconds, False
+    result = synthesise(original, _synthesise_params(unit), executor)
+    output = _synthesis_output(unit, result, time.perf_counter() - t0)
+    return _store_synthesis(unit, result, output, cache)
 
 
 def synthesised_sets(unit: SynthesisUnit, cache: Path) -> list[Dataset]:
@@ -361,41 +424,162 @@ def synthesised_sets(unit: SynthesisUnit, cache: Path) -> list[Dataset]:
     ]
 
 
+@dataclass(frozen=True)
+class RepetitionGroup:
+    """A partial synthesis of data the executor keeps in memory and the measure units on its
+    sets (in unit order): one task on a worker that synthesises, checks and evaluates with an
+    in-memory executor — no data set goes through the driver between the steps — and whose
+    outputs are cached unit by unit as if each had run alone."""
+
+    synthesis: SynthesisUnit
+    units: tuple[Unit, ...]
+
+
+def repetition_groups(inputs: TaskInputs, units: Sequence[Unit], executor: Executor) -> list[RepetitionGroup]:
+    """The syntheses that run with their measure units as one task: partial syntheses of an
+    original the executor evaluates in memory (the synthesiser collects the original anyway;
+    its sets have the same records)."""
+    from pipeline.synth.partial.params import PartialParams
+
+    in_memory: dict[str, bool] = {}
+    by_source: dict[SourceKey, list[Unit]] = {}
+    for u in units:
+        if u.source is not None:
+            by_source.setdefault((u.dataset, u.source, u.repetition), []).append(u)
+    groups = []
+    for s in inputs.syntheses:
+        if not isinstance(_synthesise_params(s), PartialParams):
+            continue
+        if s.dataset not in in_memory:
+            original = inputs.originals[s.dataset]
+            in_memory[s.dataset] = executor.in_memory(EvalData((original.frame,), original.schema))
+        if in_memory[s.dataset]:
+            groups.append(RepetitionGroup(s, tuple(by_source.get(s.key, ()))))
+    return groups
+
+
+@contextmanager
+def _named(what: str) -> Iterator[None]:
+    """Errors inside the block name ``what`` (a unit), as the runner's errors do."""
+    try:
+        yield
+    except PipelineError as e:
+        raise type(e)(f"{what}: {e}") from e
+    except Exception as e:
+        raise PipelineError(f"{what} failed: {type(e).__name__}: {e}") from e
+
+
+def _repetition_task(
+    schema: Schema,
+    execution: dict[str, Any],
+    frames: list[pd.DataFrame],
+    synthesis: SynthesisUnit,
+    sets: list[pd.DataFrame] | None,
+    units: list[tuple[Unit, str]],
+    against: Schema | None,
+) -> tuple[Any, tuple[pd.DataFrame, dict[str, Any], float] | None, list[tuple[pd.DataFrame, dict[str, Any], float]]]:
+    """A :class:`RepetitionGroup` on a worker: the synthesis (unless its ``sets`` are given, from
+    the cache), then each measure unit's checks (with its error ``context``) and evaluation on
+    the original restricted to ``against`` (the synthesised schema) and the sets.
+
+    Returns the synthesis result and output (None when ``sets`` were given) and each unit's
+    table, summary and seconds.
+    """
+    from pipeline.synth.partial.syn import synthesise_partial_frame
+
+    executor = Executor(None, **execution)
+    original = frames[0]
+    result, synthesised = None, None
+    if sets is None:
+        with _named(f"{synthesis.where}: synthesise"):
+            t0 = time.perf_counter()
+            result = synthesise_partial_frame(original, schema, _synthesise_params(synthesis), executor)
+            synthesised = _synthesis_output(synthesis, result, time.perf_counter() - t0)
+        sets = list(result.synthetic)
+    outputs = []
+    if units:
+        assert against is not None
+        data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False)
+        for u, context in units:
+            _check_unit(_unit_measure(u), data, executor, context)
+            with _named(f"measure {u.label}"):
+                outputs.append(_evaluated(u, data, executor))
+    return result, synthesised, outputs
+
+
+def _run_repetition(
+    task: LoadedTask, group: RepetitionGroup, inputs: TaskInputs, cache: Path, executor: Executor
+) -> list[UnitOutput]:
+    """Run (or reuse from the cache) a :class:`RepetitionGroup` as one task on the cluster; cache
+    its synthesis and then each measure unit. Returns the outputs, the synthesis's first."""
+    syn = group.synthesis
+    done = _cached_output(*_synthesis_paths(cache, syn))
+    outputs = [_cached_output(*_unit_paths(cache, u)) for u in group.units]
+    todo = [u for u, out in zip(group.units, outputs, strict=True) if out is None]
+    if done is None or todo:
+        # a resumed run evaluates the sets it synthesised before
+        sets = None if done is None else [d.to_pandas() for d in synthesised_sets(syn, cache)]
+        against = inputs.synthetic[syn.key][0].schema if todo else None
+        original = inputs.originals[syn.dataset]
+        job = ((0,), syn, sets, [(u, _unit_context(task, u, inputs)) for u in todo], against)
+        shared = (original.schema, task.spec.execution.model_dump())
+        ((result, synthesised, evaluated),) = executor.map_frame_tasks(
+            _repetition_task, [job], [original.frame], shared
+        )
+        if done is None:
+            done = _store_synthesis(syn, result, synthesised, cache)
+        new = iter(evaluated)
+        outputs = [
+            out if out is not None else _store_output(*next(new), *_unit_paths(cache, u))
+            for u, out in zip(group.units, outputs, strict=True)
+        ]
+    return [done, *outputs]  # type: ignore[list-item]
+
+
 class _Progress:
-    """``[i/N] label: state`` lines on stderr, numbered over every unit of the run."""
+    """``[i/N] label: state`` lines on stderr, numbered over every unit of the run; a computed
+    unit's state is its seconds and the run's estimated time left (at the rate of the units
+    computed so far), a reused one's ``cached``."""
 
     def __init__(self, total: int, enabled: bool) -> None:
-        self.total, self.enabled, self.done = total, enabled, 0
+        self.total, self.enabled, self.done, self.cached = total, enabled, 0, 0
+        self.start = time.perf_counter()
 
     def report(self, label: str, seconds: float, cached: bool) -> None:
         self.done += 1
-        if self.enabled:
-            state = "cached" if cached else f"{seconds:.2f} s"
-            print(f"[{self.done}/{self.total}] {label}: {state}", file=sys.stderr, flush=True)
+        self.cached += cached
+        if not self.enabled:
+            return
+        if cached:
+            state = "cached"
+        else:
+            left = (time.perf_counter() - self.start) / (self.done - self.cached) * (self.total - self.done)
+            state = f"{seconds:.2f} s, {dt.timedelta(seconds=round(left))} left"
+        print(f"[{self.done}/{self.total}] {label}: {state}", file=sys.stderr, flush=True)
 
 
 def _run_all(
-    units: Sequence[AnyUnit],
-    work: Callable[[AnyUnit], UnitOutput],
-    where: Callable[[AnyUnit], str],
+    items: Sequence[Item],
+    work: Callable[[Item], Out],
+    where: Callable[[Item], str],
     concurrency: int,
-    progress: _Progress,
-) -> list[UnitOutput]:
-    """Run ``work`` on every unit, ``concurrency`` at a time; the outputs in unit order.
-    Errors name the unit (``where``)."""
-    done: dict[int, UnitOutput] = {}
+    report: Callable[[Item, Out], None],
+) -> list[Out]:
+    """Run ``work`` on every item, ``concurrency`` at a time; the outputs in item order, each
+    passed to ``report`` when it arrives. Errors name the item (``where``)."""
+    done: dict[int, Out] = {}
     pool = ThreadPoolExecutor(max_workers=concurrency)
-    futures = {pool.submit(work, u): i for i, u in enumerate(units)}
+    futures = {pool.submit(work, u): i for i, u in enumerate(items)}
     try:
         for f in as_completed(futures):
             i = futures[f]
             try:
                 done[i] = f.result()
             except PipelineError as e:
-                raise type(e)(f"{where(units[i])}: {e}") from e
+                raise type(e)(f"{where(items[i])}: {e}") from e
             except Exception as e:
-                raise PipelineError(f"{where(units[i])} failed: {type(e).__name__}: {e}") from e
-            progress.report(units[i].label, done[i][2], done[i][3])
+                raise PipelineError(f"{where(items[i])} failed: {type(e).__name__}: {e}") from e
+            report(items[i], done[i])
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM: start nothing more and do not wait for the running units (they stop
         # with the cluster); finished units stay cached for the next run
@@ -405,7 +589,7 @@ def _run_all(
         pool.shutdown(cancel_futures=True)  # after an error the running units finish (and are cached)
         raise
     pool.shutdown()
-    return [done[i] for i in range(len(units))]
+    return [done[i] for i in range(len(items))]
 
 
 def _versions() -> dict[str, str]:
@@ -575,33 +759,72 @@ def execute_task(
         cache.mkdir(parents=True, exist_ok=True)
         atomic_write_text(json.dumps({"task": task.spec.name, "task_file": str(task.path)}), cache / OWNER_FILE)
         count = _Progress(len(inputs.syntheses) + len(units), progress)
-        synthesised = _run_all(
-            inputs.syntheses,
-            lambda u: _run_synthesis(u, inputs.originals[u.dataset], cache, executor),
-            lambda u: f"{task.path}: {u.where}: synthesise",
-            task.spec.concurrency,
-            count,
+
+        def report(u: Unit | SynthesisUnit, out: UnitOutput) -> None:
+            count.report(u.label, out[2], out[3])
+
+        groups = repetition_groups(inputs, units, executor)
+        in_groups = {g.synthesis.key for g in groups}
+        alone = [s for s in inputs.syntheses if s.key not in in_groups]
+        synthesised: dict[SourceKey, UnitOutput] = dict(
+            zip(
+                [s.key for s in alone],
+                _run_all(
+                    alone,
+                    lambda u: _run_synthesis(u, inputs.originals[u.dataset], cache, executor),
+                    lambda u: f"{task.path}: {u.where}: synthesise",
+                    task.spec.concurrency,
+                    report,
+                ),
+                strict=True,
+            )
         )
-        if units:
-            for s in inputs.syntheses:
+        if units and alone:
+            for s in alone:
                 inputs.synthetic[s.key] = _against_synthesised(inputs.originals[s.dataset], synthesised_sets(s, cache))
-            persist_inputs(inputs, executor, [s.key for s in inputs.syntheses])
-            keys = {s.key for s in inputs.syntheses}
+            persist_inputs(inputs, executor, [s.key for s in alone])
+            keys = {s.key for s in alone}
             validate_units(task, [u for u in units if (u.dataset, u.source, u.repetition) in keys], inputs, executor)
-        evaluated = _run_all(
-            units,
-            lambda u: _evaluate_unit(u, inputs, cache, executor),
-            lambda u: f"{task.path}: measure {u.label}",
-            task.spec.concurrency,
-            count,
+
+        def report_group(g: RepetitionGroup, outs: list[UnitOutput]) -> None:
+            for u, out in zip((g.synthesis, *g.units), outs, strict=True):
+                report(u, out)
+
+        evaluated: dict[int, UnitOutput] = {}
+        for g, outs in zip(
+            groups,
+            _run_all(
+                groups,
+                lambda g: _run_repetition(task, g, inputs, cache, executor),
+                lambda _: str(task.path),
+                task.spec.concurrency,
+                report_group,
+            ),
+            strict=True,
+        ):
+            synthesised[g.synthesis.key] = outs[0]
+            evaluated.update(zip([u.index for u in g.units], outs[1:], strict=True))
+        rest = [u for u in units if u.index not in evaluated]
+        evaluated.update(
+            zip(
+                [u.index for u in rest],
+                _run_all(
+                    rest,
+                    lambda u: _evaluate_unit(u, inputs, cache, executor),
+                    lambda u: f"{task.path}: measure {u.label}",
+                    task.spec.concurrency,
+                    report,
+                ),
+                strict=True,
+            )
         )
     tables = []
     summaries: dict[str, Any] = {}
     timings: dict[str, dict[str, Any]] = {}
     # measure rows in unit order, then the syntheses' rows
     done: list[tuple[Unit | SynthesisUnit, UnitOutput]] = [
-        *zip(units, evaluated, strict=True),
-        *zip(inputs.syntheses, synthesised, strict=True),
+        *((u, evaluated[u.index]) for u in units),
+        *((s, synthesised[s.key]) for s in inputs.syntheses),
     ]
     for u, (table, summary, seconds, cached) in done:
         tables.append(_with_unit_columns(table, task, run_id, u))
