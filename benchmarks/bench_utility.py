@@ -15,9 +15,15 @@ fit of the same records.  CART (rpart port, in memory, one tree per set, no resa
 timed at the ``--cart-sizes``.  Every line prints wall, CPU (driver + workers), peak RSS per
 worker and the load average (best of ``--repeat``).
 
+``--small M [M ...]`` times instead the in-memory call of the Hornby & Hu m-study (issue 15):
+CEdata (5,571 records) against M of its bundled Income syntheses (cycled), logit, maxorder 1,
+``vars = [Urban, Tenure, Educ, Marital, Income]`` (113 design columns), in this process on one
+core, and prints the CPU milliseconds per synthetic set.
+
 Usage::
 
     .venv/bin/python benchmarks/bench_utility.py [--sizes 50000 500000 5000000] [--workers 2]
+    .venv/bin/python benchmarks/bench_utility.py --small 1 20 --repeat 5
 """
 
 from __future__ import annotations
@@ -28,15 +34,38 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from harness import Bench, bench_client
 
 from pipeline.data.dataset import read_dataset
+from pipeline.data.schema import Schema
+from pipeline.datasets import demo_path, load_demo
 from pipeline.datasets.scaled import family_schema, scaled_frames, write_scaled
 from pipeline.evaluation.execution import Executor
 from pipeline.utility import utility_gen
 
 VARS = ["sex", "age", "placesize", "income"]
 R_SECONDS = {50_000: 2.2, 500_000: 16.4}
+STUDY_VARS = ["Urban", "Tenure", "Educ", "Marital", "Income"]
+
+
+def small(sets: list[int], repeat: int) -> None:
+    """utility_gen logit of the m-study in memory: CPU milliseconds per synthetic set."""
+    warnings.simplefilter("ignore")
+    ce = load_demo("cedata")
+    original = ce.to_pandas()
+    syn_schema = Schema.from_json(demo_path("cedata_syn.schema.json"))
+    bundled = [syn_schema.apply(pd.read_csv(demo_path(f"cedata_syn_income_{i}.csv")), "cedata_syn")
+               for i in range(1, 6)]  # fmt: skip
+    in_memory = Executor(policy="memory")
+    for m in sets:
+        syns = [bundled[i % len(bundled)] for i in range(m)]
+        call = lambda syns=syns: utility_gen(original, syns, method="logit", vars=STUDY_VARS, maxorder=1,  # noqa: E731
+                                             schema=ce.schema, executor=in_memory)  # fmt: skip
+        call()  # compiled kernels loaded, imports done
+        t, res = Bench().time(call, repeat=repeat)
+        print(f"m = {m:>3} CEdata logit in memory: {t.line()}  -> {1000 * t.cpu / m:.1f} ms CPU per set  "
+              f"S_pMSE[0]={res['S_pMSE'][0]:.6g}")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> None:
@@ -69,8 +98,12 @@ def run(args: argparse.Namespace) -> None:
             client.cancel([o, s])
     for n in args.cart_sizes:
         po, ps = scaled_frames("sd2011", n)
-        m, res = Bench().time(lambda po=po, ps=ps: utility_gen(po, ps, method="cart", vars=VARS, resamp_method="none",
-                                                               schema=schema, executor=in_memory), repeat=1)
+        m, res = Bench().time(
+            lambda po=po, ps=ps: utility_gen(
+                po, ps, method="cart", vars=VARS, resamp_method="none", schema=schema, executor=in_memory
+            ),
+            repeat=1,
+        )
         print(f"{n:>9,} cart memory: {m.line()}  pMSE={res['pMSE'][0]:.6g} leaves={res.fits[0]['n_leaves']}")
 
 
@@ -83,9 +116,20 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--policies", nargs="+", default=["blocks", "auto"], choices=["blocks", "auto", "memory"])
     parser.add_argument("--no-compress", action="store_true", help="fit every record (no merging of duplicates)")
+    parser.add_argument(
+        "--small",
+        type=int,
+        nargs="+",
+        metavar="M",
+        help="instead: the m-study's in-memory call (CEdata, M synthetic sets), ms CPU per set",
+    )
     parser.add_argument("--data", type=Path, default=Path(os.environ.get(
         "SDC_BENCH_DATA", Path.home() / ".cache" / "sdc-pipeline" / "bench")))  # fmt: skip
-    run(parser.parse_args())
+    args = parser.parse_args()
+    if args.small:
+        small(args.small, args.repeat)
+    else:
+        run(args)
 
 
 if __name__ == "__main__":
