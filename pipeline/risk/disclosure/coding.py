@@ -81,9 +81,10 @@ def value_counts(
     for v in variables:
         s = frame[v]
         if v in factors:  # count the codes: -1 (missing) first
-            counts = np.bincount(s.cat.codes.to_numpy().astype(np.int64) + 1, weights,
-                                 minlength=len(s.cat.categories) + 1).astype(np.int64)  # fmt: skip
-            out[v] = pd.Series(counts, index=pd.Index([np.nan, *s.cat.categories.astype(object)], dtype=object))
+            categories = s.array.categories
+            codes = s.array.codes.astype(np.int64) + 1
+            counts = np.bincount(codes, weights, minlength=len(categories) + 1).astype(np.int64)
+            out[v] = pd.Series(counts, index=pd.Index([np.nan, *categories.astype(object)], dtype=object))
         elif weights is None:
             out[v] = s.value_counts(dropna=False, sort=False)
         else:
@@ -200,8 +201,8 @@ class Coder:
     def _encode_labels(self, s: pd.Series) -> np.ndarray:
         if self.mode == "factor":  # a categorical column: map its categories once
             index = {lab: i for i, lab in enumerate(self.labels)}
-            lookup = np.array([index.get(str(c), -1) for c in s.cat.categories], dtype=np.int64)
-            codes = s.cat.codes.to_numpy()
+            lookup = np.array([index.get(str(c), -1) for c in s.array.categories], dtype=np.int64)
+            codes = s.array.codes
             mapped = np.where(codes < 0, self.missing, lookup[codes] if len(lookup) else -1)
         else:  # text: its labels, as in the value counts
             text = s.astype("string")

@@ -236,7 +236,8 @@ def joint_counts(
     Every column becomes integer codes local to ``frame`` (a factor's category codes; whole
     numbers in a moderate range offset from their minimum; other values factorised), the
     combinations are numbered in mixed radix (compiled, one pass per column, no temporaries)
-    and counted with a compiled hash group-by; one row per combination present is kept.
+    and counted in one compiled pass (directly when at most one combination per row is
+    possible, else with a hash table); one row per combination present is kept.
 
     Parameters
     ----------
@@ -255,15 +256,19 @@ def joint_counts(
     """
     columns = [_local_codes(frame[v], v in factors) for v in variables]
     n = len(frame)
-    if math.prod(size for _, _, size in columns) < 2**62:
+    space = math.prod(size for _, _, size in columns)
+    if space < 2**62:
         q = np.zeros(n, dtype=np.int64)
         for values, offset, size in columns:
             _mix(q, values, size, offset)
     else:  # too many possible combinations to number: a group-by of the codes numbers those present
         codes = pd.DataFrame({i: _mix(np.zeros(n, dtype=np.int64), v, 1, o) for i, (v, o, _) in enumerate(columns)})
         q = codes.groupby(list(codes.columns), sort=False).ngroup().to_numpy()
-    rep, counts = _count_groups(q, np.zeros(0, dtype=np.int64) if weights is None else weights.astype(np.int64))
-    out = frame[list(variables)].take(rep).reset_index(drop=True)
+        space = int(q.max()) + 1 if n else 0
+    w = np.zeros(0, dtype=np.int64) if weights is None else weights.astype(np.int64)
+    # few possible combinations (at most one per row): count them all, else hash the ones present
+    rep, counts = _count_dense(q, w, space) if space <= n else _count_groups(q, w)
+    out = frame.iloc[rep, [frame.columns.get_loc(v) for v in variables]].reset_index(drop=True)
     out[COUNT] = counts
     return out
 
@@ -272,7 +277,7 @@ def _local_codes(s: pd.Series, factor: bool) -> tuple[np.ndarray, int, int]:
     """One column's values within one frame as codes ``0..size-1``: ``(values, offset, size)``,
     the code of a value being ``value + offset`` (0 for a missing factor level or number)."""
     if factor:
-        return s.cat.codes.to_numpy(), 1, len(s.cat.categories) + 1
+        return s.array.codes, 1, len(s.array.categories) + 1
     if s.dtype == np.float64:
         x = s.to_numpy()
         present, lo, hi, whole = _whole_range(x)
@@ -302,6 +307,21 @@ def _mix(q, values, size, offset):  # pragma: no cover - compiled
         v = values[i]
         q[i] = q[i] * size + (0 if v != v else np.int64(v) + offset)
     return q
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_dense(q, weights, space):  # pragma: no cover - compiled
+    """:func:`_count_groups` for ``0 <= q < space`` by direct indexing (groups in order of ``q``)."""
+    counts = np.zeros(space, dtype=np.int64)
+    row = np.empty(space, dtype=np.int64)
+    weighted = weights.shape[0] > 0
+    for i in range(q.shape[0]):
+        key = q[i]
+        if counts[key] == 0:
+            row[key] = i
+        counts[key] += weights[i] if weighted else 1
+    present = np.flatnonzero(counts)
+    return row[present], counts[present]
 
 
 @numba.njit(cache=True, nogil=True)
