@@ -17,7 +17,7 @@ from pipeline.rcompat import class_breaks, quantile7
 from pipeline.rcompat import cut_labels as interval_labels
 from pipeline.risk.disclosure import disclosure
 from pipeline.risk.disclosure.coding import MISSING, build_coders, encode_frame
-from pipeline.risk.disclosure.compute import gather_stats
+from pipeline.risk.disclosure.compute import gather_stats, merge_tallies, tally_records
 from pipeline.risk.disclosure.kernel import COUNT, KernelPlan, Stat, block_summary, cell_counts, combine, joint_counts
 from pipeline.risk.disclosure.options import DisclosureParams, bind_options
 
@@ -275,3 +275,31 @@ def test_gather_stats_keeps_the_joint_counts_only_within_one_block() -> None:
     for a, b in zip(too_big, without, strict=True):
         for v in variables:
             pd.testing.assert_series_equal(a[v].counts, b[v].counts, check_names=False)
+
+
+def test_merge_tallies_in_batches_within_the_limit() -> None:
+    rng = np.random.default_rng(6)
+    frame = pd.DataFrame(
+        {
+            "k": pd.Categorical(rng.choice(["a", "b", "c", "d"], 3000), categories=["a", "b", "c", "d"]),
+            "x": rng.integers(0, 25, 3000).astype(float),
+        }
+    )
+    variables, factors = ["k", "x"], ["k"]
+    expected = _brute_joint(frame, variables)
+    assert len(expected) == 100
+    parts = [tally_records(frame[i : i + 500], variables, factors, None) for i in range(0, 3000, 500)]
+    assert all(90 <= len(p.joint) <= 100 for p in parts)
+    # the parts hold ~570 rows together: merged two or three at a time, the result fits 150 rows
+    merged = merge_tallies(parts, variables, factors, 150)
+    assert _joint_as_dict(merged.joint, variables) == expected
+    assert _joint_as_dict(merge_tallies(parts, variables, factors, None).joint, variables) == expected
+    # past the limit only the value counts remain, and they are exact
+    small = merge_tallies(parts, variables, factors, 99)
+    assert small.joint is None
+    for v in variables:
+        counts = small.values[v][small.values[v] > 0]
+        brute = frame[v].value_counts(dropna=False)
+        assert dict(zip(counts.index.astype(str), counts.tolist(), strict=True)) == dict(
+            zip(brute.index.astype(str), brute.tolist(), strict=True)
+        )

@@ -80,13 +80,29 @@ def tally_records(frame: pd.DataFrame, variables: Sequence[str], factors: Sequen
 
 
 def merge_tallies(parts: Sequence[Tally], variables: Sequence[str], factors: Sequence[str], limit: int | None) -> Tally:
-    """The tallies of several partitions as one (integer sums: exact, in any grouping)."""
+    """The tallies of several partitions as one (integer sums: exact, in any grouping).
+
+    Joint counts are merged a batch of at most about ``limit`` rows at a time, so a merge holds
+    at most about twice ``limit`` rows; once the merged counts outgrow ``limit`` only value
+    counts are merged.
+    """
     if len(parts) == 1:
         return parts[0]
-    if all(p.joint is not None for p in parts):
-        stacked = pd.concat([p.joint for p in parts], ignore_index=True)
-        return _bounded(joint_counts(stacked, variables, factors, stacked[COUNT].to_numpy()), variables, factors, limit)
-    return Tally(values=merge_value_counts([_value_counts(p, variables, factors) for p in parts]))
+    if any(p.joint is None for p in parts):
+        return Tally(values=merge_value_counts([_value_counts(p, variables, factors) for p in parts]))
+    batch = [parts[0].joint]
+    for i, part in enumerate(parts[1:], start=1):
+        batch.append(part.joint)
+        if i + 1 < len(parts) and (limit is None or sum(map(len, batch)) + len(parts[i + 1].joint) <= limit):
+            continue
+        stacked = pd.concat(batch, ignore_index=True)
+        merged = _bounded(joint_counts(stacked, variables, factors, stacked[COUNT].to_numpy()), variables, factors,
+                          limit)  # fmt: skip
+        if merged.joint is None:
+            rest = [_value_counts(p, variables, factors) for p in parts[i + 1 :]]
+            return Tally(values=merge_value_counts([merged.values, *rest]))
+        batch = [merged.joint]
+    return Tally(joint=batch[0])
 
 
 def _bounded(joint: pd.DataFrame, variables: Sequence[str], factors: Sequence[str], limit: int | None) -> Tally:
