@@ -23,10 +23,12 @@ Methods (``synthpop::syn.<method>`` with ``proper = FALSE``):
 * ``sample``: values drawn with replacement from the original values.
 * ``norm``, ``normrank``, ``logreg``, ``polyreg``: :mod:`pipeline.synth.partial.parametric`.
 
-The trees depend on the original data only, so they are fitted once and shared by the m sets
-(synthpop refits them per set; only rpart's cross-validation random numbers differ).  Set ``i``
-draws from its own stream ``SeedSequence(seed, spawn_key=(i,))``, so the sets do not depend on
-how many workers make them; they are made as parallel tasks by the executor.
+The models depend on the original data and the settings only, so they are fitted once and
+shared by the m sets (synthpop refits them per set; only rpart's cross-validation random numbers
+differ) — and by every synthesis in the same process with the same original and settings but
+another seed or m (the repetitions of a study, :func:`fitted_models`).  Set ``i`` draws from its
+own stream ``SeedSequence(seed, spawn_key=(i,))``, so the sets do not depend on how many workers
+make them; they are made as parallel tasks by the executor.
 
 Before each model the predictors pass synthpop's ``remove.lindep.syn``
 (:mod:`pipeline.synth.partial.lindep`).
@@ -41,7 +43,11 @@ offered; of synthpop's smoothings only ``density``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -316,6 +322,9 @@ class _Step:
     source: np.ndarray | None = None
     #: synthpop's smoothing = "density" of the drawn values
     smooth: bool = False
+    #: cart whose predictors are all kept variables: the node each record falls into (the same
+    #: in every set, so found once)
+    nodes: np.ndarray | None = None
 
 
 def _fit_step(
@@ -377,6 +386,11 @@ def _categorical(prob: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.minimum((cum < u[:, None] * cum[:, -1:]).sum(axis=1), prob.shape[1] - 1)
 
 
+def _predictor_rows(step: _Step, cols: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """The current values of a step's predictors at ``rows``, one column per predictor."""
+    return np.column_stack([cols[p][rows] for p in step.predictors])
+
+
 def _draw(step: _Step, cols: dict[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
     """The synthetic column: drawn rows replaced, the others keep their current values."""
     out = cols[step.column].copy()
@@ -395,9 +409,8 @@ def _draw(step: _Step, cols: dict[str, np.ndarray], rng: np.random.Generator) ->
         pos = np.clip(np.searchsorted(values, xp), 0, len(values) - 1)
         out[rows] = np.where(values[pos] == xp, step.observed[first[pos]], np.nan)
         return out
-    xp = np.column_stack([cols[p][rows] for p in step.predictors])
     if step.tree is not None:
-        nodes = step.tree.leaves(xp)
+        nodes = step.nodes if step.nodes is not None else step.tree.leaves(_predictor_rows(step, cols, rows))
         if not step.tree.is_leaf[np.searchsorted(step.tree.node, nodes)].all():
             nodes = _descend_randomly(step.tree, nodes, rng)
         if step.donors is not None:
@@ -411,7 +424,7 @@ def _draw(step: _Step, cols: dict[str, np.ndarray], rng: np.random.Generator) ->
             out[rows] = step.classes[_categorical(step.tree.class_prob(nodes), rng)]
         return out
     assert step.parametric is not None
-    out[rows] = step.parametric.draw(xp, rng)
+    out[rows] = step.parametric.draw(_predictor_rows(step, cols, rows), rng)
     if step.smooth:
         out[rows] = smooth_density(out[rows], step.observed, rng)
     return out
@@ -469,8 +482,50 @@ def prepare(frame: pd.DataFrame, schema: Schema, plan: Plan, params: PartialPara
             steps.append(_fit_step(v, meth, preds, cols, codings, params))
         if params.smoothing.get(v) == "density" and steps[-1].method in ("cart", "normrank"):
             steps[-1] = replace(steps[-1], smooth=True)
+    drawn = {s.column for s in steps}
+    steps = [_with_fixed_nodes(s, cols, drawn) for s in steps]
     original = frame[list(plan.variables)].reset_index(drop=True)
     return Prepared(original, cols, codings, tuple(steps), schema.select(list(plan.variables)), plan)
+
+
+#: syntheses whose fitted models a process keeps (:func:`fitted_models`)
+FITTED_KEPT = 4
+_fitted: OrderedDict[str, Prepared] = OrderedDict()
+_fitted_lock = threading.Lock()
+
+
+def _fit_key(frame: pd.DataFrame, schema: Schema, plan: Plan, params: PartialParams) -> str:
+    """What the fitted models depend on: the records, the schema, the plan and the model settings."""
+    digest = hashlib.sha256(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    settings = params.model_dump(mode="json", include={"cart_cp", "cart_minbucket", "smoothing"})
+    digest.update(json.dumps([list(frame.columns), schema.to_dict(), plan.to_dict(), settings]).encode())
+    return digest.hexdigest()
+
+
+def fitted_models(frame: pd.DataFrame, schema: Schema, plan: Plan, params: PartialParams) -> Prepared:
+    """:func:`prepare`, reusing the models this process last fitted to the same records with the
+    same plan and model settings (the seed and m do not enter): the repetitions of a study fit
+    their trees once per worker, not once per repetition.  The :data:`FITTED_KEPT` most
+    recently used are kept."""
+    key = _fit_key(frame, schema, plan, params)
+    with _fitted_lock:
+        if key in _fitted:
+            _fitted.move_to_end(key)
+            return _fitted[key]
+    prepared = prepare(frame, schema, plan, params)
+    with _fitted_lock:
+        _fitted[key] = prepared
+        while len(_fitted) > FITTED_KEPT:
+            _fitted.popitem(last=False)
+    return prepared
+
+
+def _with_fixed_nodes(step: _Step, cols: dict[str, np.ndarray], drawn: set[str]) -> _Step:
+    """A cart step whose predictors are not ``drawn`` in any set (kept variables) with the node
+    of every record found once; other steps as they are."""
+    if step.tree is None or step.ordinary is not None or drawn.intersection(step.predictors):
+        return step
+    return replace(step, nodes=step.tree.leaves(np.column_stack([cols[p] for p in step.predictors])))
 
 
 def collinear(plan: Plan, cols: dict[str, np.ndarray], codings: dict[str, _Coding]) -> Plan:
@@ -596,7 +651,7 @@ def synthesise_partial_frame(
     original = data.original
     if len(original) == 0:
         raise ParameterError("the original data set has no records")
-    prepared = prepare(original, schema, plan, params)
+    prepared = fitted_models(original, schema, plan, params)
     root = np.random.SeedSequence(params.seed)
     entropy = int(root.entropy)
     sets = executor.map_tasks(synthetic_set, [(entropy, i) for i in range(params.m)], shared=[prepared])
