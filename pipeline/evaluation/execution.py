@@ -148,7 +148,8 @@ class Executor:
         if self.in_memory(data):
             return self.collect(data)
         frames = [_as_dask(f) for f in data.frames]
-        return data.with_frames(self._keep_merged(frames, self.coalesce(*frames)))
+        merged = self.coalesce(*frames)
+        return data.with_frames(self._wait(self._persist_merged(frames, merged)))
 
     def collect(self, data: EvalData) -> EvalData:
         """``data`` as pandas frames (one transfer from the cluster), index 0..n-1."""
@@ -176,12 +177,17 @@ class Executor:
         """Keep Dask frames in cluster memory (pandas frames pass through), returned once there.
 
         With ``merge`` (data sets, e.g. a run's inputs), small partitions are merged after the
-        first persist (:meth:`coalesce`; the merged frames are persisted and the unmerged ones
-        released), so every measure reads the merged partitions.  Frames whose partitions must
-        stay as they are (aligned key blocks) are persisted with ``merge=False``.
+        first persist (:meth:`coalesce`), so every measure reads the merged partitions; each
+        unmerged partition is released as soon as its merged one exists (unless the caller
+        holds it).  Frames whose partitions must stay as they are (aligned key blocks) are
+        persisted with ``merge=False``.
         """
-        kept = self._persist(frames)
-        return self._keep_merged(kept, self.coalesce(*kept)) if merge else kept
+        kept = self._wait(self._persist(frames))
+        if not merge:
+            return kept
+        submitted = self._persist_merged(kept, self.coalesce(*kept))
+        del kept  # from here only the merge tasks hold the unmerged partitions
+        return self._wait(submitted)
 
     def coalesce(self, *frames: Frame) -> list[Frame]:
         """Frames with consecutive small partitions merged to about :attr:`block_rows` records (lazy).
@@ -213,8 +219,8 @@ class Executor:
             out.append(frame)
         return out
 
-    def _keep_merged(self, before: Sequence[Frame], after: Sequence[Frame]) -> list[Frame]:
-        """``after``, its frames that differ from ``before`` (merged by :meth:`coalesce`) persisted."""
+    def _persist_merged(self, before: Sequence[Frame], after: Sequence[Frame]) -> list[Frame]:
+        """``after``, its frames that differ from ``before`` (merged by :meth:`coalesce`) submitted to persist."""
         changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a is not b]
         out = list(after)
         for i, kept in zip(changed, self._persist([after[i] for i in changed]), strict=True):
@@ -223,18 +229,22 @@ class Executor:
         return out
 
     def _persist(self, frames: Sequence[Any]) -> list[Any]:
-        """Dask collections persisted and waited for; other values pass through."""
+        """Dask collections submitted for persisting (see :meth:`_wait`); other values pass through."""
         lazy = [f for f in frames if dask.is_dask_collection(f)]
         if not lazy:
             return list(frames)
         done = iter(self.client.persist(lazy) if self.client is not None else dask.persist(*lazy))
-        out = [next(done) if dask.is_dask_collection(f) else f for f in frames]
-        if self.client is not None:
+        return [next(done) if dask.is_dask_collection(f) else f for f in frames]
+
+    def _wait(self, values: list[Any]) -> list[Any]:
+        """``values`` once the persisted Dask collections among them are on the cluster."""
+        lazy = [v for v in values if dask.is_dask_collection(v)]
+        if self.client is not None and lazy:
             from distributed import wait
 
             with self.client.as_current():  # wait() uses the current client, not necessarily this one
-                wait([f for f in out if dask.is_dask_collection(f)])
-        return out
+                wait(lazy)
+        return values
 
     def map_reduce(
         self,

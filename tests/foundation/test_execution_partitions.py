@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 import warnings
 
 import dask
@@ -92,12 +93,22 @@ def test_coalesce_unions_categories_that_differ_between_partitions() -> None:
     assert got["c"].astype(str).tolist() == ["x", "y", "z", "x"] and got["v"].tolist() == [1, 2, 3, 4]
 
 
+def _keys_on_cluster(client) -> set:
+    return {k for keys in client.has_what().values() for k in keys}
+
+
 def test_persist_merges_and_prepare_reuses_the_merged_partitions(dask_client) -> None:
     frame = _frame()
     executor = Executor(dask_client, policy="blocks", block_rows=300)
+    before = _keys_on_cluster(dask_client)
     (kept,) = executor.persist(_lazy(frame, 20))
     assert kept.npartitions == 4
     assert all(f.status == "finished" for f in dask_client.futures_of(kept))
+    # the 20 unmerged partitions are released once merged: only the 4 merged ones stay
+    deadline = time.monotonic() + 10
+    while len(_keys_on_cluster(dask_client) - before) > 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _keys_on_cluster(dask_client) - before == {f.key for f in dask_client.futures_of(kept)}
     prepared = executor.prepare(as_eval_data(kept, [], Schema.infer(frame), require_synthetic=False))
     assert prepared.original is kept  # already merged: neither merged nor persisted again
     (unmerged,) = executor.persist(_lazy(frame, 20), merge=False)
