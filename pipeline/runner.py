@@ -469,6 +469,17 @@ def _named(what: str) -> Iterator[None]:
         raise PipelineError(f"{what} failed: {type(e).__name__}: {e}") from e
 
 
+#: what a repetition task gives: the synthesis result and output (None when its sets came from
+#: the cache), each finished measure unit's table, summary and seconds, and the error that
+#: stopped the rest (None when every unit finished)
+RepetitionOutput = tuple[
+    Any,
+    tuple[pd.DataFrame, dict[str, Any], float] | None,
+    list[tuple[pd.DataFrame, dict[str, Any], float]],
+    PipelineError | None,
+]
+
+
 def _repetition_task(
     schema: Schema,
     execution: dict[str, Any],
@@ -477,13 +488,15 @@ def _repetition_task(
     sets: list[pd.DataFrame] | None,
     units: list[tuple[Unit, str]],
     against: Schema | None,
-) -> tuple[Any, tuple[pd.DataFrame, dict[str, Any], float] | None, list[tuple[pd.DataFrame, dict[str, Any], float]]]:
+) -> RepetitionOutput:
     """A :class:`RepetitionGroup` on a worker: the synthesis (unless its ``sets`` are given, from
     the cache), then each measure unit's checks (with its error ``context``) and evaluation on
-    the original restricted to ``against`` (the synthesised schema) and the sets.
+    the original restricted to ``against`` (the synthesised schema) and the sets, until one fails.
 
-    Returns the synthesis result and output (None when ``sets`` were given) and each unit's
-    table, summary and seconds.
+    Raises
+    ------
+    PipelineError
+        The synthesis failed (naming it).
     """
     from pipeline.synth.partial.syn import synthesise_partial_frame
 
@@ -497,42 +510,54 @@ def _repetition_task(
             synthesised = _synthesis_output(synthesis, result, time.perf_counter() - t0)
         sets = list(result.synthetic)
     outputs = []
-    if units:
-        assert against is not None
-        data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False)
+    try:
+        if units:
+            assert against is not None
+            data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False)
         for u, context in units:
             _check_unit(_unit_measure(u), data, executor, context)
             with _named(f"measure {u.label}"):
                 outputs.append(_evaluated(u, data, executor))
-    return result, synthesised, outputs
+    except PipelineError as e:
+        return result, synthesised, outputs, e  # what finished is cached before the error is raised
+    return result, synthesised, outputs, None
 
 
 def _run_repetition(
     task: LoadedTask, group: RepetitionGroup, inputs: TaskInputs, cache: Path, executor: Executor
 ) -> list[UnitOutput]:
     """Run (or reuse from the cache) a :class:`RepetitionGroup` as one task on the cluster; cache
-    its synthesis and then each measure unit. Returns the outputs, the synthesis's first."""
+    its synthesis and then each finished measure unit. Returns the outputs, the synthesis's first.
+
+    Raises
+    ------
+    PipelineError
+        The synthesis or a measure unit failed (the units finished before it are cached).
+    """
     syn = group.synthesis
     done = _cached_output(*_synthesis_paths(cache, syn))
     outputs = [_cached_output(*_unit_paths(cache, u)) for u in group.units]
     todo = [u for u, out in zip(group.units, outputs, strict=True) if out is None]
-    if done is None or todo:
-        # a resumed run evaluates the sets it synthesised before
-        sets = None if done is None else [d.to_pandas() for d in synthesised_sets(syn, cache)]
-        against = inputs.synthetic[syn.key][0].schema if todo else None
-        original = inputs.originals[syn.dataset]
-        job = ((0,), syn, sets, [(u, _unit_context(task, u, inputs)) for u in todo], against)
-        shared = (original.schema, task.spec.execution.model_dump())
-        ((result, synthesised, evaluated),) = executor.map_frame_tasks(
-            _repetition_task, [job], [original.frame], shared
-        )
-        if done is None:
-            done = _store_synthesis(syn, result, synthesised, cache)
-        new = iter(evaluated)
-        outputs = [
-            out if out is not None else _store_output(*next(new), *_unit_paths(cache, u))
-            for u, out in zip(group.units, outputs, strict=True)
-        ]
+    if done is not None and not todo:
+        return [done, *outputs]  # type: ignore[list-item]
+    # a resumed run evaluates the sets it synthesised before
+    sets = None if done is None else [d.to_pandas() for d in synthesised_sets(syn, cache)]
+    against = inputs.synthetic[syn.key][0].schema if todo else None
+    original = inputs.originals[syn.dataset]
+    job = ((0,), syn, sets, [(u, _unit_context(task, u, inputs)) for u in todo], against)
+    shared = (original.schema, task.spec.execution.model_dump())
+    ((result, synthesised, evaluated, error),) = executor.map_frame_tasks(
+        _repetition_task, [job], [original.frame], shared
+    )
+    if done is None:
+        done = _store_synthesis(syn, result, synthesised, cache)
+    finished = {u.index: out for u, out in zip(todo, evaluated, strict=False)}
+    outputs = [
+        _store_output(*finished[u.index], *_unit_paths(cache, u)) if u.index in finished else out
+        for u, out in zip(group.units, outputs, strict=True)
+    ]
+    if error is not None:
+        raise error
     return [done, *outputs]  # type: ignore[list-item]
 
 
