@@ -7,8 +7,10 @@ import pandas as pd
 import pytest
 from idrisk_brute import brute_force
 
+from pipeline.blocks import ROW_COLUMN
 from pipeline.risk.idrisk import identification_risk
 from pipeline.risk.idrisk.counting import BoxIndex, _count_3d, query_visit_order
+from pipeline.risk.idrisk.matching import _own_rows
 
 
 def _grid_frames(rng, n, d):
@@ -134,3 +136,17 @@ def test_key_variables_beyond_one_int64_code_match_brute_force():
     c, t = brute_force(orig, syn, known, synthesised, {"income": 0.5}, closed=True)
     np.testing.assert_array_equal(res.c[:, 0], c)
     np.testing.assert_array_equal(res.T[:, 0], t)
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_own_rows_found_in_any_row_order(shuffled):
+    """A block's records in increasing row order (the usual case) or not: each target finds the
+    position of its own synthetic row, -1 where that row is in another block."""
+    rng = np.random.default_rng(12)
+    rows = np.sort(rng.choice(5000, 800, replace=False))
+    syn_rows = np.sort(np.concatenate([rng.choice(rows, 500, replace=False), np.arange(5000, 5100)]))
+    if shuffled:
+        rows, syn_rows = rng.permutation(rows), rng.permutation(syn_rows)
+    got = _own_rows(pd.DataFrame({ROW_COLUMN: rows}), pd.DataFrame({ROW_COLUMN: syn_rows}))
+    np.testing.assert_array_equal(got, pd.Index(syn_rows).get_indexer(rows))
+    assert (got == -1).sum() == 300

@@ -332,18 +332,35 @@ def partition_counts(
     return out
 
 
-def _own_rows(original: pd.DataFrame, synthetic: pd.DataFrame) -> np.ndarray:
-    """Position in ``synthetic`` of each original record's own synthetic row (-1: not in this block).
+@numba.njit(cache=True, nogil=True)
+def _sorted_or_order(rows):  # pragma: no cover - compiled
+    """Identity if ``rows`` increase (usual: blocks keep each data set's record order), else an argsort."""
+    for k in range(1, rows.shape[0]):
+        if rows[k] <= rows[k - 1]:
+            return np.argsort(rows, kind="mergesort")
+    return np.arange(rows.shape[0])
 
-    Row ids are record positions (below the data sets' size), so a dense lookup table does it.
-    """
-    rows = original[ROW_COLUMN].to_numpy(dtype=np.int64)
-    syn_rows = synthetic[ROW_COLUMN].to_numpy(dtype=np.int64)
-    if not len(rows) or not len(syn_rows):
-        return np.full(len(rows), -1, dtype=np.int64)
-    table = np.full(max(int(rows.max()), int(syn_rows.max())) + 1, -1, dtype=np.int64)
-    table[syn_rows] = np.arange(len(syn_rows), dtype=np.int64)
-    return table[rows]
+
+@numba.njit(cache=True, nogil=True)
+def _match_rows(rows, syn_rows):  # pragma: no cover - compiled
+    """Position in ``syn_rows`` of each value of ``rows`` (-1 if absent; values distinct): a merge
+    of the two row lists in increasing order."""
+    qo = _sorted_or_order(rows)
+    so = _sorted_or_order(syn_rows)
+    out = np.full(rows.shape[0], -1, dtype=np.int64)
+    j = 0
+    for k in range(rows.shape[0]):
+        r = rows[qo[k]]
+        while j < so.shape[0] and syn_rows[so[j]] < r:
+            j += 1
+        if j < so.shape[0] and syn_rows[so[j]] == r:
+            out[qo[k]] = so[j]
+    return out
+
+
+def _own_rows(original: pd.DataFrame, synthetic: pd.DataFrame) -> np.ndarray:
+    """Position in ``synthetic`` of each original record's own synthetic row (-1: not in this block)."""
+    return _match_rows(original[ROW_COLUMN].to_numpy(dtype=np.int64), synthetic[ROW_COLUMN].to_numpy(dtype=np.int64))
 
 
 def histogram(c: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
