@@ -41,6 +41,8 @@ TARGET_INDEX, TARGET_CODE, COUNT = "__target__", "__t__", "__n__"
 DENSE_CELLS = 1 << 20
 #: whole numbers spanning fewer values than this are coded by their offset (no hashing)
 SMALL_SPAN = 1 << 16
+#: rows of the combination numbers filled by all columns in turn (a slice that stays in cache)
+MIX_ROWS = 1 << 15
 
 
 class Stat(IntEnum):
@@ -259,8 +261,10 @@ def joint_counts(
     space = math.prod(size for _, _, size in columns)
     if space < 2**62:
         q = np.zeros(n, dtype=np.int64)
-        for values, offset, size in columns:
-            _mix(q, values, size, offset)
+        for start in range(0, n, MIX_ROWS):  # all columns into a slice of q while it is in cache
+            part = q[start : start + MIX_ROWS]
+            for values, offset, size in columns:
+                _mix(part, values[start : start + MIX_ROWS], size, offset)
     else:  # too many possible combinations to number: a group-by of the codes numbers those present
         codes = pd.DataFrame({i: _mix(np.zeros(n, dtype=np.int64), v, 1, o) for i, (v, o, _) in enumerate(columns)})
         q = codes.groupby(list(codes.columns), sort=False).ngroup().to_numpy()
