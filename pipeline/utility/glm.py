@@ -59,6 +59,8 @@ LABEL = "__t__"
 WEIGHT = "__w__"
 FREQ = "__f__"
 CHUNK_ROWS = 65_536
+#: records per block of the compiled sums (two-level summation)
+SUM_BLOCK = 1024
 
 
 # ---------------------------------------------------------------------------------------------
@@ -447,8 +449,16 @@ def _pass_kernel(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, e
     kidx = np.empty(max_row, dtype=np.int64)
     kval = np.empty(max_row, dtype=np.float64)
     start = beta.shape[0] == 0
-    dev = 0.0
+    # sums in two levels (blocks of records, then the blocks), as accurate as a blocked BLAS
+    dev, dev_block = 0.0, 0.0
+    g_block = np.zeros_like(g)
+    s_block = np.zeros_like(s)
     for i in range(n):
+        if i % SUM_BLOCK == 0 and i > 0:
+            dev += dev_block
+            dev_block = 0.0
+            if gram:
+                _flush(g, s, g_block, s_block)
         k = _expand_row(i, codes, values, layout, vidx, vval, vcnt, radix, oidx, oval)
         w0 = 1.0 if prior.shape[0] == 0 else prior[i]
         f = 1.0 if freq.shape[0] == 0 else freq[i]
@@ -463,7 +473,7 @@ def _pass_kernel(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, e
                 if b != 0.0:
                     eta += oval[e] * b
         mu = _linkinv(eta)
-        dev += f * 2 * w0 * (-math.log(mu) if yi > 0 else -math.log(1 - mu))
+        dev_block += f * 2 * w0 * (-math.log(mu) if yi > 0 else -math.log(1 - mu))
         if not gram:
             eta_out[i] = eta
             mu_out[i] = mu
@@ -486,10 +496,23 @@ def _pass_kernel(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, e
                 kk += 1
         for a in range(kk):
             wa = ww * kval[a]
-            s[kidx[a]] += wa * resid
+            s_block[kidx[a]] += wa * resid
             for b2 in range(a, kk):
-                g[kidx[a], kidx[b2]] += wa * kval[b2]
-    return dev
+                g_block[kidx[a], kidx[b2]] += wa * kval[b2]
+    if gram:
+        _flush(g, s, g_block, s_block)
+    return dev + dev_block
+
+
+@nb.njit(cache=True, nogil=True)
+def _flush(g, s, g_block, s_block):  # pragma: no cover - compiled
+    """Add a block's sums (upper triangle) to the totals and clear them."""
+    for a in range(g.shape[0]):
+        s[a] += s_block[a]
+        s_block[a] = 0.0
+        for b in range(a, g.shape[0]):
+            g[a, b] += g_block[a, b]
+            g_block[a, b] = 0.0
 
 
 @nb.njit(cache=True, nogil=True)
