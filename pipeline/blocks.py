@@ -43,8 +43,10 @@ def _hash_keys(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     for k in keys:
         s = frame[k]
         if isinstance(s.dtype, pd.CategoricalDtype):
-            # hash the labels so two frames with different level orders agree
-            s = s.astype(object).where(s.notna(), None)
+            # hash the labels so two frames with different level orders agree; pandas hashes a
+            # categorical of string labels by its labels already (NA as None), other labels as objects
+            if not pd.api.types.is_string_dtype(s.cat.categories.dtype):
+                s = s.astype(object).where(s.notna(), None)
         elif pd.api.types.is_numeric_dtype(s.dtype):
             s = s.astype("float64")
         else:
@@ -100,9 +102,7 @@ class KeyBlocks:
         missing = [k for k in self.keys if k not in frame.columns]
         if missing:
             raise ParameterError(f"key(s) {missing} not among the columns {list(frame.columns)}")
-        out = frame.copy()
-        out[BLOCK_COLUMN] = key_hash(frame, self.keys)
-        return out
+        return frame.assign(**{BLOCK_COLUMN: key_hash(frame, self.keys)})
 
     def _shuffle(self, frame: dd.DataFrame | pd.DataFrame, with_row_id: bool) -> dd.DataFrame:
         if isinstance(frame, pd.DataFrame):

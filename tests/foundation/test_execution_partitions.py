@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN
+from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN, key_hash
 from pipeline.data.schema import Schema
 from pipeline.datasets import load_demo, load_demo_synthetic
 from pipeline.evaluation.data import as_eval_data
@@ -230,3 +230,15 @@ def test_key_blocks_names_missing_keys() -> None:
     data = as_eval_data(frame, [], Schema.infer(frame), require_synthetic=False)
     with pytest.raises(Exception, match=r"key\(s\) \['zz'\] not among the columns"):
         Executor(policy="memory").key_blocks(data, ["a", "zz"])
+
+
+def test_key_hash_of_categoricals_is_the_hash_of_their_labels() -> None:
+    # hashed from the categories (no per-record strings): the same as the labels as objects, NA included
+    labels = ["b", None, "a", "b", None]
+    one = pd.DataFrame({"k": pd.Categorical(labels, categories=["b", "a", "zz"]), "x": [1.0, 2.0, np.nan, 1.0, 5.0]})
+    two = pd.DataFrame({"k": pd.Categorical(labels, categories=["a", "b"]), "x": one["x"]})
+    objects = pd.DataFrame({"k": pd.Series(labels, dtype=object), "x": one["x"]})
+    expected = key_hash(objects, ["k", "x"])
+    np.testing.assert_array_equal(key_hash(one, ["k", "x"]), expected)
+    np.testing.assert_array_equal(key_hash(two, ["k", "x"]), expected)
+    assert expected[0] == expected[3] and len(set(expected.tolist())) == 4
