@@ -83,10 +83,9 @@ def _value(rows: pd.DataFrame, statistic: str) -> tuple[float, str]:
     return float(per_setting.loc[worst, "value"]), f"worst: {name}" + (f" [{setting}]" if setting else "")
 
 
-def _radius_note(results: pd.DataFrame, key: tuple[Any, ...]) -> tuple[str, bool]:
-    """Each scenario's maximising radius r* (from the ``r_star`` rows) as text, and whether any
-    is at the edge of its grid (the ``r_star_at_boundary`` rows)."""
-    best = r_star(results)
+def _radius_note(best: pd.DataFrame, key: tuple[Any, ...]) -> tuple[str, bool]:
+    """Each scenario's maximising radius r* (``best``: :func:`r_star` of the results) as text, and
+    whether any is at the edge of its grid (the ``r_star_at_boundary`` rows)."""
     best = best[(best["dataset"] == key[0]) & (best["source"] == key[1]) & (best["repetition"] == key[2])]
     notes, edge = [], False
     for _, row in best.iterrows():
@@ -102,6 +101,7 @@ def release_summary(results: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataF
     """The headline measures of every release with threshold, basis and pass/attention
     (columns :data:`SUMMARY_COLUMNS`)."""
     rows = per_set(results[results["source"] != ""])
+    best = r_star(results)  # once, not per release (a study has thousands)
     out = []
     for h in HEADLINES:
         sub = rows[(rows["measure"] == h.measure) & (rows["family"] == h.family)]
@@ -113,7 +113,7 @@ def release_summary(results: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataF
         basis = f"gate: {statistic} above {threshold:g}" if gate else f"rule of thumb: {statistic} ≤ {threshold:g}"
         for key, part in sub.groupby(RELEASE, sort=False):
             value, worst = _value(part, statistic)
-            note, edge = _radius_note(results, key) if h.family == "identification_risk" else (worst, False)
+            note, edge = _radius_note(best, key) if h.family == "identification_risk" else (worst, False)
             status = "attention" if value > threshold or edge else "pass"
             out.append([*key, h.title, value, threshold, basis, status, note])
     frame = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
