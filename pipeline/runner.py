@@ -10,6 +10,13 @@ Units of work (fingerprints: :mod:`pipeline.tasks`):
 * a measure :class:`~pipeline.tasks.Unit` per measure setting, dataset, source and
   repetition, cached as ``<out>/.units/<fingerprint>.parquet`` + ``.json``.
 
+A partial synthesis of an original the executor keeps in memory (CEdata, the Hornby & Hu
+studies) runs together with the measure units on its sets as one task on a worker
+(:class:`RepetitionGroup`): synthesis, checks and measures on pandas frames with an in-memory
+executor, no data set through the driver; the driver only submits the tasks (``concurrency`` in
+flight) and caches each unit's output as above.  Other syntheses run first, then the measure
+units on their sets, each unit one Dask computation.
+
 A re-run (e.g. after an interruption) reuses every finished unit — syntheses included — so it
 skips finished work and produces the same table.  Before any work, every measure unit is
 checked (:meth:`Measure.check`): on the data of file and demo sources, and for synthesised
