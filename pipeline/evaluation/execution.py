@@ -42,6 +42,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import psutil
+from dask.dataframe.dask_expr._expr import Projection
 from dask.dataframe.dispatch import concat as dask_concat
 
 from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN, AlignedBlocks, KeyBlocks, add_row_id
@@ -121,13 +122,16 @@ class Executor:
         """Records in every partition of each frame (a pandas frame is one partition).
 
         One pass over the Dask frames not counted before; counts are remembered by collection
-        name, so asking again (e.g. :meth:`rows` and then :meth:`prepare`) costs nothing.
+        name (a selection of columns shares them with its frame), so asking again (e.g.
+        :meth:`rows` and then :meth:`prepare`, or a measure's columns of persisted inputs)
+        costs nothing.
         """
-        todo = {f._name: f for f in frames if isinstance(f, dd.DataFrame) and f._name not in self._lengths}
+        todo = {_counted_as(f): f for f in frames if isinstance(f, dd.DataFrame)}
+        todo = {name: f for name, f in todo.items() if name not in self._lengths}
         lazy = [dask.delayed(tuple)([dask.delayed(len)(p) for p in f.to_delayed()]) for f in todo.values()]
         for name, counts in zip(todo, self.compute(*lazy), strict=True):
             self._lengths[name] = tuple(int(n) for n in counts)
-        return [(len(f),) if isinstance(f, pd.DataFrame) else self._lengths[f._name] for f in frames]
+        return [(len(f),) if isinstance(f, pd.DataFrame) else self._lengths[_counted_as(f)] for f in frames]
 
     def in_memory(self, data: EvalData) -> bool:
         """Whether ``data`` is evaluated in memory (the one place that decides)."""
@@ -202,10 +206,11 @@ class Executor:
         returned as they are.
         """
         lazy = [f for f in frames if isinstance(f, dd.DataFrame)]
-        lengths = dict(zip((f._name for f in lazy), self.partition_rows(*lazy), strict=True))
+        lengths = dict(zip((_counted_as(f) for f in lazy), self.partition_rows(*lazy), strict=True))
         out = []
         for f in frames:
-            groups = _merge_groups(lengths[f._name], self.block_rows) if isinstance(f, dd.DataFrame) else None
+            counts = lengths[_counted_as(f)] if isinstance(f, dd.DataFrame) else ()
+            groups = _merge_groups(counts, self.block_rows) if counts else None
             if groups is None:
                 out.append(f)
                 continue
@@ -215,7 +220,7 @@ class Executor:
             if f.known_divisions:
                 divisions = (*(f.divisions[g.start] for g in groups), f.divisions[-1])
             frame = dd.from_delayed(merged, meta=f._meta, divisions=divisions, verify_meta=False)
-            self._lengths[frame._name] = tuple(sum(lengths[f._name][g.start : g.stop]) for g in groups)
+            self._lengths[_counted_as(frame)] = tuple(sum(counts[g.start : g.stop]) for g in groups)
             out.append(frame)
         return out
 
@@ -224,7 +229,7 @@ class Executor:
         changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a is not b]
         out = list(after)
         for i, kept in zip(changed, self._persist([after[i] for i in changed]), strict=True):
-            self._lengths[kept._name] = self._lengths[after[i]._name]
+            self._lengths[_counted_as(kept)] = self._lengths[_counted_as(after[i])]
             out[i] = kept
         return out
 
@@ -462,6 +467,14 @@ class Blocks:
 def _drop_positions(part: pd.DataFrame, positions: np.ndarray) -> pd.DataFrame:
     """A partition (with ``__row__``) without the records at ``positions``, ``__row__`` dropped."""
     return part[~np.isin(part[ROW_COLUMN].to_numpy(), positions)].drop(columns=ROW_COLUMN)
+
+
+def _counted_as(frame: dd.DataFrame) -> str:
+    """Name of the collection whose partition lengths ``frame`` has (selecting columns keeps them)."""
+    expr = frame.expr
+    while isinstance(expr, Projection):
+        expr = expr.frame
+    return expr._name
 
 
 def _merge_groups(lengths: Sequence[int], target: int) -> list[range] | None:

@@ -76,6 +76,27 @@ def test_coalesce_groups_by_records_not_by_partitions() -> None:
     pd.testing.assert_frame_equal(merged.compute(), frame)
 
 
+_BUILT: list[int] = []
+
+
+def _built_part(i: int) -> pd.DataFrame:
+    _BUILT.append(i)
+    return pd.DataFrame({"a": np.arange(10 * i, 10 * i + 10, dtype=float), "x": np.ones(10)})
+
+
+def test_partition_rows_are_counted_once_per_frame_and_its_column_selections() -> None:
+    meta = pd.DataFrame({"a": pd.Series(dtype=float), "x": pd.Series(dtype=float)})
+    lazy = dd.from_delayed([dask.delayed(_built_part)(i) for i in range(3)], meta=meta, verify_meta=False)
+    executor = Executor(block_rows=100)
+    _BUILT.clear()
+    assert executor.partition_rows(lazy) == [(10, 10, 10)]
+    assert sorted(_BUILT) == [0, 1, 2]
+    assert executor.partition_rows(lazy[["a"]], lazy) == [(10, 10, 10)] * 2
+    data = as_eval_data(lazy[["x"]], [], Schema.infer(meta[["x"]]), require_synthetic=False)
+    assert executor.rows(data) == (30,)
+    assert sorted(_BUILT) == [0, 1, 2]  # not counted again
+
+
 def test_coalesce_leaves_large_partitions_and_pandas_frames_alone() -> None:
     frame = _frame()
     lazy = _lazy(frame, 3)
