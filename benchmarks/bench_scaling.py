@@ -134,8 +134,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_scaling_") as tmp:
         folder = Path(tmp)
         t0 = time.perf_counter()
-        write_scaled_sd2011(folder, args.rows, args.synthetic, FILES_PER_SET)
-        task = write_task(folder, args.synthetic)
+        data = write_scaled_sd2011(folder, args.rows, args.synthetic, FILES_PER_SET)
+        task = write_task(data, args.synthetic)
         print(
             f"data: SD2011 + {args.synthetic} CART sets x {args.rows:,} records ({time.perf_counter() - t0:.1f} s); "
             f"key_blocks n_blocks={N_BLOCKS} for {len(KEY_SETS)} key sets; best of {args.repeats}"
