@@ -99,7 +99,7 @@ def test_3d_counts_of_many_levels_match_brute_force():
 
 def test_key_codes_of_mixed_kinds_match_brute_force():
     """Key variables as strings in one set and categoricals in the other, numbers matched exactly
-    (no radius; -0.0 == 0.0), missing values: the coded key blocks agree with brute force."""
+    (no radius; -0.0 == 0.0), missing values: the key blocks agree with brute force."""
     rng = np.random.default_rng(9)
     n = 150
     orig = pd.DataFrame(
@@ -122,8 +122,8 @@ def test_key_codes_of_mixed_kinds_match_brute_force():
 
 
 def test_key_variables_beyond_one_int64_code_match_brute_force():
-    """Five categorical variables of 10,000 declared levels each (a radix product over 2**62):
-    one code column per variable instead of one combined code, same counts."""
+    """Five categorical variables of 10,000 declared levels each (a radix product over 2**62, so
+    the key codes are renumbered on the way): same counts as brute force."""
     rng = np.random.default_rng(10)
     n = 120
     levels = [f"l{k}" for k in range(10_000)]

@@ -1,21 +1,16 @@
 """Identification risk over an executor: the data checks and the counts of one scenario.
 
 The per-block kernels wrap :func:`~pipeline.risk.idrisk.matching.partition_counts`; they are
-composed with :meth:`Executor.derived_key_blocks` and :meth:`Blocks.map`.  The categorical
-compared variables are coded once: one cheap pass collects every variable's values (a
-categorical's categories), then each partition is reduced to one small integer code of the key
-combination (:class:`KeyCoding`) plus the continuous variables as float64 — only these travel to
-the key blocks (``__row__`` giving each record's own synthetic row), and the blocks hash and
-group one integer column, not labels.  In memory the whole data are one block; on the cluster the
-blocks are aligned partitions.  Blocks return exact integers (c and T per record, or (c, T)
-histograms for sweeps), so the results do not depend on the partitioning.
+composed with :meth:`Executor.key_blocks` (one block per combination of the categorical
+compared variables, ``__row__`` giving each record's own synthetic row) and
+:meth:`Blocks.map`.  In memory the whole data are one block; on the cluster the blocks are
+aligned partitions.  Blocks return exact integers (c and T per record, or (c, T) histograms for
+sweeps), so the results do not depend on the partitioning.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -23,21 +18,12 @@ import pandas as pd
 from pipeline.blocks import ROW_COLUMN
 from pipeline.errors import CompatibilityError, DataError
 from pipeline.evaluation.data import EvalData, source_name
-from pipeline.evaluation.execution import Blocks, Deferred, Executor
-from pipeline.risk.idrisk.matching import (
-    combine_codes,
-    histogram,
-    key_codes,
-    partition_counts,
-    union_vocabulary,
-    vocabulary,
-)
+from pipeline.evaluation.execution import Deferred, Executor
+from pipeline.risk.idrisk.matching import histogram, partition_counts
 from pipeline.risk.idrisk.plan import MatchPlan
 from pipeline.risk.idrisk.result import SetStatistics
 
 ROWS = "__rows__"
-#: the mixed-radix code of the categorical compared variables (see :class:`KeyCoding`)
-KEY_COLUMN = "__key__"
 
 
 # ---- data checks --------------------------------------------------------------------------
@@ -97,103 +83,12 @@ def check_frames(data: EvalData, executor: Executor, continuous: Sequence[str], 
     return n
 
 
-# ---- key codes ----------------------------------------------------------------------------
-
-
-def _vocabularies(frame: pd.DataFrame, columns: Sequence[str]) -> list[pd.Index]:
-    """The values of every key variable in one partition."""
-    return [vocabulary(frame[v]) for v in columns]
-
-
-def _union_vocabularies(parts: Sequence[list[pd.Index]]) -> list[pd.Index]:
-    return [union_vocabulary(list(per_var)) for per_var in zip(*parts, strict=True)]
-
-
-def _code_dtype(width: int) -> np.dtype:
-    """Smallest signed integer type for codes -1 .. width - 1 (less to shuffle)."""
-    return np.result_type(np.int8, np.min_scalar_type(width))
-
-
-@dataclass(frozen=True)
-class KeyCoding:
-    """How the categorical compared variables travel to the key blocks.
-
-    One mixed-radix code column ``__key__`` when the product of the vocabulary sizes fits in
-    int64 (then one hashed column and the block kernel groups by it directly), else one code
-    column per variable.
-
-    Attributes
-    ----------
-    variables : tuple of str
-        The categorical compared variables.
-    vocabs : tuple of pandas.Index
-        Every variable's values over all partitions of all data sets.
-    """
-
-    variables: tuple[str, ...]
-    vocabs: tuple[pd.Index, ...]
-
-    @property
-    def combined(self) -> bool:
-        return math.prod(len(v) for v in self.vocabs) < 2**62
-
-    @property
-    def columns(self) -> list[str]:
-        return [KEY_COLUMN] if self.combined else list(self.variables)
-
-    @property
-    def widths(self) -> list[int]:
-        sizes = [len(v) for v in self.vocabs]
-        return [math.prod(sizes)] if self.combined else sizes
-
-    def encode(self, frame: pd.DataFrame, continuous: Sequence[str]) -> pd.DataFrame:
-        """One partition as the matching reads it: key codes and continuous values (float64)."""
-        codes = [key_codes(frame[v], vocab) for v, vocab in zip(self.variables, self.vocabs, strict=True)]
-        if self.combined:
-            key = codes[0] if codes else np.zeros(len(frame), dtype=np.int64)
-            for c, vocab in zip(codes[1:], self.vocabs[1:], strict=True):
-                key = combine_codes(key, c, len(vocab))
-            codes = [key]
-        out = {col: c.astype(_code_dtype(w)) for col, c, w in zip(self.columns, codes, self.widths, strict=True)}
-        for v in continuous:
-            out[v] = frame[v].to_numpy(dtype=np.float64, na_value=np.nan)
-        return pd.DataFrame(out, index=frame.index)
-
-    def meta(self, continuous: Sequence[str]) -> pd.DataFrame:
-        """:meth:`encode`'s output without rows."""
-        cols = {col: pd.Series(dtype=_code_dtype(w)) for col, w in zip(self.columns, self.widths, strict=True)}
-        return pd.DataFrame(cols | {v: pd.Series(dtype=np.float64) for v in continuous})
-
-
-def _encode(frame: pd.DataFrame, coding: KeyCoding, continuous: Sequence[str]) -> pd.DataFrame:
-    return coding.encode(frame, continuous)
-
-
-def coded_blocks(data: EvalData, executor: Executor, plan: MatchPlan) -> tuple[Blocks, KeyCoding]:
-    """Key blocks of the coded data sets (see the module docstring) and their coding."""
-    cat = list(plan.categorical)
-    vocabs: list[pd.Index] = []
-    if cat:
-        per_set = executor.compute(
-            *[executor.map_reduce(f, _vocabularies, _union_vocabularies, cat) for f in data.select(cat).frames]
-        )
-        vocabs = _union_vocabularies(per_set)
-    coding = KeyCoding(tuple(cat), tuple(vocabs))
-    cont = list(plan.continuous)
-    blocks = executor.derived_key_blocks(
-        data.select(plan.columns), coding.columns, _encode, coding.meta(cont), coding, cont, with_row_id=True
-    )
-    return blocks, coding
-
-
 # ---- kernels, one call per block ----------------------------------------------------------
 
 
-def _records_kernel(
-    original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray, coding: KeyCoding
-):
+def _records_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray):
     """c and T of every original record of the block, with its row id."""
-    results = partition_counts(original, synthetic, plan, combos, coding.columns, coding.widths)
+    results = partition_counts(original, synthetic, plan, combos)
     out = {ROW_COLUMN: original[ROW_COLUMN].to_numpy(dtype=np.int64)}
     for s, (c, t) in enumerate(results):
         out[f"c_{s}"] = c[0]
@@ -220,11 +115,9 @@ _HIST_META = pd.DataFrame(
 )
 
 
-def _histogram_kernel(
-    original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray, coding: KeyCoding
-):
+def _histogram_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray):
     """(set, combination, c, T) -> number of records of the block; summed over blocks."""
-    results = partition_counts(original, synthetic, plan, combos, coding.columns, coding.widths)
+    results = partition_counts(original, synthetic, plan, combos)
     parts = []
     for s, (c, t) in enumerate(results):
         for k in range(c.shape[0]):
@@ -246,10 +139,8 @@ def combo_matrix(plan: MatchPlan, combos: Sequence[Mapping[str, float]]) -> np.n
 
 def count_records(data: EvalData, executor: Executor, plan: MatchPlan, radius: Mapping[str, float]) -> Deferred:
     """Deferred frame of c and T per original record (columns ``__row__``, ``c_s``, ``t_s``)."""
-    blocks, coding = coded_blocks(data, executor, plan)
-    return blocks.map(
-        _records_kernel, _records_meta(data.m), plan=plan, combos=combo_matrix(plan, [radius]), coding=coding
-    )
+    blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True)
+    return blocks.map(_records_kernel, _records_meta(data.m), plan=plan, combos=combo_matrix(plan, [radius]))
 
 
 def records_matrices(frame: pd.DataFrame, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -267,8 +158,8 @@ def count_histograms(
     data: EvalData, executor: Executor, plan: MatchPlan, combos: Sequence[Mapping[str, float]]
 ) -> Deferred:
     """Deferred (set, combination, c, T, count) histogram of every radius combination."""
-    blocks, coding = coded_blocks(data, executor, plan)
-    return blocks.map(_histogram_kernel, _HIST_META, plan=plan, combos=combo_matrix(plan, combos), coding=coding)
+    blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True)
+    return blocks.map(_histogram_kernel, _HIST_META, plan=plan, combos=combo_matrix(plan, combos))
 
 
 def sweep_statistics(hist: pd.DataFrame, n: int, m: int, n_combos: int) -> list[SetStatistics]:

@@ -20,76 +20,64 @@ from pipeline.risk.idrisk.counting import BoxIndex, query_visit_order
 from pipeline.risk.idrisk.plan import MatchPlan
 
 
-def vocabulary(series: pd.Series) -> pd.Index:
-    """The distinct values a key variable can take in one partition (missing values excluded).
-
-    A categorical gives its categories (no pass over the records); a number is compared as a
-    float64 with -0.0 == 0.0, as in R; anything else by its values.
-    """
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        return pd.Index(series.cat.categories)
-    values = _comparable(series)
-    return pd.Index(pd.unique(values[~pd.isna(values)]))
-
-
-def union_vocabulary(parts: Sequence[pd.Index]) -> pd.Index:
-    """One vocabulary from several, in order of first appearance."""
-    vocab = parts[0]
-    for other in parts[1:]:
-        if not other.equals(vocab):
-            vocab = vocab.append(other.difference(vocab, sort=False))
-    return vocab
-
-
-def key_codes(series: pd.Series, vocab: pd.Index) -> np.ndarray:
-    """Position of each value in ``vocab`` (from :func:`vocabulary` / :func:`union_vocabulary`
-    over every partition of every data set); -1 for a missing value."""
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        mapping = np.append(vocab.get_indexer(series.cat.categories), -1)  # code -1 (missing) -> -1
-        return mapping[series.cat.codes.to_numpy()]
-    return vocab.get_indexer(_comparable(series))
-
-
-def _comparable(series: pd.Series) -> np.ndarray:
-    if pd.api.types.is_numeric_dtype(series.dtype):
-        return series.to_numpy(dtype=np.float64, na_value=np.nan) + 0.0  # -0.0 == 0.0, as in R
-    return series.to_numpy(dtype=object)
-
-
 @numba.njit(cache=True, nogil=True)
 def _combine(combined, codes, width):  # pragma: no cover - compiled
+    """Mixed-radix step ``combined * width + codes`` (-1 where either is missing)."""
     out = np.empty(combined.shape[0], dtype=np.int64)
     for i in range(combined.shape[0]):
         out[i] = -1 if combined[i] < 0 or codes[i] < 0 else combined[i] * width + codes[i]
     return out
 
 
-def combine_codes(combined: np.ndarray, codes: np.ndarray, width: int) -> np.ndarray:
-    """Mixed-radix step ``combined * width + codes`` (-1 where either is missing), int64."""
-    return _combine(np.asarray(combined), np.asarray(codes), max(int(width), 1))
+def _column_codes(series: Sequence[pd.Series]) -> tuple[list[np.ndarray], int]:
+    """Codes of one variable in several frames over one shared vocabulary of values (-1 = missing)."""
+    if all(isinstance(s.dtype, pd.CategoricalDtype) for s in series):
+        cats = [s.cat.categories for s in series]
+        vocab = cats[0]
+        for c in cats[1:]:
+            if not c.equals(vocab):
+                vocab = vocab.append(c.difference(vocab, sort=False))
+        out = []
+        for s, c in zip(series, cats, strict=True):
+            codes = s.cat.codes.to_numpy().astype(np.int64)
+            if not c.equals(vocab):
+                mapping = vocab.get_indexer(c).astype(np.int64)
+                codes = np.where(codes >= 0, mapping[np.maximum(codes, 0)], -1)
+            out.append(codes)
+        return out, len(vocab)
+    values = [s.to_numpy() for s in series]
+    if all(np.issubdtype(v.dtype, np.number) for v in values):
+        joined = np.concatenate([v.astype(np.float64) + 0.0 for v in values])  # -0.0 == 0.0, as in R
+    else:
+        joined = np.concatenate([np.asarray(v, dtype=object) for v in values])
+    codes, uniques = pd.factorize(joined, use_na_sentinel=True)
+    codes = codes.astype(np.int64)
+    bounds = np.cumsum([0] + [len(v) for v in values])
+    return [codes[bounds[k] : bounds[k + 1]] for k in range(len(values))], len(uniques)
 
 
-def group_codes(
-    columns: Sequence[str], widths: Sequence[int], frames: Sequence[pd.DataFrame]
-) -> tuple[list[np.ndarray], int]:
+def group_codes(columns: Sequence[str], frames: Sequence[pd.DataFrame]) -> tuple[list[np.ndarray], int]:
     """Key-block id of every record of every frame (shared ids; -1 if a key value is missing).
 
-    ``columns`` hold integer codes (:func:`key_codes`; -1 = missing) below ``widths``; they
-    are combined in mixed radix.  Returns the ids per frame and the number of ids (renumbered
-    densely when the radix product exceeds the number of records).
+    Returns the ids per frame and the number of ids (the mixed-radix codes themselves when
+    they are no more than the records, else renumbered densely).
     """
     sizes = [len(f) for f in frames]
-    combined = [np.zeros(n, dtype=np.int64) for n in sizes]
+    if not columns:
+        return [np.zeros(n, dtype=np.int64) for n in sizes], 1
+    combined: list[np.ndarray] | None = None
     card = 1
-    for k, (col, width) in enumerate(zip(columns, widths, strict=True)):
-        width = max(int(width), 1)
-        if card * width >= 2**62:  # keep the mixed-radix code inside int64
+    for col in columns:
+        codes, n_values = _column_codes([f[col] for f in frames])
+        if combined is None:
+            combined, card = codes, n_values
+            continue
+        if card * max(n_values, 1) >= 2**62:  # keep the mixed-radix code inside int64
             combined, card = _compact(combined)
-        if k == 0:
-            combined = [f[col].to_numpy().astype(np.int64) for f in frames]
-        else:
-            combined = [combine_codes(a, f[col].to_numpy(), width) for a, f in zip(combined, frames, strict=True)]
+        width = max(n_values, 1)
+        combined = [_combine(a, b, width) for a, b in zip(combined, codes, strict=True)]
         card *= width
+    assert combined is not None
     if card > max(sum(sizes), 1):
         return _compact(combined)
     return combined, card
@@ -300,17 +288,13 @@ def partition_counts(
     synthetic: Sequence[pd.DataFrame],
     plan: MatchPlan,
     combos: np.ndarray,
-    key_columns: Sequence[str],
-    widths: Sequence[int],
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """c and T (each shape (n_combos, n_original_rows)) for every synthetic set of a key block.
 
-    The categorical variables are matched through ``key_columns``: integer codes (one
-    mixed-radix column, or one per variable; -1 = missing) below ``widths``.  Records are
-    matched to their own synthetic row by ``__row__`` (each record's position in its own data
-    set, see :meth:`~pipeline.evaluation.execution.Executor.key_blocks`).
+    Records are matched to their own synthetic row by ``__row__`` (each record's position in
+    its own data set, see :meth:`~pipeline.evaluation.execution.Executor.key_blocks`).
     """
-    groups, n_groups = group_codes(key_columns, widths, [original, *synthetic])
+    groups, n_groups = group_codes(plan.categorical, [original, *synthetic])
     q_groups = groups[0]
     x = _continuous_values(original, plan)
     q_valid = (q_groups >= 0) & np.all(np.isfinite(x), axis=1)
