@@ -120,8 +120,14 @@ def _size_rows(sizes: np.ndarray, label: str) -> list[Row]:
         Row(label, "mean_combination_size", n / len(sizes) if len(sizes) else np.nan),
     ]
     for lo, hi in SIZE_BUCKETS:
-        rows.append(Row(label, "combinations", float(((sizes >= lo) & (sizes <= hi)).sum()),
-                        {"size_from": lo, "size_to": None if not np.isfinite(hi) else int(hi)}))
+        rows.append(
+            Row(
+                label,
+                "combinations",
+                float(((sizes >= lo) & (sizes <= hi)).sum()),
+                {"size_from": lo, "size_to": None if not np.isfinite(hi) else int(hi)},
+            )
+        )
     return rows
 
 

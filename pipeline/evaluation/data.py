@@ -236,7 +236,11 @@ def _cast(frame: Frame, schema: Schema, index: int) -> Frame:
         return frame
     if isinstance(frame, pd.DataFrame):
         return _cast_frame(frame.reset_index(drop=True), schema, index)
-    meta = _cast_frame(frame._meta, schema, index) if len(frame._meta) else pd.DataFrame(
-        {c: pd.Series(dtype=schema[c].dtype if c in schema else frame._meta[c].dtype) for c in frame.columns}
+    meta = (
+        _cast_frame(frame._meta, schema, index)
+        if len(frame._meta)
+        else pd.DataFrame(
+            {c: pd.Series(dtype=schema[c].dtype if c in schema else frame._meta[c].dtype) for c in frame.columns}
+        )
     )
     return frame.map_partitions(_cast_frame, schema, index, meta=meta)

@@ -119,9 +119,7 @@ def test_task_on_slurm_equals_local_and_cleans_up(tmp_path, partition, reference
 
 
 def test_unusable_partition_is_a_clear_error(tmp_path, partition):
-    cfg = write_yaml(
-        tmp_path / "slurm.yaml", site_config(tmp_path, partition, queue="no-such-partition", timeout_s=15)
-    )
+    cfg = write_yaml(tmp_path / "slurm.yaml", site_config(tmp_path, partition, queue="no-such-partition", timeout_s=15))
     proc = subprocess.run(cli_command(TASK, tmp_path / "run", cfg), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert "error: slurm cluster: 1 worker(s) did not connect within 15 s" in proc.stderr

@@ -15,14 +15,33 @@ from pipeline.data.schema import Schema
 
 #: R argument name -> python argument name (``None``: printing options without effect here)
 R_ARGS = {
-    "keys": "keys", "target": "target", "targets": "targets", "cont.na": "cont_na", "denom_lim": "denom_lim",
-    "exclude_ov_denom_lim": "exclude_ov_denom_lim", "not.targetlev": "not_targetlev",
-    "not.targetslev": "not_targetslev", "usetargetNA": "usetargetNA", "usetargetsNA": "usetargetsNA",
-    "usekeysNA": "usekeysNA", "exclude.keys": "exclude_keys", "exclude.keylevs": "exclude_keylevs",
-    "exclude.targetlevs": "exclude_targetlevs", "ngroups_target": "ngroups_target",
-    "ngroups_targets": "ngroups_targets", "ngroups_keys": "ngroups_keys", "thresh_1way": "thresh_1way",
-    "thresh_2way": "thresh_2way", "ident.meas": "ident_meas", "attrib.meas": "attrib_meas", "style": "style",
-    "print.flag": None, "digits": None, "to.print": None, "plot": None, "compare.synorig": None,
+    "keys": "keys",
+    "target": "target",
+    "targets": "targets",
+    "cont.na": "cont_na",
+    "denom_lim": "denom_lim",
+    "exclude_ov_denom_lim": "exclude_ov_denom_lim",
+    "not.targetlev": "not_targetlev",
+    "not.targetslev": "not_targetslev",
+    "usetargetNA": "usetargetNA",
+    "usetargetsNA": "usetargetsNA",
+    "usekeysNA": "usekeysNA",
+    "exclude.keys": "exclude_keys",
+    "exclude.keylevs": "exclude_keylevs",
+    "exclude.targetlevs": "exclude_targetlevs",
+    "ngroups_target": "ngroups_target",
+    "ngroups_targets": "ngroups_targets",
+    "ngroups_keys": "ngroups_keys",
+    "thresh_1way": "thresh_1way",
+    "thresh_2way": "thresh_2way",
+    "ident.meas": "ident_meas",
+    "attrib.meas": "attrib_meas",
+    "style": "style",
+    "print.flag": None,
+    "digits": None,
+    "to.print": None,
+    "plot": None,
+    "compare.synorig": None,
 }
 
 
@@ -35,8 +54,9 @@ def cases(folder: str) -> list[Path]:
 def load_csv(rel: str, schema_rel: str) -> pd.DataFrame:
     """A reference data CSV cast to its schema (empty field = NA, factors read as text)."""
     schema = Schema.from_json(reference_path(schema_rel))
-    raw = pd.read_csv(reference_path(rel), dtype={n: str for n in schema.factors}, keep_default_na=False,
-                      na_values=[""])
+    raw = pd.read_csv(
+        reference_path(rel), dtype={n: str for n in schema.factors}, keep_default_na=False, na_values=[""]
+    )
     return schema.apply(raw, rel)
 
 
@@ -105,8 +125,16 @@ def r_numbers(values: list[Any]) -> np.ndarray:
     return np.array([np.nan if v in (None, "NaN") else v for v in values], dtype=np.float64)
 
 
-COUNT_COLUMNS = {"max_denom", "npairs", "key_target_total", "key_total", "All", "totalDisclosive", "nLevelDis",
-                 "Npairs"}
+COUNT_COLUMNS = {
+    "max_denom",
+    "npairs",
+    "key_target_total",
+    "key_total",
+    "All",
+    "totalDisclosive",
+    "nLevelDis",
+    "Npairs",
+}
 
 
 def assert_table(got: pd.DataFrame, expected: pd.DataFrame, what: str, index: bool = True) -> None:
@@ -122,5 +150,6 @@ def assert_table(got: pd.DataFrame, expected: pd.DataFrame, what: str, index: bo
         elif col in COUNT_COLUMNS:
             assert g.to_numpy(dtype=np.float64).tolist() == e.to_numpy(dtype=np.float64).tolist(), f"{what}.{col}"
         else:
-            np.testing.assert_allclose(g.to_numpy(dtype=np.float64), r_numbers(e.tolist()), rtol=0, atol=1e-9,
-                                       err_msg=f"{what}.{col}")
+            np.testing.assert_allclose(
+                g.to_numpy(dtype=np.float64), r_numbers(e.tolist()), rtol=0, atol=1e-9, err_msg=f"{what}.{col}"
+            )

@@ -39,8 +39,9 @@ def _exclude(x: pd.DataFrame, opts: dict, keys: list[str], gt_has_missing_target
             m = parts[:, i] == "Missing"
             out[2] += int(x.loc[:, m].values.sum())
             x.loc[:, m] = 0
-    for k, kl, tl in zip(opts.get("exclude_keys", []), opts.get("exclude_keylevs", []),
-                         opts.get("exclude_targetlevs", []), strict=True):
+    for k, kl, tl in zip(
+        opts.get("exclude_keys", []), opts.get("exclude_keylevs", []), opts.get("exclude_targetlevs", []), strict=True
+    ):
         m = parts[:, keys.index(k)] == kl
         r = rows == tl
         out[3] += int(x.loc[r, m].values.sum())
@@ -62,10 +63,14 @@ def _reference(gt: pd.DataFrame, sd: pd.DataFrame, keys: list[str], target: str,
     pd1, ps1 = (pd_ == 1), (ps_ == 1)
     in_s = s.sum() > 0
     tables = {
-        "original": d, "synthetic": s, "Dorig": d.where(pd1, 0), "Dsyn": s.where(ps1, 0),
+        "original": d,
+        "synthetic": s,
+        "Dorig": d.where(pd1, 0),
+        "Dsyn": s.where(ps1, 0),
         "iS": d.where(np.broadcast_to(in_s.values, d.shape), 0),
         "DiS": d.where(np.broadcast_to(ps1.any().values, d.shape), 0),
-        "DiSCO": d.where(ps1, 0), "DiSDiO": d.where(ps1 & pd1, 0),
+        "DiSCO": d.where(ps1, 0),
+        "DiSDiO": d.where(ps1 & pd1, 0),
     }
     gt_missing = bool(gt[target].isna().any())
     ex, nex = {}, []
@@ -78,15 +83,21 @@ def _reference(gt: pd.DataFrame, sd: pd.DataFrame, keys: list[str], target: str,
     disco = ex["DiSCO"].values
     td = d.sum(axis=1)
     out = {
-        "UiO": (dq == 1).sum() / nd * 100, "UiS": (sq == 1).sum() / ns * 100,
+        "UiO": (dq == 1).sum() / nd * 100,
+        "UiS": (sq == 1).sum() / ns * 100,
         "UiOiS": ((dq == 1) & dq.index.isin(keys_in_s)).sum() / nd * 100,
         "repU": ((dq == 1) & (sq == 1)).sum() / nd * 100,
-        "Dorig": ex["Dorig"].values.sum() / nd * 100, "Dsyn": ex["Dsyn"].values.sum() / ns * 100,
-        "iS": ex["iS"].values.sum() / nd * 100, "DiS": ex["DiS"].values.sum() / nd * 100,
-        "DiSCO": disco.sum() / nd * 100, "DiSDiO": ex["DiSDiO"].values.sum() / nd * 100,
-        "max_denom": disco.max(), "mean_denom": disco[disco > 0].mean() if (disco > 0).any() else np.nan,
+        "Dorig": ex["Dorig"].values.sum() / nd * 100,
+        "Dsyn": ex["Dsyn"].values.sum() / ns * 100,
+        "iS": ex["iS"].values.sum() / nd * 100,
+        "DiS": ex["DiS"].values.sum() / nd * 100,
+        "DiSCO": disco.sum() / nd * 100,
+        "DiSDiO": ex["DiSDiO"].values.sum() / nd * 100,
+        "max_denom": disco.max(),
+        "mean_denom": disco[disco > 0].mean() if (disco > 0).any() else np.nan,
         "baseCAPd": ((td / nd) ** 2).sum() * 100,
-        "CAPd": ((pdx**2).sum() * dq).sum() / nd * 100, "CAPs": ((psx**2).sum() * sq).sum() / ns * 100,
+        "CAPd": ((pdx**2).sum() * dq).sum() / nd * 100,
+        "CAPs": ((psx**2).sum() * sq).sum() / ns * 100,
         "DCAP": (psx.fillna(0) * ex["original"]).values.sum() / nd * 100,
         "TCAP": disco.sum() / dq[sq > 0].sum() * 100 if dq[sq > 0].sum() else np.nan,
     }
@@ -99,8 +110,14 @@ def _random_data(rng: np.random.Generator, n: int) -> pd.DataFrame:
         v[rng.random(n) < p_missing] = None
         return pd.Categorical(v, categories=levels)
 
-    return pd.DataFrame({"a": cat(["x", "y"], 0.0), "b": cat(["p", "q", "r"], 0.08), "c": cat(["u", "v", "w"], 0.05),
-                         "t": cat(["t1", "t2", "t3"], 0.1)})
+    return pd.DataFrame(
+        {
+            "a": cat(["x", "y"], 0.0),
+            "b": cat(["p", "q", "r"], 0.08),
+            "c": cat(["u", "v", "w"], 0.05),
+            "t": cat(["t1", "t2", "t3"], 0.1),
+        }
+    )
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -18,43 +18,61 @@ def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
     n = 60
 
     def draw() -> pd.DataFrame:
-        return pd.DataFrame({
-            "sex": pd.Categorical(rng.choice(["F", "M"], n)),
-            "age": rng.integers(18, 30, n).astype(float),
-            "edu": pd.Categorical(rng.choice(["low", "mid", "high"], n)),
-            "income": np.where(rng.random(n) < 0.1, -8.0, rng.integers(100, 900, n).astype(float)),
-            "smoke": pd.Categorical(rng.choice(["yes", "no"], n)),
-        })
+        return pd.DataFrame(
+            {
+                "sex": pd.Categorical(rng.choice(["F", "M"], n)),
+                "age": rng.integers(18, 30, n).astype(float),
+                "edu": pd.Categorical(rng.choice(["low", "mid", "high"], n)),
+                "income": np.where(rng.random(n) < 0.1, -8.0, rng.integers(100, 900, n).astype(float)),
+                "smoke": pd.Categorical(rng.choice(["yes", "no"], n)),
+            }
+        )
 
     return draw(), draw()
 
 
-@pytest.mark.parametrize(("kwargs", "error", "message"), [
-    ({"keys": ["sex", "height"]}, ParameterError, "height"),
-    ({"target": "weight"}, ParameterError, "weight"),
-    ({"target": "sex"}, ParameterError, r"target\(s\) \['sex'\] cannot also be keys"),
-    ({"keys": ["sex", "sex"]}, ParameterError, "duplicated"),
-    ({"ngroups_target": 1}, ParameterError, "ngroups_target"),
-    ({"ngroups_keys": [0, 1]}, ParameterError, "ngroups_keys\\['age'\\]"),
-    ({"ngroups_keys": -3}, ParameterError, "must not be negative"),
-    ({"thresh_1way": (-1, 90)}, ParameterError, "thresh_1way"),
-    ({"thresh_2way": (4, -80)}, ParameterError, "thresh_2way"),
-    ({"thresh_2way": (4,)}, ParameterError, "thresh_2way"),
-    ({"denom_lim": 0}, ParameterError, "denom_lim"),
-    ({"denom_lim": 2.5}, ParameterError, "denom_lim"),
-    ({"usekeysNA": [True, False, True]}, ParameterError, "usekeysNA"),
-    ({"usetargetNA": "no"}, ParameterError, "usetargetNA"),
-    ({"exclude_keys": ["edu"], "exclude_keylevs": ["low"], "exclude_targetlevs": []}, ParameterError, "same length"),
-    ({"exclude_keys": ["edu"], "exclude_keylevs": ["low"], "exclude_targetlevs": ["no"]}, ParameterError,
-     "exclude_keys"),
-    ({"exclude_keys": ["sex"], "exclude_keylevs": ["X"], "exclude_targetlevs": ["no"]}, ParameterError,
-     "exclude_keylevs: 'X'"),
-    ({"exclude_keys": ["sex"], "exclude_keylevs": ["F"], "exclude_targetlevs": ["maybe"]}, ParameterError,
-     "exclude_targetlevs: 'maybe'"),
-    ({"cont_na": {"age": 99}}, ParameterError, "do not occur in the original"),
-    ({"cont_na": {"height": -8}}, ParameterError, "height"),
-    ({"cont_na": {"sex": -8}}, ParameterError, "categorical"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"keys": ["sex", "height"]}, ParameterError, "height"),
+        ({"target": "weight"}, ParameterError, "weight"),
+        ({"target": "sex"}, ParameterError, r"target\(s\) \['sex'\] cannot also be keys"),
+        ({"keys": ["sex", "sex"]}, ParameterError, "duplicated"),
+        ({"ngroups_target": 1}, ParameterError, "ngroups_target"),
+        ({"ngroups_keys": [0, 1]}, ParameterError, "ngroups_keys\\['age'\\]"),
+        ({"ngroups_keys": -3}, ParameterError, "must not be negative"),
+        ({"thresh_1way": (-1, 90)}, ParameterError, "thresh_1way"),
+        ({"thresh_2way": (4, -80)}, ParameterError, "thresh_2way"),
+        ({"thresh_2way": (4,)}, ParameterError, "thresh_2way"),
+        ({"denom_lim": 0}, ParameterError, "denom_lim"),
+        ({"denom_lim": 2.5}, ParameterError, "denom_lim"),
+        ({"usekeysNA": [True, False, True]}, ParameterError, "usekeysNA"),
+        ({"usetargetNA": "no"}, ParameterError, "usetargetNA"),
+        (
+            {"exclude_keys": ["edu"], "exclude_keylevs": ["low"], "exclude_targetlevs": []},
+            ParameterError,
+            "same length",
+        ),
+        (
+            {"exclude_keys": ["edu"], "exclude_keylevs": ["low"], "exclude_targetlevs": ["no"]},
+            ParameterError,
+            "exclude_keys",
+        ),
+        (
+            {"exclude_keys": ["sex"], "exclude_keylevs": ["X"], "exclude_targetlevs": ["no"]},
+            ParameterError,
+            "exclude_keylevs: 'X'",
+        ),
+        (
+            {"exclude_keys": ["sex"], "exclude_keylevs": ["F"], "exclude_targetlevs": ["maybe"]},
+            ParameterError,
+            "exclude_targetlevs: 'maybe'",
+        ),
+        ({"cont_na": {"age": 99}}, ParameterError, "do not occur in the original"),
+        ({"cont_na": {"height": -8}}, ParameterError, "height"),
+        ({"cont_na": {"sex": -8}}, ParameterError, "categorical"),
+    ],
+)
 def test_bad_parameters(frames, kwargs, error, message) -> None:
     call = {"keys": ["sex", "age"], "target": "smoke", **kwargs}
     with pytest.raises(error, match=message):
@@ -79,8 +97,12 @@ def test_variable_missing_from_a_synthetic_set(frames) -> None:
 def test_key_with_only_missing_values(frames) -> None:
     original, synthetic = frames
     with pytest.raises(ParameterError, match="'edu' has only missing values in the original"):
-        disclosure(original.assign(edu=pd.Categorical([None] * len(original), categories=["low", "mid", "high"])),
-                   synthetic, ["sex", "edu"], "smoke")
+        disclosure(
+            original.assign(edu=pd.Categorical([None] * len(original), categories=["low", "mid", "high"])),
+            synthetic,
+            ["sex", "edu"],
+            "smoke",
+        )
     with pytest.raises(ParameterError, match="'age' has only missing values in synthetic set 1"):
         disclosure(original, synthetic.assign(age=np.nan), ["sex", "age"], "smoke")
 

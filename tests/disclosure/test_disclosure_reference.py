@@ -122,8 +122,9 @@ def test_multi_disclosure_matches_r(path: Path) -> None:
     assert_table(got[compared], expected[compared], "attrib.table")
     # Npairs: synthpop records length(check2), i.e. 1 for any flagged target (spec §12 quirk);
     # here it is the number of pairs that check2 reports.
-    for row, (n_r, n_ours, msg) in enumerate(zip(expected["Npairs"], res.attrib_table["Npairs"],
-                                                 res.attrib_table["check2"], strict=True)):
+    for row, (n_r, n_ours, msg) in enumerate(
+        zip(expected["Npairs"], res.attrib_table["Npairs"], res.attrib_table["check2"], strict=True)
+    ):
         reported = int(re.match(r"(\d+) pairs", msg).group(1)) if msg else 0
         assert n_ours == reported, f"attrib.table row {row + 1}"
         assert n_r == min(reported, 1), f"R's Npairs on row {row + 1} is 1 when flagged, else 0"

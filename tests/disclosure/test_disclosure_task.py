@@ -27,18 +27,33 @@ def test_params_model() -> None:
     p = DisclosureParams.model_validate({"keys": ["sex", "age"], "target": "ls", "usekeysNA": {"age": False}})
     assert p.key_sets == [["sex", "age"]]
     assert DisclosureParams.model_validate({"keys": [["sex"], ["sex", "edu"]]}).key_sets == [["sex"], ["sex", "edu"]]
-    for bad in ({"keys": ["sex"], "unknown": 1}, {"keys": ["sex"], "target": "ls", "targets": ["ls"]},
-                {"keys": []}, {"keys": [["sex"], []]}, {"keys": ["sex"], "denom_lim": 0},
-                {"keys": ["sex"], "target": "ls", "not_targetlev": {"ls": "MIXED"}}):
+    for bad in (
+        {"keys": ["sex"], "unknown": 1},
+        {"keys": ["sex"], "target": "ls", "targets": ["ls"]},
+        {"keys": []},
+        {"keys": [["sex"], []]},
+        {"keys": ["sex"], "denom_lim": 0},
+        {"keys": ["sex"], "target": "ls", "not_targetlev": {"ls": "MIXED"}},
+    ):
         with pytest.raises(ValidationError):
             DisclosureParams.model_validate(bad)
 
 
 def test_synthpop_plural_spellings_are_aliases() -> None:
-    plural = {"keys": ["sex"], "targets": ["ls", "smoke"], "not_targetslev": {"smoke": "NO"},
-              "usetargetsNA": [True, False], "ngroups_targets": 0}
-    singular = {"keys": ["sex"], "targets": ["ls", "smoke"], "not_targetlev": {"smoke": "NO"},
-                "usetargetNA": [True, False], "ngroups_target": 0}
+    plural = {
+        "keys": ["sex"],
+        "targets": ["ls", "smoke"],
+        "not_targetslev": {"smoke": "NO"},
+        "usetargetsNA": [True, False],
+        "ngroups_targets": 0,
+    }
+    singular = {
+        "keys": ["sex"],
+        "targets": ["ls", "smoke"],
+        "not_targetlev": {"smoke": "NO"},
+        "usetargetNA": [True, False],
+        "ngroups_target": 0,
+    }
     assert DisclosureParams.model_validate(plural) == DisclosureParams.model_validate(singular)
     with pytest.raises(ValidationError, match="usetargetNA/usetargetsNA: one option in two spellings"):
         DisclosureParams.model_validate({**singular, "usetargetsNA": True})
@@ -60,10 +75,13 @@ def test_variables_and_default_targets(datasets) -> None:
 
 def test_evaluate_multi_and_single(datasets) -> None:
     original, synthetic = datasets
-    measure = DisclosureMeasure({
-        "keys": [["sex", "age", "region", "placesize"], ["sex", "agegr"]], "targets": ["ls", "smoke"],
-        "not_targetlev": {"smoke": "NO"},
-    })
+    measure = DisclosureMeasure(
+        {
+            "keys": [["sex", "age", "region", "placesize"], ["sex", "agegr"]],
+            "targets": ["ls", "smoke"],
+            "not_targetlev": {"smoke": "NO"},
+        }
+    )
     result = measure.run(as_eval_data(original, synthetic), Executor(policy="memory"))
     assert all(set(r.params) == {"keys", "target"} for r in result.rows())
     tidy = result.tidy()
@@ -73,8 +91,9 @@ def test_evaluate_multi_and_single(datasets) -> None:
     assert json.dumps(smoke, separators=(",", ":"), sort_keys=True) in set(tidy["params"])
     assert "keys=sex+age+placesize+region;target=smoke" in set(tidy["setting"])
     assert tidy["value"].dtype == "float64"
-    direct = multi_disclosure(original, synthetic, ["sex", "age", "region", "placesize"], ["ls", "smoke"],
-                              not_targetslev={"smoke": "NO"})
+    direct = multi_disclosure(
+        original, synthetic, ["sex", "age", "region", "placesize"], ["ls", "smoke"], not_targetslev={"smoke": "NO"}
+    )
     row = tidy[(tidy["params"].map(json.loads) == smoke) & (tidy["synthetic"] == "2") & (tidy["measure"] == "DiSCO")]
     assert row["value"].item() == direct.results["smoke"].attrib.loc[2, "DiSCO"]
     json.dumps(result.to_dict())

@@ -25,8 +25,12 @@ def _direct(original: pd.DataFrame, synthetic: pd.DataFrame, keys: list[str]):
     syn_counts = syn_group.value_counts()
     in_orig = syn_group.map(orig_counts).fillna(0)
     syn_unique = syn_group.map(syn_counts).eq(1)
-    return (int((orig_counts == 1).sum()), int((syn_counts == 1).sum()),
-            (syn_unique & (in_orig > 0)).to_numpy(), (syn_unique & (in_orig == 1)).to_numpy())
+    return (
+        int((orig_counts == 1).sum()),
+        int((syn_counts == 1).sum()),
+        (syn_unique & (in_orig > 0)).to_numpy(),
+        (syn_unique & (in_orig == 1)).to_numpy(),
+    )
 
 
 @pytest.mark.parametrize("keys", [["sex", "age", "edu", "income"], ["agegr"], ["sex", "placesize", "depress"]])
@@ -60,8 +64,9 @@ def test_remove_uniques(data, option, flags) -> None:
     original, synthetic = data
     keys = ["sex", "age", "edu", "marital"]
     out = remove_uniques(original, synthetic, keys, **{option: True})
-    for kept, removed, syn, expected in zip(out.synthetic, out.removed, synthetic, getattr(out.uniques, flags),
-                                            strict=True):
+    for kept, removed, syn, expected in zip(
+        out.synthetic, out.removed, synthetic, getattr(out.uniques, flags), strict=True
+    ):
         np.testing.assert_array_equal(removed, expected)
         pd.testing.assert_frame_equal(kept, syn[~removed])
         assert list(kept.columns) == list(syn.columns)

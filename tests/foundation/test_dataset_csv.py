@@ -16,7 +16,7 @@ def _write(path, text: bytes):
 
 
 def test_short_and_long_rows_are_named_by_line(tmp_path):
-    short = _write(tmp_path / "short.csv", b"a,b,c\n1,2,3\n\"x,y\",5,6\n4,5\n")
+    short = _write(tmp_path / "short.csv", b'a,b,c\n1,2,3\n"x,y",5,6\n4,5\n')
     expected = r"short\.csv: line 4 has 2 fields, the header has 3 \(first missing column: 'c'\)"
     with pytest.raises(DataError, match=expected):
         read_dataset(short)

@@ -17,8 +17,9 @@ KEYS = ["a", "b"]
 
 def _frame(seed: int, n: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"a": rng.integers(0, 4, n).astype(float), "b": rng.integers(0, 5, n).astype(float),
-                         "x": rng.random(n)})
+    return pd.DataFrame(
+        {"a": rng.integers(0, 4, n).astype(float), "b": rng.integers(0, 5, n).astype(float), "x": rng.random(n)}
+    )
 
 
 def _counts(part: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -62,8 +63,9 @@ def test_derived_key_blocks_number_the_rows(frames) -> None:
     lazy = [dd.from_pandas(f, npartitions=3, sort=False) for f in frames]
     data = as_eval_data(lazy[0], lazy[1:], Schema.infer(frames[0]))
     executor = Executor(policy="blocks", block_rows=100)
-    blocks = executor.derived_key_blocks(executor.prepare(data), KEYS, pd.DataFrame.copy, frames[0].iloc[:0],
-                                         with_row_id=True)
+    blocks = executor.derived_key_blocks(
+        executor.prepare(data), KEYS, pd.DataFrame.copy, frames[0].iloc[:0], with_row_id=True
+    )
     (original,) = executor.compute(blocks.map(lambda o, *s: o, frames[0].iloc[:0].assign(**{ROW_COLUMN: 0})))
     by_row = original.set_index(ROW_COLUMN).sort_index()
     np.testing.assert_array_equal(by_row["x"].to_numpy(), frames[0]["x"].to_numpy())

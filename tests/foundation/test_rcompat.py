@@ -30,25 +30,50 @@ R_NA_REAL = struct.unpack("<d", struct.pack("<Q", 0x7FF00000000007A2))[0]  # R's
 
 AS_CHARACTER = [
     # small numbers: fixed notation, trailing zeros dropped
-    (57.0, "57"), (-8.0, "-8"), (0.1, "0.1"), (2.5, "2.5"), (1234.5678, "1234.5678"), (-0.001, "-0.001"),
-    (20000.0, "20000"), (123456.0, "123456"), (100000.1, "100000.1"),
+    (57.0, "57"),
+    (-8.0, "-8"),
+    (0.1, "0.1"),
+    (2.5, "2.5"),
+    (1234.5678, "1234.5678"),
+    (-0.001, "-0.001"),
+    (20000.0, "20000"),
+    (123456.0, "123456"),
+    (100000.1, "100000.1"),
     # scientific only when narrower: 1e+05 (5 chars) beats 100000 (6); 0.0001 (6) loses to 1e-04 (5)
-    (100000.0, "1e+05"), (1e-4, "1e-04"), (1e-5, "1e-05"), (-1e-4, "-1e-04"), (1.5e-5, "1.5e-05"),
+    (100000.0, "1e+05"),
+    (1e-4, "1e-04"),
+    (1e-5, "1e-05"),
+    (-1e-4, "-1e-04"),
+    (1.5e-5, "1.5e-05"),
     (0.0001234, "0.0001234"),  # 9 chars either way: a tie goes to fixed
-    (1e15, "1e+15"), (1e100, "1e+100"), (1.5e-100, "1.5e-100"), (1.7976931348623157e308, "1.79769313486232e+308"),
+    (1e15, "1e+15"),
+    (1e100, "1e+100"),
+    (1.5e-100, "1.5e-100"),
+    (1.7976931348623157e308, "1.79769313486232e+308"),
     # 15 significant digits, no 17-digit fallback although these do not round-trip
-    (0.1 + 0.2, "0.3"), (1 / 3, "0.333333333333333"), (2 / 3, "0.666666666666667"),
-    (0.1234567890123456789, "0.123456789012346"), (1.2345678901234567e23, "1.23456789012346e+23"),
+    (0.1 + 0.2, "0.3"),
+    (1 / 3, "0.333333333333333"),
+    (2 / 3, "0.666666666666667"),
+    (0.1234567890123456789, "0.123456789012346"),
+    (1.2345678901234567e23, "1.23456789012346e+23"),
     (7.999999999999999111822, "8"),  # R-devel, 2025-09-25: as.character(...) returns "8"
     # fixed notation prints every integer digit of the double, beyond the 15th
     (1234567890123456.0, "1234567890123456"),  # R-devel, 2013-10-02 (real R output)
     (5180000000000003.0, "5.18e+15"),  # same thread: 15 digits are 5.18, and 5.18e+15 is narrower
-    (2.0**53, "9007199254740992"), (2.0**62, "4611686018427387904"),
-    (123456789012345678.0, "123456789012345680"), (1.2345678901234568e17, "123456789012345680"),
+    (2.0**53, "9007199254740992"),
+    (2.0**62, "4611686018427387904"),
+    (123456789012345678.0, "123456789012345680"),
+    (1.2345678901234568e17, "123456789012345680"),
     (-1.2345678901234568e17, "-123456789012345680"),
     # zero and non-finite values
-    (0.0, "0"), (-0.0, "0"), (float("nan"), "NaN"), (float("inf"), "Inf"), (float("-inf"), "-Inf"),
-    (R_NA_REAL, "NA"), (None, "NA"), (pd.NA, "NA"),
+    (0.0, "0"),
+    (-0.0, "0"),
+    (float("nan"), "NaN"),
+    (float("inf"), "Inf"),
+    (float("-inf"), "-Inf"),
+    (R_NA_REAL, "NA"),
+    (None, "NA"),
+    (pd.NA, "NA"),
 ]
 
 
@@ -129,16 +154,23 @@ def test_class_breaks_quantile_equal_and_ties() -> None:
     assert class_breaks(v, c, 3, "equal").tolist() == [0, 5, 10, 15]
     assert class_breaks(np.array([0.0, 0.1, 0.7]), np.ones(3, np.int64), 2, "equal")[-1] == 0.7
     # at most n distinct values: each is a class, ends padded by half the mean gap
-    np.testing.assert_allclose(class_breaks(np.array([1.0, 2, 4]), np.ones(3, np.int64), 3, "quantile"),
-                               [0.25, 1.5, 3, 4.75])
-    np.testing.assert_allclose(class_breaks(np.array([1.0, 2, 4]), np.ones(3, np.int64), 5, "equal"),
-                               [0.25, 1.5, 3, 4.75])
+    np.testing.assert_allclose(
+        class_breaks(np.array([1.0, 2, 4]), np.ones(3, np.int64), 3, "quantile"), [0.25, 1.5, 3, 4.75]
+    )
+    np.testing.assert_allclose(
+        class_breaks(np.array([1.0, 2, 4]), np.ones(3, np.int64), 5, "equal"), [0.25, 1.5, 3, 4.75]
+    )
 
 
-@pytest.mark.parametrize(("values", "n", "style"), [
-    (np.array([3.0]), 2, "quantile"), (np.array([]), 2, "quantile"), (np.array([1.0, 2, 3]), 1, "quantile"),
-    (np.array([1.0, 2, 3]), 2, "jenks"),
-])
+@pytest.mark.parametrize(
+    ("values", "n", "style"),
+    [
+        (np.array([3.0]), 2, "quantile"),
+        (np.array([]), 2, "quantile"),
+        (np.array([1.0, 2, 3]), 1, "quantile"),
+        (np.array([1.0, 2, 3]), 2, "jenks"),
+    ],
+)
 def test_class_breaks_rejects(values: np.ndarray, n: int, style: str) -> None:
     with pytest.raises(ParameterError):
         class_breaks(values, np.ones(values.size, np.int64), n, style)
@@ -147,7 +179,12 @@ def test_class_breaks_rejects(values: np.ndarray, n: int, style: str) -> None:
 def test_cut_labels_like_r() -> None:
     # labels of real R runs (reference T03, income with ngroups = 5, dig.lab = 8)
     assert cut_labels([100, 850, 1200, 1500, 2000, 16000]) == [
-        "[100,850)", "[850,1200)", "[1200,1500)", "[1500,2000)", "[2000,16000]"]
+        "[100,850)",
+        "[850,1200)",
+        "[1200,1500)",
+        "[1500,2000)",
+        "[2000,16000]",
+    ]
     assert cut_labels([1, 3, 7.333333333, 11]) == ["[1,3)", "[3,7.3333333)", "[7.3333333,11]"]
     assert cut_labels([-8.5, -1, 3.25]) == ["[-8.5,-1)", "[-1,3.25]"]
     assert cut_labels([3.0, 1.0, 2.0]) == ["[1,2)", "[2,3]"]  # R sorts the breaks
@@ -183,14 +220,26 @@ def test_normalise_cont_na() -> None:
     assert normalise_cont_na(None) == {}
     assert normalise_cont_na({"income": -8}) == {"income": (-8.0,)}
     assert normalise_cont_na({"income": [-8, -9, -8.0], "age": (np.int64(99),)}) == {
-        "income": (-8.0, -9.0), "age": (99.0,)}
+        "income": (-8.0, -9.0),
+        "age": (99.0,),
+    }
     assert normalise_cont_na({"income": [None, -8]}) == {"income": (-8.0,)}  # NA adds no code
     assert normalise_cont_na({"income": []}) == {"income": ()}
     assert normalise_cont_na({"income": np.array([-8.0, -9.0])}) == {"income": (-8.0, -9.0)}
 
 
-@pytest.mark.parametrize("bad", [[-8], "income", {"income": "-8"}, {"income": True}, {"income": float("nan")},
-                                 {"income": [-8, float("inf")]}, {"income": [[-8]]}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [-8],
+        "income",
+        {"income": "-8"},
+        {"income": True},
+        {"income": float("nan")},
+        {"income": [-8, float("inf")]},
+        {"income": [[-8]]},
+    ],
+)
 def test_normalise_cont_na_rejects(bad: object) -> None:
     with pytest.raises(ParameterError, match="cont_na"):
         normalise_cont_na(bad)  # type: ignore[arg-type]

@@ -95,12 +95,26 @@ def disclosure(
         A variable missing in a synthetic set, or a value of a synthetic set that does not fit
         the schema.
     """
-    measure = DisclosureMeasure(dict(
-        keys=keys, target=target, denom_lim=denom_lim, exclude_ov_denom_lim=exclude_ov_denom_lim,
-        not_targetlev=not_targetlev, usetargetNA=usetargetNA, usekeysNA=usekeysNA, exclude_keys=exclude_keys,
-        exclude_keylevs=exclude_keylevs, exclude_targetlevs=exclude_targetlevs, ngroups_target=ngroups_target,
-        ngroups_keys=ngroups_keys, thresh_1way=thresh_1way, thresh_2way=thresh_2way, cont_na=cont_na, style=style,
-    ))
+    measure = DisclosureMeasure(
+        dict(
+            keys=keys,
+            target=target,
+            denom_lim=denom_lim,
+            exclude_ov_denom_lim=exclude_ov_denom_lim,
+            not_targetlev=not_targetlev,
+            usetargetNA=usetargetNA,
+            usekeysNA=usekeysNA,
+            exclude_keys=exclude_keys,
+            exclude_keylevs=exclude_keylevs,
+            exclude_targetlevs=exclude_targetlevs,
+            ngroups_target=ngroups_target,
+            ngroups_keys=ngroups_keys,
+            thresh_1way=thresh_1way,
+            thresh_2way=thresh_2way,
+            cont_na=cont_na,
+            style=style,
+        )
+    )
     (result,) = measure.run(as_eval_data(original, synthetic, schema), executor).results
     return result
 
@@ -159,14 +173,28 @@ def multi_disclosure(
         ``ident_syn`` and ``attrib_syn`` are means over **all** m synthetic sets (synthpop's
         ``ident.syn`` is the first set's ``repU`` only).
     """
-    measure = DisclosureMeasure({
-        "keys": keys, "targets": targets, "denom_lim": denom_lim, "exclude_ov_denom_lim": exclude_ov_denom_lim,
-        "not_targetslev": not_targetslev, "usetargetsNA": usetargetsNA, "usekeysNA": usekeysNA,
-        "exclude_keys": exclude_keys, "exclude_keylevs": exclude_keylevs, "exclude_targetlevs": exclude_targetlevs,
-        "ngroups_targets": ngroups_targets, "ngroups_keys": ngroups_keys, "ident_meas": ident_meas,
-        "attrib_meas": attrib_meas, "thresh_1way": thresh_1way, "thresh_2way": thresh_2way, "cont_na": cont_na,
-        "style": style,
-    })
+    measure = DisclosureMeasure(
+        {
+            "keys": keys,
+            "targets": targets,
+            "denom_lim": denom_lim,
+            "exclude_ov_denom_lim": exclude_ov_denom_lim,
+            "not_targetslev": not_targetslev,
+            "usetargetsNA": usetargetsNA,
+            "usekeysNA": usekeysNA,
+            "exclude_keys": exclude_keys,
+            "exclude_keylevs": exclude_keylevs,
+            "exclude_targetlevs": exclude_targetlevs,
+            "ngroups_targets": ngroups_targets,
+            "ngroups_keys": ngroups_keys,
+            "ident_meas": ident_meas,
+            "attrib_meas": attrib_meas,
+            "thresh_1way": thresh_1way,
+            "thresh_2way": thresh_2way,
+            "cont_na": cont_na,
+            "style": style,
+        }
+    )
     (result,) = measure.run(as_eval_data(original, synthetic, schema), executor).results
     return result
 

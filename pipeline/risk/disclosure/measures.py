@@ -120,13 +120,19 @@ class _OriginalKeyTarget:
     def totals(self, key: np.ndarray, level: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(records with the key level, records with the key level and the target level)."""
         lv = key * self.width[0] + level
-        return self._find(self.level, self.level_total, lv), self._find(self.cell, self.count, lv * self.width[1]
-                                                                           + target)
+        return self._find(self.level, self.level_total, lv), self._find(
+            self.cell, self.count, lv * self.width[1] + target
+        )
 
 
 def _check_2way(
-    summary: Summary, j: int, keys: Sequence[str], coders: Mapping[str, Coder], target: Coder,
-    thresh: tuple[float, float], original: list,
+    summary: Summary,
+    j: int,
+    keys: Sequence[str],
+    coders: Mapping[str, Coder],
+    target: Coder,
+    thresh: tuple[float, float],
+    original: list,
 ) -> pd.DataFrame | None:
     pairs = _rows(summary, j, Stat.PAIRS)
     if not len(pairs.value):
@@ -134,22 +140,32 @@ def _check_2way(
     if not original:  # built once, and only when some cell is large enough to be checked
         original.append(_OriginalKeyTarget(summary))
     key_total, key_target_total = original[0].totals(pairs.a, pairs.b, pairs.c)
-    found = pd.DataFrame({
-        "key_index": pairs.a, "label": [f"{target.labels[t]}|{coders[keys[i]].labels[v]}"
-                                        for i, v, t in zip(pairs.a.tolist(), pairs.b.tolist(), pairs.c.tolist(),
-                                                           strict=True)],
-        "npairs": pairs.value, "key_target_total": key_target_total, "key_total": key_total,
-    })
+    found = pd.DataFrame(
+        {
+            "key_index": pairs.a,
+            "label": [
+                f"{target.labels[t]}|{coders[keys[i]].labels[v]}"
+                for i, v, t in zip(pairs.a.tolist(), pairs.b.tolist(), pairs.c.tolist(), strict=True)
+            ],
+            "npairs": pairs.value,
+            "key_target_total": key_target_total,
+            "key_total": key_total,
+        }
+    )
     # synthpop builds the pairs key by key, labels sorted (a label names one pair unless levels contain "|")
     found = found.groupby(["key_index", "label"], sort=True).agg(
-        npairs=("npairs", "sum"), key_target_total=("key_target_total", "first"), key_total=("key_total", "first"))
-    table = pd.DataFrame({
-        "target_key_levs": found.index.get_level_values("label"),
-        "npairs": found["npairs"].to_numpy(),
-        "key": [keys[i] for i in found.index.get_level_values("key_index")],
-        "key_target_total": found["key_target_total"].to_numpy(),
-        "key_total": found["key_total"].to_numpy(),
-    }, index=pd.RangeIndex(1, len(found) + 1))
+        npairs=("npairs", "sum"), key_target_total=("key_target_total", "first"), key_total=("key_total", "first")
+    )
+    table = pd.DataFrame(
+        {
+            "target_key_levs": found.index.get_level_values("label"),
+            "npairs": found["npairs"].to_numpy(),
+            "key": [keys[i] for i in found.index.get_level_values("key_index")],
+            "key_target_total": found["key_target_total"].to_numpy(),
+            "key_total": found["key_total"].to_numpy(),
+        },
+        index=pd.RangeIndex(1, len(found) + 1),
+    )
     table["PctTargetKeyLevel"] = table["key_target_total"] * 100 / table["key_total"]
     table = table[list(CHECK_2WAY_COLUMNS)].sort_values("npairs", ascending=False, kind="stable")
     flagged = table[table["PctTargetKeyLevel"] > thresh[1]]
@@ -178,20 +194,37 @@ def build_result(
         ex = _nexclusions(summary, j)
         nexcl.append(ex)
         remaining = ex["remaining"]
-        ident.append([uio, _scalar(summary, j, Stat.UIS) / n_syn * 100,
-                      _scalar(summary, j, Stat.UIOIS) / n_orig * 100, _scalar(summary, j, Stat.REPU) / n_orig * 100])
+        ident.append(
+            [
+                uio,
+                _scalar(summary, j, Stat.UIS) / n_syn * 100,
+                _scalar(summary, j, Stat.UIOIS) / n_orig * 100,
+                _scalar(summary, j, Stat.REPU) / n_orig * 100,
+            ]
+        )
         nnz = _scalar(summary, j, Stat.NNZ_DISCO)
-        attrib.append([
-            remaining["Dorig"] / n_orig * 100, remaining["Dsyn"] / n_syn * 100, remaining["iS"] / n_orig * 100,
-            remaining["DiS"] / n_orig * 100, remaining["DiSCO"] / n_orig * 100, remaining["DiSDiO"] / n_orig * 100,
-            _scalar(summary, j, Stat.MAX_DISCO), remaining["DiSCO"] / nnz if nnz else math.nan,
-        ])
+        attrib.append(
+            [
+                remaining["Dorig"] / n_orig * 100,
+                remaining["Dsyn"] / n_syn * 100,
+                remaining["iS"] / n_orig * 100,
+                remaining["DiS"] / n_orig * 100,
+                remaining["DiSCO"] / n_orig * 100,
+                remaining["DiSDiO"] / n_orig * 100,
+                _scalar(summary, j, Stat.MAX_DISCO),
+                remaining["DiSCO"] / nnz if nnz else math.nan,
+            ]
+        )
         tcap_den = _scalar(summary, j, Stat.TCAP_DEN)
-        caps.append([
-            base_capd, capd, _ratio_sum(summary, j, Stat.CAPS) / n_syn * 100,
-            _ratio_sum(summary, j, Stat.DCAP) / n_orig * 100,
-            remaining["DiSCO"] / tcap_den * 100 if tcap_den else math.nan,
-        ])
+        caps.append(
+            [
+                base_capd,
+                capd,
+                _ratio_sum(summary, j, Stat.CAPS) / n_syn * 100,
+                _ratio_sum(summary, j, Stat.DCAP) / n_orig * 100,
+                remaining["DiSCO"] / tcap_den * 100 if tcap_den else math.nan,
+            ]
+        )
         one = _check_1way(summary, j, target, options.thresh_1way)
         if one is not None:
             check1 = f"Check  {options.target}  level  {one['Level'].iloc[0]}"
@@ -240,11 +273,18 @@ def multi_result(results: Mapping[str, DisclosureResult], ident_meas: str, attri
     width = len(str(len(attrib)))
     suffix = np.select(
         [(attrib["check1"] != "") & (attrib["check2"] != ""), attrib["check2"] != "", attrib["check1"] != ""],
-        [" 1&2way checks", " 2way checks", " 1way checks"], default="",
+        [" 1&2way checks", " 2way checks", " 1way checks"],
+        default="",
     )
     attrib.index = [f"{i + 1:0{width}d} {t}{s}" for i, (t, s) in enumerate(zip(attrib["target"], suffix, strict=True))]
     first = next(iter(results.values()))
     return MultiDisclosureResult(
-        keys=first.keys, Norig=first.Norig, m=first.m, ident_meas=ident_col, attrib_meas=attrib_meas,
-        ident_table=ident_table, attrib_table=attrib, results=dict(results),
+        keys=first.keys,
+        Norig=first.Norig,
+        m=first.m,
+        ident_meas=ident_col,
+        attrib_meas=attrib_meas,
+        ident_table=ident_table,
+        attrib_table=attrib,
+        results=dict(results),
     )

@@ -378,8 +378,9 @@ def bind_options(
     """
     use_na, groups = _key_options(params, keys)
     per_target = {
-        name: _per_target(getattr(params, name), targets, name, default,
-                          flat=name == "not_targetlev" and params.target is not None)
+        name: _per_target(
+            getattr(params, name), targets, name, default, flat=name == "not_targetlev" and params.target is not None
+        )
         for name, default in (("not_targetlev", None), ("usetargetNA", True), ("ngroups_target", None))
     }
     triples = _exclusions(params, keys, targets)
@@ -387,20 +388,22 @@ def bind_options(
     out = []
     for t in targets:
         label = "ngroups_target" if params.target is not None else f"ngroups_target[{t!r}]"
-        out.append(DisclosureOptions(
-            keys=tuple(keys),
-            target=t,
-            denom_lim=params.denom_lim,
-            exclude_ov_denom_lim=params.exclude_ov_denom_lim,
-            not_targetlev=_levels(per_target["not_targetlev"][t]),
-            usetargetNA=per_target["usetargetNA"][t],
-            usekeysNA=use_na,
-            exclude=triples[t],
-            ngroups_target=_ngroups(per_target["ngroups_target"][t], label, allow_zero=False),
-            ngroups_keys=groups,
-            thresh_1way=params.thresh_1way,
-            thresh_2way=params.thresh_2way,
-            cont_na=codes,
-            style=params.style,
-        ))
+        out.append(
+            DisclosureOptions(
+                keys=tuple(keys),
+                target=t,
+                denom_lim=params.denom_lim,
+                exclude_ov_denom_lim=params.exclude_ov_denom_lim,
+                not_targetlev=_levels(per_target["not_targetlev"][t]),
+                usetargetNA=per_target["usetargetNA"][t],
+                usekeysNA=use_na,
+                exclude=triples[t],
+                ngroups_target=_ngroups(per_target["ngroups_target"][t], label, allow_zero=False),
+                ngroups_keys=groups,
+                thresh_1way=params.thresh_1way,
+                thresh_2way=params.thresh_2way,
+                cont_na=codes,
+                style=params.style,
+            )
+        )
     return out

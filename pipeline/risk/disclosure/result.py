@@ -79,8 +79,10 @@ class DisclosureResult(Result):
     def short(self) -> pd.DataFrame:
         """synthpop's default print: ``UiO``/``Dorig`` of the original, ``repU``/``DiSCO`` per set."""
         rows = [("Original", self.ident["UiO"].iloc[0], self.attrib["Dorig"].iloc[0])]
-        rows += [(f"Synthesis {i}", r, d) for i, r, d in zip(self.ident.index, self.ident["repU"],
-                                                               self.attrib["DiSCO"], strict=True)]
+        rows += [
+            (f"Synthesis {i}", r, d)
+            for i, r, d in zip(self.ident.index, self.ident["repU"], self.attrib["DiSCO"], strict=True)
+        ]
         out = pd.DataFrame(rows, columns=["", "Identity (UiO/repU)", "Attrib (Dorig/DiSCO)"])
         return out.set_index("")
 
@@ -103,21 +105,23 @@ class DisclosureResult(Result):
         return rows
 
     def to_dict(self) -> dict[str, Any]:
-        return jsonable({
-            "keys": list(self.keys),
-            "target": self.target,
-            "Norig": self.Norig,
-            "m": self.m,
-            "ident": self.ident.to_dict(orient="list"),
-            "attrib": self.attrib.to_dict(orient="list"),
-            "allCAPs": self.allCAPs.to_dict(orient="list"),
-            "check_1way": [None if c is None else c.to_dict(orient="records") for c in self.check_1way],
-            "check1": self.check1,
-            "check_2way": [None if c is None else c.to_dict(orient="records") for c in self.check_2way],
-            "check2": self.check2,
-            "Nexclusions": [n.to_dict(orient="index") for n in self.Nexclusions],
-            "options": self.options.to_dict(),
-        })
+        return jsonable(
+            {
+                "keys": list(self.keys),
+                "target": self.target,
+                "Norig": self.Norig,
+                "m": self.m,
+                "ident": self.ident.to_dict(orient="list"),
+                "attrib": self.attrib.to_dict(orient="list"),
+                "allCAPs": self.allCAPs.to_dict(orient="list"),
+                "check_1way": [None if c is None else c.to_dict(orient="records") for c in self.check_1way],
+                "check1": self.check1,
+                "check_2way": [None if c is None else c.to_dict(orient="records") for c in self.check_2way],
+                "check2": self.check2,
+                "Nexclusions": [n.to_dict(orient="index") for n in self.Nexclusions],
+                "options": self.options.to_dict(),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -176,16 +180,18 @@ class MultiDisclosureResult(Result):
         return rows
 
     def to_dict(self) -> dict[str, Any]:
-        return jsonable({
-            "keys": list(self.keys),
-            "Norig": self.Norig,
-            "m": self.m,
-            "ident_meas": self.ident_meas,
-            "attrib_meas": self.attrib_meas,
-            "ident_table": self.ident_table.reset_index().to_dict(orient="records"),
-            "attrib_table": self.attrib_table.reset_index(names="row").to_dict(orient="records"),
-            "results": {t: r.to_dict() for t, r in self.results.items()},
-        })
+        return jsonable(
+            {
+                "keys": list(self.keys),
+                "Norig": self.Norig,
+                "m": self.m,
+                "ident_meas": self.ident_meas,
+                "attrib_meas": self.attrib_meas,
+                "ident_table": self.ident_table.reset_index().to_dict(orient="records"),
+                "attrib_table": self.attrib_table.reset_index(names="row").to_dict(orient="records"),
+                "results": {t: r.to_dict() for t, r in self.results.items()},
+            }
+        )
 
 
 @dataclass(frozen=True)

@@ -531,11 +531,15 @@ def radius_sweep(
 
 
 def _one_scenario(
-    original: Any, synthetic: Any, schema: Schema | None, executor: Executor | None,
-    scenario: dict[str, Any], options: dict[str, Any],
+    original: Any,
+    synthetic: Any,
+    schema: Schema | None,
+    executor: Executor | None,
+    scenario: dict[str, Any],
+    options: dict[str, Any],
 ) -> Any:
     """The package-style wrappers: one scenario through the measure (the only validation)."""
     params = {"scenarios": {"scenario": scenario}, **options}
-    return IdentificationRiskMeasure(params).run(as_eval_data(original, synthetic, schema), executor).scenarios[
-        "scenario"
-    ]
+    return (
+        IdentificationRiskMeasure(params).run(as_eval_data(original, synthetic, schema), executor).scenarios["scenario"]
+    )
