@@ -101,17 +101,31 @@ def identification_risk_figures(results: pd.DataFrame, utility_gen: list[str]) -
     """Figs. 6-10 of the run's identification-risk rows (``utility_gen``: the measure names of the
     run's utility_gen entries, for the utility axis of Figs. 8-10)."""
     out: list[str] = []
+    # one Fig. 6 per source and measure entry: a repeated study (the m-study: 3 sources x 100+
+    # repetitions) would otherwise draw hundreds of near-identical sweeps and spend most of the
+    # report's time on them; the other repetitions' sweeps and r* stay in the results table
+    drawn: set[tuple[Any, ...]] = set()
+    not_drawn = 0
     for (dataset, source, rep, name), unit, sub in unit_groups(risk_by_radius(results), RUN):
         swept = sub.groupby("scenario", sort=False)["radius"].nunique()
         sub = sub[sub["scenario"].isin(swept.index[swept > 1])]
         if sub.empty:
             continue
+        if (dataset, source, name, unit) in drawn:
+            not_drawn += 1
+            continue
+        drawn.add((dataset, source, name, unit))
         title = _title(dataset, source, rep, name, unit)
         out.append(
             figure_html(
                 plot_risk_by_radius(sub, title=title),
                 f"{title}: risk across synthetic sets for each radius, r* marked (Hornby & Hu Fig. 6)",
             )
+        )
+    if not_drawn:
+        out.append(
+            f"<p>Fig. 6 is drawn for the first repetition of each source; the radius sweeps of {not_drawn} "
+            "further repetitions (and each one's r*) are rows of the results table (measures file_risk, r_star).</p>"
         )
     best = risk_points(results)
     if best.empty:

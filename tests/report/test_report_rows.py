@@ -171,6 +171,18 @@ def test_identification_risk_figures_with_utility_axis():
     assert "Fig. 7" in no_utility and "need a utility_gen measure" in no_utility
 
 
+def test_fig6_is_drawn_once_per_source_of_a_repeated_study():
+    one = table(median_criterion_rows("m10"), median_criterion_rows("m20"))
+    single = "".join(identification_risk_figures(one, []))
+    repeated = pd.concat([one.assign(repetition=rep) for rep in (1, 2, 3)], ignore_index=True)
+    html = "".join(identification_risk_figures(repeated, []))
+    fig6 = "Hornby &amp; Hu Fig. 6"
+    assert single.count(fig6) > 0 and html.count(fig6) == single.count(fig6)  # m10 and m20 once each
+    assert "d / m10 (repetition 1)" in html and "d / m20 (repetition 1)" in html
+    assert "(repetition 2)" not in html and "(repetition 3)" not in html
+    assert "radius sweeps of 4 further repetitions" in html and "further repetitions" not in single
+
+
 # ---- gates: keyed by measure entry and params -------------------------------------------------
 
 
