@@ -9,13 +9,21 @@ import pytest
 from reference import reference_path
 from synth_helpers import DATASETS
 
+from pipeline.data.dataset import Dataset
 from pipeline.data.schema import Schema
+from pipeline.datasets import load_demo
 
 
 @pytest.fixture(scope="session")
 def example() -> dict:
     """The spec's worked example (coarsened_margins_example.json)."""
     return json.loads(reference_path("spec/fixtures/coarsened_margins_example.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def cedata() -> Dataset:
+    """The bundled CEdata (the partial-synthesis tests' original)."""
+    return load_demo("cedata")
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 from reference import reference_path
 
+from pipeline.evaluation.execution import Executor
 from pipeline.synth import MarginTable
+from pipeline.synth.partial.params import PartialParams
 
 DATASETS = Path(__file__).resolve().parents[2] / "pipeline" / "datasets"
 
@@ -31,3 +33,12 @@ def reference_case(case: str) -> dict:
 def r_array(table: dict) -> np.ndarray:
     """An R array written column-major (reference README) as a C-ordered numpy array."""
     return np.asarray(table["data"], dtype=float).reshape(table["dim"][::-1]).transpose()
+
+
+#: the in-memory executor of the partial-synthesis tests (no cluster)
+MEMORY = Executor(None, policy="memory")
+
+
+def partial_params(**kw) -> PartialParams:
+    """Validated settings of a partial synthesis (``kind: partial`` plus ``kw``)."""
+    return PartialParams(kind="partial", **kw)

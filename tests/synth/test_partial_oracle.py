@@ -26,9 +26,9 @@ import pandas as pd
 import pytest
 from reference import reference_path
 from scipy import stats
+from synth_helpers import MEMORY
 
 from pipeline.datasets import load_demo
-from pipeline.evaluation.execution import Executor
 from pipeline.risk.idrisk import identification_risk
 from pipeline.synth.partial.params import PartialParams
 from pipeline.synth.partial.syn import synthesise_partial
@@ -37,7 +37,6 @@ ALPHA = 0.01
 SEEDS = range(10)
 M = 20
 RADII = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)
-MEMORY = Executor(None, policy="memory")
 SCENARIOS = {
     "S1": (["Income"], ["Urban", "Tenure", "Educ", "Marital"]),
     "S3": (["Expenditure", "Income"], ["Urban", "Tenure", "Educ", "Marital"]),

@@ -9,24 +9,11 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from synth_helpers import MEMORY, partial_params
 
 from pipeline.data.dataset import Dataset
-from pipeline.datasets import load_demo
-from pipeline.evaluation.execution import Executor
 from pipeline.synth.partial import syn
-from pipeline.synth.partial.params import PartialParams
 from pipeline.synth.partial.syn import plan_synthesis, prepare, synthesise_partial, synthetic_set
-
-MEMORY = Executor(None, policy="memory")
-
-
-@pytest.fixture(scope="module")
-def cedata() -> Dataset:
-    return load_demo("cedata")
-
-
-def _params(**kw) -> PartialParams:
-    return PartialParams(kind="partial", **kw)
 
 
 @pytest.fixture
@@ -45,11 +32,11 @@ def fits(monkeypatch) -> list[int]:
 
 
 def test_repetitions_fit_once_and_make_the_sets_of_a_fresh_fit(cedata, fits):
-    first = synthesise_partial(cedata, _params(method={"Income": "cart"}, m=2, seed=1), MEMORY)
-    again = synthesise_partial(cedata, _params(method={"Income": "cart"}, m=3, seed=2), MEMORY)
+    first = synthesise_partial(cedata, partial_params(method={"Income": "cart"}, m=2, seed=1), MEMORY)
+    again = synthesise_partial(cedata, partial_params(method={"Income": "cart"}, m=3, seed=2), MEMORY)
     assert fits == [5571]  # another seed and m: the same models
     syn._fitted.clear()
-    fresh = synthesise_partial(cedata, _params(method={"Income": "cart"}, m=3, seed=2), MEMORY)
+    fresh = synthesise_partial(cedata, partial_params(method={"Income": "cart"}, m=3, seed=2), MEMORY)
     assert fits == [5571, 5571]
     for a, b in zip(again.synthetic, fresh.synthetic, strict=True):
         pd.testing.assert_frame_equal(a, b)
@@ -58,22 +45,22 @@ def test_repetitions_fit_once_and_make_the_sets_of_a_fresh_fit(cedata, fits):
 
 
 def test_other_settings_or_records_are_fitted_again(cedata, fits):
-    synthesise_partial(cedata, _params(method={"Income": "cart"}, m=1, seed=1), MEMORY)
-    synthesise_partial(cedata, _params(method={"Income": "cart"}, m=1, seed=1, cart_minbucket=10), MEMORY)
-    synthesise_partial(cedata, _params(method={"Income": "cart", "Tenure": "cart"}, m=1, seed=1), MEMORY)
+    synthesise_partial(cedata, partial_params(method={"Income": "cart"}, m=1, seed=1), MEMORY)
+    synthesise_partial(cedata, partial_params(method={"Income": "cart"}, m=1, seed=1, cart_minbucket=10), MEMORY)
+    synthesise_partial(cedata, partial_params(method={"Income": "cart", "Tenure": "cart"}, m=1, seed=1), MEMORY)
     frame = cedata.to_pandas()
     frame.loc[0, "Income"] += 1.0  # one record differs
     changed = Dataset.from_pandas(frame, cedata.schema)
-    synthesise_partial(changed, _params(method={"Income": "cart"}, m=1, seed=1), MEMORY)
+    synthesise_partial(changed, partial_params(method={"Income": "cart"}, m=1, seed=1), MEMORY)
     assert len(fits) == 4
-    synthesise_partial(cedata, _params(method={"Income": "cart"}, m=1, seed=9), MEMORY)
+    synthesise_partial(cedata, partial_params(method={"Income": "cart"}, m=1, seed=9), MEMORY)
     assert len(fits) == 4 and len(syn._fitted) == 4
     syn._fitted.clear()
 
 
 def test_nodes_of_kept_predictors_are_found_once_with_the_same_sets(cedata):
     frame = cedata.to_pandas()
-    params = _params(method={"Expenditure": "cart", "Income": "cart"}, m=1, seed=3)
+    params = partial_params(method={"Expenditure": "cart", "Income": "cart"}, m=1, seed=3)
     prepared = prepare(frame, cedata.schema, plan_synthesis(cedata.schema, params), params)
     expenditure, income = prepared.steps
     # Expenditure's predictors are kept; Income's include the synthesised Expenditure

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from synth_helpers import MEMORY, partial_params
 
 from pipeline.data.dataset import Dataset
 from pipeline.data.schema import Schema, Variable
-from pipeline.datasets import load_demo
 from pipeline.errors import ParameterError, PipelineError
 from pipeline.evaluation.execution import Executor
 from pipeline.runner import run_task
@@ -20,20 +20,9 @@ from pipeline.synth.partial.syn import plan_synthesis, prepare, synthesise_parti
 from pipeline.synth.task import synthesis_params
 from pipeline.tasks import load_task
 
-MEMORY = Executor(None, policy="memory")
-
-
-@pytest.fixture(scope="module")
-def cedata() -> Dataset:
-    return load_demo("cedata")
-
-
-def _params(**kw) -> PartialParams:
-    return PartialParams(kind="partial", **kw)
-
 
 def test_kept_columns_identical_and_cart_values_are_leaf_donors(cedata):
-    params = _params(method={"Income": "cart"}, m=2, seed=5)
+    params = partial_params(method={"Income": "cart"}, m=2, seed=5)
     res = synthesise_partial(cedata, params, MEMORY)
     orig = cedata.to_pandas().reset_index(drop=True)
     prepared = prepare(orig, cedata.schema, plan_synthesis(cedata.schema, params), params)
@@ -51,7 +40,9 @@ def test_kept_columns_identical_and_cart_values_are_leaf_donors(cedata):
 
 
 def test_default_visit_sequence_and_predictor_matrix_follow_column_order(cedata):
-    plan = plan_synthesis(cedata.schema, _params(method={"Tenure": "cart", "Expenditure": "cart", "Income": "cart"}))
+    plan = plan_synthesis(
+        cedata.schema, partial_params(method={"Tenure": "cart", "Expenditure": "cart", "Income": "cart"})
+    )
     assert plan.synthesised == ["Tenure", "Expenditure", "Income"]
     assert plan.predictors == {
         "Tenure": ("Age", "Urban"),
@@ -61,14 +52,16 @@ def test_default_visit_sequence_and_predictor_matrix_follow_column_order(cedata)
     # a user predictor row: a synthesised predictor visited later is dropped (synthpop), kept ones stay
     plan = plan_synthesis(
         cedata.schema,
-        _params(method={"Expenditure": "cart", "Income": "cart"}, predictors={"Expenditure": ["Income", "Marital"]}),
+        partial_params(
+            method={"Expenditure": "cart", "Income": "cart"}, predictors={"Expenditure": ["Income", "Marital"]}
+        ),
     )
     assert plan.predictors["Expenditure"] == ("Marital",)
     assert plan.dropped == {"Expenditure": ("Income",)}
 
 
 def test_synthesised_factor_keeps_its_levels_and_margins(cedata):
-    res = synthesise_partial(cedata, _params(method={"Tenure": "cart"}, m=3, seed=2), MEMORY)
+    res = synthesise_partial(cedata, partial_params(method={"Tenure": "cart"}, m=3, seed=2), MEMORY)
     orig = cedata.to_pandas()["Tenure"].value_counts(normalize=True).sort_index()
     for syn in res.synthetic:
         assert list(syn["Tenure"].cat.categories) == ["1", "2", "4", "5", "6"]
@@ -81,7 +74,7 @@ def test_synthesised_factor_keeps_its_levels_and_margins(cedata):
     [("norm", "Expenditure"), ("normrank", "Income"), ("logreg", "Urban"), ("polyreg", "Marital"), ("sample", "Age")],
 )
 def test_other_methods_reproduce_the_margin(cedata, method, variable):
-    res = synthesise_partial(cedata, _params(method={variable: method}, m=1, seed=9), MEMORY)
+    res = synthesise_partial(cedata, partial_params(method={variable: method}, m=1, seed=9), MEMORY)
     orig, syn = cedata.to_pandas()[variable], res.synthetic[0][variable]
     if cedata.schema[variable].is_factor:
         np.testing.assert_allclose(
@@ -107,7 +100,7 @@ def test_missing_values_and_special_codes_are_synthesised_as_categories():
     frame = pd.DataFrame({"grp": grp, "income": income})
     schema = Schema((Variable("grp", "factor", ("0", "1", "2")), Variable("income", "numeric", missing_codes=(-8.0,))))
     ds = Dataset.from_pandas(frame, schema)
-    res = synthesise_partial(ds, _params(method={"grp": "cart", "income": "cart"}, m=2, seed=1), MEMORY)
+    res = synthesise_partial(ds, partial_params(method={"grp": "cart", "income": "cart"}, m=2, seed=1), MEMORY)
     orig = ds.to_pandas()
     for syn in res.synthetic:
         assert abs(syn["grp"].isna().mean() - orig["grp"].isna().mean()) < 0.025
@@ -219,7 +212,7 @@ def test_sj_bandwidth_scales_and_pair_counts_count_every_pair():
 
 
 def test_density_smoothing_of_cart_values(cedata):
-    params = _params(method={"Income": "cart"}, m=1, seed=8, smoothing={"Income": "density"})
+    params = partial_params(method={"Income": "cart"}, m=1, seed=8, smoothing={"Income": "density"})
     res = synthesise_partial(cedata, params, MEMORY)
     orig, syn = cedata.to_pandas()["Income"], res.synthetic[0]["Income"]
     zero = (orig == 0).mean()
@@ -228,7 +221,7 @@ def test_density_smoothing_of_cart_values(cedata):
     np.testing.assert_array_equal(syn, np.round(syn))  # rounded to the originals' 0 decimals
     assert abs(syn.mean() - orig.mean()) < 0.05 * orig.std()
     with pytest.raises(ParameterError, match="smoothing: 'Urban' must be a numeric variable"):
-        synthesise_partial(cedata, _params(method={"Urban": "cart"}, smoothing={"Urban": "density"}), MEMORY)
+        synthesise_partial(cedata, partial_params(method={"Urban": "cart"}, smoothing={"Urban": "density"}), MEMORY)
 
 
 def test_remove_lindep_drops_constant_copying_and_collinear_predictors():
@@ -257,7 +250,7 @@ def test_collinear_variables_are_derived_from_the_first_visited():
         )
     )
     ds = Dataset.from_pandas(frame, schema)
-    res = synthesise_partial(ds, _params(method={"y1": "cart", "y2": "cart", "z": "cart"}, m=2, seed=3), MEMORY)
+    res = synthesise_partial(ds, partial_params(method={"y1": "cart", "y2": "cart", "z": "cart"}, m=2, seed=3), MEMORY)
     assert res.plan.method["y2"] == "collinear" and res.plan.predictors["y2"] == ("y1",)
     assert "y2" not in res.plan.predictors["z"]  # a derived variable predicts nothing
     for syn in res.synthetic:
@@ -266,7 +259,7 @@ def test_collinear_variables_are_derived_from_the_first_visited():
 
 
 def test_sets_do_not_depend_on_the_partitioning_of_the_original(cedata):
-    params = _params(method={"Tenure": "cart", "Income": "cart"}, m=2, seed=12)
+    params = partial_params(method={"Tenure": "cart", "Income": "cart"}, m=2, seed=12)
     one = synthesise_partial(cedata, params, MEMORY)
     parts = Dataset.from_pandas(cedata.to_pandas(), cedata.schema, npartitions=4)
     four = synthesise_partial(parts, params, Executor(None, policy="blocks"))
