@@ -354,6 +354,20 @@ def _distinct_rows(codes, values, keys, max_groups):  # pragma: no cover - compi
     return group, first[:n_groups], n_groups
 
 
+@nb.njit(cache=True, nogil=True)
+def _row_workspace(layout):  # pragma: no cover - compiled
+    """The scratch arrays :func:`_expand_row` fills, sized from the design ``layout``."""
+    max_row = layout[10][0]
+    return (
+        np.empty(layout[6][-1], dtype=np.int64),
+        np.empty(layout[6][-1], dtype=np.float64),
+        np.empty(layout[0].shape[0], dtype=np.int64),
+        np.empty(layout[10][1], dtype=np.int64),
+        np.empty(max_row, dtype=np.int64),
+        np.empty(max_row, dtype=np.float64),
+    )
+
+
 @nb.njit(cache=True, nogil=True, inline="always")
 def _expand_row(i, codes, values, layout, vidx, vval, vcnt, radix, oidx, oval):  # pragma: no cover - compiled
     """The non-zero entries of design row ``i`` (increasing columns) into ``oidx``/``oval``; their number.
@@ -440,12 +454,7 @@ def _pass_kernel(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, e
     """
     n = codes.shape[0]
     max_row = layout[10][0]
-    vidx = np.empty(layout[6][-1], dtype=np.int64)
-    vval = np.empty(layout[6][-1], dtype=np.float64)
-    vcnt = np.empty(layout[0].shape[0], dtype=np.int64)
-    radix = np.empty(layout[10][1], dtype=np.int64)
-    oidx = np.empty(max_row, dtype=np.int64)
-    oval = np.empty(max_row, dtype=np.float64)
+    vidx, vval, vcnt, radix, oidx, oval = _row_workspace(layout)
     kidx = np.empty(max_row, dtype=np.int64)
     kval = np.empty(max_row, dtype=np.float64)
     start = beta.shape[0] == 0
@@ -523,13 +532,7 @@ def _residual_kernel(codes, values, y, freq, prior, layout, cols, coef, rr, xr):
     weighted sum of squares to ``rr[q]`` and ``X'W r`` (every column) to ``xr[q]``.
     """
     n = codes.shape[0]
-    max_row = layout[10][0]
-    vidx = np.empty(layout[6][-1], dtype=np.int64)
-    vval = np.empty(layout[6][-1], dtype=np.float64)
-    vcnt = np.empty(layout[0].shape[0], dtype=np.int64)
-    radix = np.empty(layout[10][1], dtype=np.int64)
-    oidx = np.empty(max_row, dtype=np.int64)
-    oval = np.empty(max_row, dtype=np.float64)
+    vidx, vval, vcnt, radix, oidx, oval = _row_workspace(layout)
     for i in range(n):
         k = _expand_row(i, codes, values, layout, vidx, vval, vcnt, radix, oidx, oval)
         w0 = 1.0 if prior.shape[0] == 0 else prior[i]
