@@ -43,7 +43,9 @@ import numpy as np
 import pandas as pd
 import psutil
 from dask.dataframe.dask_expr._expr import Projection
+from dask.dataframe.dask_expr.io.io import FromGraph
 from dask.dataframe.dispatch import concat as dask_concat
+from dask.delayed import Delayed
 
 from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN, AlignedBlocks, KeyBlocks, add_row_id
 from pipeline.errors import ParameterError
@@ -264,11 +266,18 @@ class Executor:
 
         A pandas frame is one partition and is computed at once.  ``combine`` must be exact
         (integer sums, or float sums in partition order) so the result does not depend on the
-        partitioning.
+        partitioning.  On persisted data (or a selection of its columns) each partition is one
+        task that reads the stored partition, selects the columns and runs the kernel.
         """
         if isinstance(frame, pd.DataFrame):
             return Deferred(combine([kernel(frame, *args, **kwargs)]))
-        parts = [dask.delayed(kernel)(p, *args, **kwargs) for p in frame.to_delayed()]
+        stored, columns = _stored_parts(frame)
+        if columns is None:
+            parts = [dask.delayed(kernel)(p, *args, **kwargs) for p in stored]
+        else:  # one task per partition: the selection runs inside the kernel's task
+            name = getattr(kernel, "__name__", "kernel")
+            task = dask.delayed(_on_columns, name=name, pure=False)
+            parts = [task(p, columns, kernel, args, kwargs) for p in stored]
         while len(parts) > 1:
             parts = [dask.delayed(combine)(parts[i : i + split_every]) for i in range(0, len(parts), split_every)]
         return Deferred(parts[0] if parts else combine([]))
@@ -277,7 +286,10 @@ class Executor:
         """The partitions of a (persisted) frame as handles for :meth:`map_combine` rounds."""
         if isinstance(frame, pd.DataFrame):
             return [frame]
-        return list(frame.to_delayed())
+        stored, columns = _stored_parts(frame)
+        if columns is None:
+            return stored
+        return [dask.delayed(_select_columns, pure=False)(p, columns) for p in stored]
 
     def map_combine(
         self,
@@ -467,6 +479,37 @@ class Blocks:
 def _drop_positions(part: pd.DataFrame, positions: np.ndarray) -> pd.DataFrame:
     """A partition (with ``__row__``) without the records at ``positions``, ``__row__`` dropped."""
     return part[~np.isin(part[ROW_COLUMN].to_numpy(), positions)].drop(columns=ROW_COLUMN)
+
+
+def _stored_parts(frame: dd.DataFrame) -> tuple[list[Any], list[str] | None]:
+    """Handles of the partitions a frame reads, and the columns it selects from them.
+
+    For persisted data (or a selection of their columns) the handles are the stored
+    partitions themselves (futures on a cluster), so a task reading one has no alias or
+    selection task before it; the columns are None when the frame has all columns.  Any other
+    frame: its own partitions (:meth:`dask.dataframe.DataFrame.to_delayed`) and None.
+    """
+    expr, projected = frame.expr, False
+    while isinstance(expr, Projection):
+        expr, projected = expr.frame, True
+    if not isinstance(expr, FromGraph) or not isinstance(frame, dd.DataFrame):
+        return list(frame.to_delayed()), None
+    layer = expr.operand("layer")
+    parts = [Delayed(key, {key: layer[key]}) for key in expr.operand("keys")]
+    columns = list(frame.columns)
+    return parts, (columns if projected and columns != list(expr._meta.columns) else None)
+
+
+def _select_columns(part: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``part[columns]`` (a stored partition's selected columns, as the projection gives them)."""
+    return part[columns]
+
+
+def _on_columns(
+    part: pd.DataFrame, columns: list[str], kernel: Callable[..., Any], args: tuple, kwargs: dict[str, Any]
+) -> Any:
+    """``kernel(part[columns], *args, **kwargs)``: a map-reduce's selection and kernel in one task."""
+    return kernel(part[columns], *args, **kwargs)
 
 
 def _counted_as(frame: dd.DataFrame) -> str:

@@ -139,6 +139,38 @@ def test_persist_merges_and_prepare_reuses_the_merged_partitions(dask_client) ->
     pd.testing.assert_frame_equal(got.compute(), frame)
 
 
+def _column_sums(part: pd.DataFrame, scale: float) -> tuple[list[str], float]:
+    return list(part.columns), float(part.to_numpy(dtype=float).sum()) * scale
+
+
+def _task_count(value) -> int:
+    return sum(1 for task in dict(value.__dask_graph__()).values() if type(task).__name__ != "DataNode")
+
+
+@pytest.mark.parametrize("on_cluster", [True, False])
+def test_map_reduce_and_partitions_run_one_task_per_stored_partition(on_cluster, dask_client) -> None:
+    frame = _frame()[["a", "x"]]
+    executor = Executor(dask_client if on_cluster else None, policy="blocks", block_rows=100)
+    (kept,) = executor.persist(_lazy(_frame(), 20))
+    assert kept.npartitions == 10
+    selected = kept[["x", "a"]]
+    lazy = executor.map_reduce(selected, _column_sums, list, 2.0, split_every=4)
+    # one kernel task per merged partition (reading the stored partition, selecting the
+    # columns, running the kernel: no alias or selection tasks) + 3 + 1 combine tasks
+    assert _task_count(lazy.value) == 10 + 4
+    (got,) = executor.compute(lazy)
+    flat = [item for group in got for item in group]
+    assert [cols for cols, _ in flat] == [["x", "a"]] * 10
+    expected = [2.0 * float(frame.iloc[i : i + 100][["x", "a"]].to_numpy().sum()) for i in range(0, 1000, 100)]
+    assert [total for _, total in flat] == pytest.approx(expected, rel=1e-15)
+    # handles of the stored partitions themselves; a selection adds one task per partition
+    whole = executor.map_combine(executor.partitions(kept), len, list)
+    assert _task_count(whole.value) == 10 + 1 and executor.compute(whole) == [[100] * 10]
+    picked = executor.map_combine(executor.partitions(selected), _column_sums, list, None, 1.0)
+    assert _task_count(picked.value) == 2 * 10 + 1
+    assert [cols for cols, _ in executor.compute(picked)[0]] == [["x", "a"]] * 10
+
+
 # ---- the same results for any input partitioning ------------------------------------------------
 
 
