@@ -301,8 +301,12 @@ def run_idrisk(bench: Bench, folder: Path, n: int, repeat: int, judged: bool, se
     return rows
 
 
-def mixed_task(client: Any, sd: ScaledData, ce: ScaledData) -> Measurement:
-    """Disclosure + identification risk + logit utility on ``client``, timed once."""
+def mixed_task(client: Any, sd: ScaledData, ce: ScaledData) -> tuple[Measurement, Measurement]:
+    """Disclosure + identification risk + logit utility on ``client``: cold, then warm.
+
+    Cold: the first call on the fresh cluster (worker imports, numba cache loads, first tasks
+    of each kind).  Warm: the same work again on the same cluster and inputs, after that call.
+    """
     from pipeline.risk.disclosure import disclosure
     from pipeline.risk.idrisk import identification_risk
     from pipeline.utility import utility_gen
@@ -317,23 +321,34 @@ def mixed_task(client: Any, sd: ScaledData, ce: ScaledData) -> Measurement:
         identification_risk(co, [cs], KNOWN, SYNTHESISED, 0.1, schema=ce.schema, executor=ex)
         utility_gen(o, s, method="logit", vars=LOGIT_VARS, maxorder=1, schema=sd.schema, executor=ex)
 
-    m, _ = bench.time(run, inputs=[o, s, co, cs], repeat=1)
-    return m
+    cold, _ = bench.time(run, inputs=[o, s, co, cs], repeat=1)
+    warm, _ = bench.time(run, inputs=[o, s, co, cs], repeat=1)
+    return cold, warm
 
 
 def run_scaling(folder: Path, n: int, memory_limit: str, judged: bool) -> list[Row]:
+    """The 1 -> 2 workers rows: judged on warm calls, the cold (first-call) figures beside them."""
     sd, ce = write_scaled(folder, "sd2011", n), write_scaled(folder, "cedata", n)
     got = {}
     for workers in (1, 2):
         with bench_client(workers, memory_limit) as client:
             got[workers] = mixed_task(client, sd, ce)
-    speedup = got[1].wall / got[2].wall
-    row = Row("1 -> 2 workers, mixed task (disclosure + IR + logit)", n, _m(got[2], one_worker_wall=got[1].wall,
-              one_worker_cpu=got[1].cpu, speedup=speedup), "-", None, ">= 1.7x",
-              [("1/speed-up", 1 / speedup, 1 / 1.7 * 1.0001)], judged,
-              f"1 worker {got[1].wall:.2f} s / CPU {got[1].cpu:.2f} s; speed-up {speedup:.2f}x")  # fmt: skip
-    print_row(row)
-    return [row]
+    rows = []
+    for i, state in ((1, "warm"), (0, "cold")):
+        one, two = got[1][i], got[2][i]
+        speedup = one.wall / two.wall
+        what = (
+            "warm: the same work once more on the same clusters"
+            if state == "warm"
+            else "cold: first call on fresh clusters, shown, not judged"
+        )
+        row = Row(f"1 -> 2 workers, mixed task (disclosure + IR + logit), {state}", n,
+                  _m(two, one_worker_wall=one.wall, one_worker_cpu=one.cpu, speedup=speedup, state=state), "-", None,
+                  ">= 1.7x (warm)", [("1/speed-up", 1 / speedup, 1 / 1.7 * 1.0001)], judged and state == "warm",
+                  f"{what}; 1 worker {one.wall:.2f} s / CPU {one.cpu:.2f} s; speed-up {speedup:.2f}x")  # fmt: skip
+        print_row(row)
+        rows.append(row)
+    return rows
 
 
 # ---- IPF (each case in its own process: its peak memory is its own) --------------------------
