@@ -346,7 +346,7 @@ class Executor:
         if self.client is None and not any(dask.is_dask_collection(f) for f in frames):
             return [fn(*shared, [frames[i] for i in job[0]], *job[1:]) for job in jobs]
         whole = [
-            dask.delayed(_concat_parts)(f.to_delayed())
+            dask.delayed(_concat_parts)(*_stored_parts(f))
             if dask.is_dask_collection(f)
             else dask.delayed(f, traverse=False)
             for f in frames
@@ -559,9 +559,11 @@ def _one_block(frame: dd.DataFrame, with_row_id: bool) -> dd.DataFrame:
     return frame.repartition(npartitions=1).map_partitions(_block_columns, with_row_id, meta=meta)
 
 
-def _concat_parts(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """The partitions of one data set as one pandas frame (index 0..n-1), on a worker."""
-    return pd.concat(list(parts), ignore_index=True) if parts else pd.DataFrame()
+def _concat_parts(parts: Sequence[pd.DataFrame], columns: list[str] | None = None) -> pd.DataFrame:
+    """The partitions of one data set as one pandas frame (index 0..n-1; ``columns`` only if given), on a worker."""
+    if not parts:
+        return pd.DataFrame()
+    return pd.concat([p if columns is None else p[columns] for p in parts], ignore_index=True)
 
 
 def _as_dask(frame: Frame) -> dd.DataFrame:

@@ -295,3 +295,23 @@ def test_key_hash_of_categoricals_is_the_hash_of_their_labels() -> None:
     np.testing.assert_array_equal(key_hash(one, ["k", "x"]), expected)
     np.testing.assert_array_equal(key_hash(two, ["k", "x"]), expected)
     assert expected[0] == expected[3] and len(set(expected.tolist())) == 4
+
+
+def _shape_and_sum(frames: list[pd.DataFrame], scale: float) -> list[tuple]:
+    numeric = [[c for c in f.columns if c in ("a", "x")] for f in frames]
+    return [(list(f.columns), len(f), list(f.index[:3]), float(f[c].to_numpy().sum()) * scale)
+            for f, c in zip(frames, numeric, strict=True)]  # fmt: skip
+
+
+def test_map_frame_tasks_assembles_stored_partitions_and_selections_on_a_worker(dask_client) -> None:
+    frame = _frame()
+    executor = Executor(dask_client, policy="blocks", block_rows=100)
+    (kept,) = executor.persist(_lazy(frame, 20))
+    frames = [kept, kept[["x", "a"]], frame[["a"]]]
+    got = executor.map_frame_tasks(_shape_and_sum, [([0, 1], 2.0), ([2], 1.0)], frames)
+    both = float(frame[["a", "x"]].to_numpy().sum())
+    assert got[0] == [
+        (["a", "b", "x"], 1000, [0, 1, 2], pytest.approx(2.0 * both, rel=1e-12)),
+        (["x", "a"], 1000, [0, 1, 2], pytest.approx(2.0 * both, rel=1e-12)),
+    ]
+    assert got[1] == [(["a"], 1000, [0, 1, 2], float(frame["a"].sum()))]
