@@ -290,6 +290,22 @@ def _iamax(a: np.ndarray, m: int, col: int) -> int:
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _swap_pivot(a: np.ndarray, imax: int, last: int) -> None:
+    """Interchange pivot row/column ``imax`` (1-based) with column ``last`` (1-based) of the
+    upper triangle, as ``dsifa`` does for a 1x1 (``last = k``) or 2x2 (``last = k - 1``) pivot."""
+    c = last - 1
+    for r in range(imax):
+        t = a[r, imax - 1]
+        a[r, imax - 1] = a[r, c]
+        a[r, c] = t
+    for jj in range(imax, last + 1):
+        j = last + imax - jj
+        t = a[j - 1, c]
+        a[j - 1, c] = a[imax - 1, j - 1]
+        a[imax - 1, j - 1] = t
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _sifa(a: np.ndarray) -> tuple[np.ndarray, int]:
     """Bunch–Kaufman factorisation of the upper triangle of ``a`` in place (``dsifa``).
 
@@ -332,15 +348,7 @@ def _sifa(a: np.ndarray) -> tuple[np.ndarray, int]:
             info = k
         elif kstep == 1:
             if swap:
-                for r in range(imax):
-                    t = a[r, imax - 1]
-                    a[r, imax - 1] = a[r, k - 1]
-                    a[r, k - 1] = t
-                for jj in range(imax, k + 1):
-                    j = k + imax - jj
-                    t = a[j - 1, k - 1]
-                    a[j - 1, k - 1] = a[imax - 1, j - 1]
-                    a[imax - 1, j - 1] = t
+                _swap_pivot(a, imax, k)
             for jj in range(1, km1 + 1):
                 j = k - jj
                 mulk = -a[j - 1, k - 1] / a[k - 1, k - 1]
@@ -349,15 +357,7 @@ def _sifa(a: np.ndarray) -> tuple[np.ndarray, int]:
             kpvt[k - 1] = imax if swap else k
         else:
             if swap:
-                for r in range(imax):
-                    t = a[r, imax - 1]
-                    a[r, imax - 1] = a[r, k - 2]
-                    a[r, k - 2] = t
-                for jj in range(imax, km1 + 1):
-                    j = km1 + imax - jj
-                    t = a[j - 1, k - 2]
-                    a[j - 1, k - 2] = a[imax - 1, j - 1]
-                    a[imax - 1, j - 1] = t
+                _swap_pivot(a, imax, km1)
                 t = a[k - 2, k - 1]
                 a[k - 2, k - 1] = a[imax - 1, k - 1]
                 a[imax - 1, k - 1] = t
