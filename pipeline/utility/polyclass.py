@@ -290,6 +290,22 @@ def _iamax(a: np.ndarray, m: int, col: int) -> int:
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _inverse_column(a: np.ndarray, work: np.ndarray, m: int, c: int) -> None:
+    """``dsidi``'s update of column ``c`` (0-based) of the inverse from its first ``m`` rows:
+    the rows become the product with the inverse's leading block, and ``a[c, c]`` gains the
+    dot product of the old and new rows (same operation order as ``dsidi``)."""
+    for r in range(m):
+        work[r] = a[r, c]
+    for j in range(1, m + 1):
+        a[j - 1, c] = _dot_cols(a, j, j - 1, work)
+        _axpy(a, j - 1, work[j - 1], j - 1, c)
+    acc = 0.0
+    for r in range(m):
+        acc += work[r] * a[r, c]
+    a[c, c] = a[c, c] + acc
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _swap_pivot(a: np.ndarray, imax: int, last: int) -> None:
     """Interchange pivot row/column ``imax`` (1-based) with column ``last`` (1-based) of the
     upper triangle, as ``dsifa`` does for a 1x1 (``last = k``) or 2x2 (``last = k - 1``) pivot."""
@@ -401,15 +417,7 @@ def _sidi(a: np.ndarray, kpvt: np.ndarray) -> None:
         if kpvt[k - 1] >= 0:
             a[k - 1, k - 1] = 1.0 / a[k - 1, k - 1]
             if km1 >= 1:
-                for r in range(km1):
-                    work[r] = a[r, k - 1]
-                for j in range(1, km1 + 1):
-                    a[j - 1, k - 1] = _dot_cols(a, j, j - 1, work)
-                    _axpy(a, j - 1, work[j - 1], j - 1, k - 1)
-                acc = 0.0
-                for r in range(km1):
-                    acc += work[r] * a[r, k - 1]
-                a[k - 1, k - 1] = a[k - 1, k - 1] + acc
+                _inverse_column(a, work, km1, k - 1)
             kstep = 1
         else:
             t = abs(a[k - 1, k])
@@ -421,28 +429,12 @@ def _sidi(a: np.ndarray, kpvt: np.ndarray) -> None:
             a[k, k] = ak / d
             a[k - 1, k] = -akkp1 / d
             if km1 >= 1:
-                for r in range(km1):
-                    work[r] = a[r, k]
-                for j in range(1, km1 + 1):
-                    a[j - 1, k] = _dot_cols(a, j, j - 1, work)
-                    _axpy(a, j - 1, work[j - 1], j - 1, k)
-                acc = 0.0
-                for r in range(km1):
-                    acc += work[r] * a[r, k]
-                a[k, k] = a[k, k] + acc
+                _inverse_column(a, work, km1, k)
                 acc = 0.0
                 for r in range(km1):
                     acc += a[r, k - 1] * a[r, k]
                 a[k - 1, k] = a[k - 1, k] + acc
-                for r in range(km1):
-                    work[r] = a[r, k - 1]
-                for j in range(1, km1 + 1):
-                    a[j - 1, k - 1] = _dot_cols(a, j, j - 1, work)
-                    _axpy(a, j - 1, work[j - 1], j - 1, k - 1)
-                acc = 0.0
-                for r in range(km1):
-                    acc += work[r] * a[r, k - 1]
-                a[k - 1, k - 1] = a[k - 1, k - 1] + acc
+                _inverse_column(a, work, km1, k - 1)
             kstep = 2
         ks = abs(kpvt[k - 1])
         if ks != k:
