@@ -28,8 +28,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from pipeline.config_io import read_yaml, validation_message
+from pipeline.config_io import YamlLines, read_yaml, validation_message
 from pipeline.errors import PipelineError, TaskError
+from pipeline.interrupts import children_ignore_sigint
 
 log = logging.getLogger(__name__)
 
@@ -171,8 +172,11 @@ def load_cluster_config(config: str | Path | dict[str, Any] | None) -> Any:
     try:
         cfg = _ADAPTER.validate_python(data)
     except ValidationError as e:
-        skip = tuple(f"{c.__name__}" for c in (LocalConfig, SlurmConfig, KubernetesConfig, SchedulerConfig, SSHConfig))
-        raise TaskError(f"{source}: invalid cluster config: {validation_message(e, skip)}") from None
+        models = {"local": LocalConfig, "slurm": SlurmConfig, "kubernetes": KubernetesConfig}
+        models |= {"scheduler": SchedulerConfig, "ssh": SSHConfig}
+        lines = YamlLines(config) if isinstance(config, (str, Path)) else None
+        message = validation_message(e, (data["type"],), model=models.get(data["type"]), lines=lines)
+        raise TaskError(f"{source}: invalid cluster config: {message}") from None
     if isinstance(config, (str, Path)) and getattr(cfg, "tls", None) is not None:
         # certificate paths in a config file are relative to that file (e.g. certs/ca.pem beside it)
         base = Path(config).resolve().parent
@@ -312,24 +316,6 @@ def describe(cfg: Any) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _children_ignore_sigint() -> Iterator[None]:
-    """Worker processes started inside start with SIGINT ignored (an ignored signal stays ignored
-    in a child, and Python keeps it so), so that a terminal's Ctrl-C, which reaches the whole
-    process group, interrupts only the main process, which then stops the cluster in order."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
 def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
     """Start (or connect to) the configured cluster and yield a ``distributed.Client``.
 
@@ -346,7 +332,7 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
             from distributed import LocalCluster
 
             n, mem = local_size(cfg)
-            with _children_ignore_sigint():
+            with children_ignore_sigint():
                 cluster = LocalCluster(
                     n_workers=n,
                     threads_per_worker=cfg.threads_per_worker,
@@ -357,7 +343,8 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
                     # a failed task's traceback goes to the worker log file, not the terminal
                     silence_logs=logging.CRITICAL,
                 )
-            stack.callback(close_cluster, cluster, "local")
+                # inside the block: a Ctrl-C held while the cluster started then closes it
+                stack.callback(close_cluster, cluster, "local")
             client = stack.enter_context(Client(cluster))
             from pipeline.worker_log import WorkerLogFile, worker_log_path
 

@@ -161,7 +161,8 @@ def _check_encoding(p: Path, encoding: str) -> None:
                 start = offset + nl + 1 if nl >= 0 else line_start
                 raise DataError(
                     f"{p}: line {line}, byte {bad - start + 1}: not valid {encoding} text; give the file's "
-                    "encoding (e.g. 'encoding: latin-1' in the task's dataset entry or the schema)"
+                    "encoding (e.g. 'encoding: latin-1' in the task's dataset entry or the schema, or "
+                    "`sdc-pipeline schema FILE --encoding latin-1`)"
                 ) from None
             nl = chunk.rfind(b"\n")
             if nl >= 0:

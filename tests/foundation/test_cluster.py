@@ -51,9 +51,9 @@ def test_kubernetes_spec_is_a_daskcluster():
 @pytest.mark.parametrize(
     "cfg, message",
     [
-        ({"type": "local", "workers": 2}, "local.workers: Extra inputs are not permitted"),
-        ({"type": "slurm", "cores": 0}, "slurm.cores: Input should be greater than or equal to 1"),
-        ({"type": "scheduler"}, "scheduler.address: Field required"),
+        ({"type": "local", "workers": 2}, "workers: unknown setting; did you mean 'n_workers'"),
+        ({"type": "slurm", "cores": 0}, "cores: Input should be greater than or equal to 1"),
+        ({"type": "scheduler"}, "address: Field required"),
         ({"type": "mesos"}, "unknown cluster type 'mesos'"),
         ({"n_workers": 2}, "expected a mapping with a 'type'"),
     ],

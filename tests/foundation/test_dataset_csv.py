@@ -56,3 +56,22 @@ def test_encoding_from_the_argument_the_schema_or_the_task(tmp_path):
     assert list(sets[0].to_pandas()["name"]) == ["café", "tea"]  # sources inherit the original's encoding
     with pytest.raises(DataError, match="unknown encoding 'klingon'"):
         read_dataset(data, encoding="klingon")
+
+
+def test_schema_command_infers_a_latin1_csv_and_records_its_encoding(tmp_path):
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    data = tmp_path / "towns.csv"
+    data.write_bytes("town,income\nK\xf6ln,10\nM\xfcnchen,20\nK\xf6ln,30\n".encode("latin-1"))
+    refused = CliRunner().invoke(main, ["schema", str(data)])
+    assert refused.exit_code == 2 and "--encoding latin-1" in refused.output
+    written = tmp_path / "towns.schema.json"
+    r = CliRunner().invoke(main, ["schema", str(data), "--encoding", "latin-1", "--write", str(written)])
+    assert r.exit_code == 0, r.output
+    schema = json.loads(written.read_text(encoding="utf-8"))
+    assert schema["encoding"] == "latin-1"
+    assert schema["columns"][0] == {"name": "town", "type": "factor", "ordered": False, "levels": ["Köln", "München"]}
+    # the schema beside the file now reads it without the option
+    assert CliRunner().invoke(main, ["schema", str(data)]).exit_code == 0
