@@ -14,7 +14,6 @@ from typing import Any
 import pandas as pd
 
 from pipeline.report.html import figure_html
-from pipeline.report.params import UNIT, param_columns, unit_groups
 from pipeline.results import per_set
 from pipeline.risk.idrisk.plots import (
     plot_2d_boxplot,
@@ -23,6 +22,7 @@ from pipeline.risk.idrisk.plots import (
     plot_utility_risk,
     radius_text,
 )
+from pipeline.row_params import UNIT, param_columns, unit_groups
 
 FAMILY = "identification_risk"
 RUN = ["dataset", "source", "repetition", "measure_name"]

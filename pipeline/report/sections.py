@@ -1,7 +1,7 @@
 """Plots per measure family, made from the tidy results only (so cached and resumed units
 report exactly like fresh ones).
 
-Every section reads the rows' structured ``params`` through :mod:`pipeline.report.params` and
+Every section reads the rows' structured ``params`` through :mod:`pipeline.row_params` and
 shows the display ``setting`` only as a label; it shows aggregates only (the rows' values and
 their means or maxima over synthetic sets), never record values.
 """
@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from pipeline.report.html import figure_html, table_html
-from pipeline.report.params import UNIT, param_columns, unit_groups, value_text
 from pipeline.results import per_set
+from pipeline.row_params import UNIT, param_columns, unit_groups, value_text
 
 RUN_GROUP = ["dataset", "source", "repetition", "measure_name"]
 

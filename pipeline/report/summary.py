@@ -32,8 +32,8 @@ from typing import Any
 import pandas as pd
 
 from pipeline.report.idrisk import r_star
-from pipeline.report.params import value_text
 from pipeline.results import per_set
+from pipeline.row_params import value_text
 
 RELEASE = ["dataset", "source", "repetition"]
 SUMMARY_COLUMNS = ["dataset", "source", "repetition", "headline", "value", "threshold", "basis", "status", "note"]

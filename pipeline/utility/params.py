@@ -3,7 +3,7 @@
 Names follow synthpop's, python style (``resamp.method`` -> ``resamp_method``, ``tab.stats``
 -> ``tab_stats``).  Every check that needs only the parameters is a validator here; checks
 that need the data (the variables present, the number of synthetic sets) are the measures'
-``check`` (:mod:`pipeline.utility.task`), and checks that need a pass over the data (levels,
+``check`` (:mod:`pipeline.utility.measure`), and checks that need a pass over the data (levels,
 table sizes, model size) happen while evaluating.
 """
 
@@ -55,7 +55,7 @@ def check_unsynthesised(names: Sequence[str], not_synthesised: Sequence[str]) ->
 class UtilityGenParams(Params):
     """Parameters of synthpop's ``utility.gen`` (task type ``utility_gen``).
 
-    See :func:`pipeline.utility.task.utility_gen` for their meaning.
+    See :func:`pipeline.utility.measure.utility_gen` for their meaning.
     """
 
     method: Literal["cart", "logit"] = "cart"

@@ -4,7 +4,7 @@ The utility of each synthetic set is the propensity MSE ``pMSE = sum (p - c)^2 /
 model telling the original (``t = 0``, stacked first) from the set (``t = 1``), with
 ``c`` = the synthetic share, for every method asked for (``"logit"``: all interactions up to
 ``maxorder + 1``, R's glm; ``"cart"``: rpart with ``cp = 1e-4``; ``"poly"``: polspline's
-polyclass with penalty 0, :mod:`pipeline.utility.polyclass`).  Options, as in 1.2-1:
+polyclass with penalty 0, :mod:`pipeline.rmodels.polyclass`).  Options, as in 1.2-1:
 
 * ``deviance``: a deviance statistic per method and set (deviance / N) and its df (logit: the
   model's non-aliased parameters minus 1; cart: ``2 x nodes - 1``);

@@ -243,7 +243,7 @@ def _set_rows(stats: pd.DataFrame, params: dict[str, Any]) -> list[Row]:
 
 @dataclass(frozen=True)
 class UtilityTabResult(Result):
-    """Output of :func:`~pipeline.utility.task.utility_tab` (synthpop's ``utility.tab``).
+    """Output of :func:`~pipeline.utility.measure.utility_tab` (synthpop's ``utility.tab``).
 
     Attributes
     ----------
@@ -373,7 +373,7 @@ def evaluate_tab(params: UtilityTabParams, data: EvalData, executor: Executor) -
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class UtilityTablesResult(Result):
-    """Output of :func:`~pipeline.utility.task.utility_tables` (synthpop's ``utility.tables``).
+    """Output of :func:`~pipeline.utility.measure.utility_tables` (synthpop's ``utility.tables``).
 
     Attributes
     ----------

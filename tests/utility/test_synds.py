@@ -12,7 +12,7 @@ from reference import reference_path
 
 from pipeline.errors import ParameterError
 from pipeline.evaluation.execution import Executor
-from pipeline.utility.polyclass import REDUCED, STEP_HALF
+from pipeline.rmodels.polyclass import REDUCED, STEP_HALF
 from pipeline.utility.synds import UtilitySyndsMeasure, UtilitySyndsResult, format_r_matrix, utility_synds
 from pipeline.utility.synds_model import Kind, model_columns
 

@@ -15,8 +15,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from pipeline.errors import ParameterError
+from pipeline.risk.idrisk.measure import IdentificationRiskTaskResult
 from pipeline.risk.idrisk.result import IdentificationRiskResult, RadiusSweepResult
-from pipeline.risk.idrisk.task import IdentificationRiskTaskResult
 
 Sweeps = IdentificationRiskTaskResult | RadiusSweepResult | Mapping[str, RadiusSweepResult | IdentificationRiskResult]
 
