@@ -7,20 +7,22 @@ counting in memory or on key blocks.  The measure is
 :class:`~pipeline.risk.idrisk.measure.IdentificationRiskMeasure`; see ``docs/idrisk.md``.
 """
 
-from pipeline.risk.idrisk.measure import (
-    IdentificationRiskMeasure,
-    IdentificationRiskParams,
-    identification_risk,
-    identification_risk_categorical,
-    radius_sweep,
-)
+from pipeline.risk.idrisk.api import identification_risk, identification_risk_categorical, radius_sweep
+from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
+from pipeline.risk.idrisk.params import IdentificationRiskParams
 from pipeline.risk.idrisk.plan import MatchPlan, RadiusGrid, radius_from_package_vector
-from pipeline.risk.idrisk.result import IdentificationRiskResult, RadiusSweepResult, SetStatistics
+from pipeline.risk.idrisk.result import (
+    IdentificationRiskResult,
+    IdentificationRiskTaskResult,
+    RadiusSweepResult,
+    SetStatistics,
+)
 
 __all__ = [
     "IdentificationRiskMeasure",
     "IdentificationRiskParams",
     "IdentificationRiskResult",
+    "IdentificationRiskTaskResult",
     "MatchPlan",
     "RadiusGrid",
     "RadiusSweepResult",

@@ -15,8 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from pipeline.errors import ParameterError
-from pipeline.risk.idrisk.measure import IdentificationRiskTaskResult
-from pipeline.risk.idrisk.result import IdentificationRiskResult, RadiusSweepResult
+from pipeline.risk.idrisk.result import IdentificationRiskResult, IdentificationRiskTaskResult, RadiusSweepResult
 
 Sweeps = IdentificationRiskTaskResult | RadiusSweepResult | Mapping[str, RadiusSweepResult | IdentificationRiskResult]
 
