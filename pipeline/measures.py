@@ -85,7 +85,7 @@ _ENTRIES = [
     MeasureEntry(
         "utility_synds",
         "utility",
-        "pipeline.utility.synds:UtilitySyndsMeasure",
+        "pipeline.utility.measure:UtilitySyndsMeasure",
         "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null",
     ),
 ]

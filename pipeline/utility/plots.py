@@ -13,7 +13,7 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
 from pipeline.errors import ParameterError
-from pipeline.utility.tab import UtilityTablesResult
+from pipeline.utility.result import UtilityTablesResult
 
 _TITLES = {
     "oneway": "One-way utility: {stat} for each variable",
