@@ -59,8 +59,7 @@ def check_gates(current: pd.DataFrame, previous: pd.DataFrame | None, gates: lis
     The previous value is the previous run's at the same :data:`~pipeline.gates.GATE_GROUP` key.
     Runs stored before the results had ``params`` read with unknown params (None, see
     :meth:`ResultsStore.read_run`): they match no key, so their gates have no previous value
-    (``rise_above`` cannot fire) rather than
-    being compared by the display setting.
+    (``rise_above`` cannot fire) rather than being compared by the display setting.
     """
     checks: list[GateCheck] = []
     for gate in gates:

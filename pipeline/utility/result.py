@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,20 +87,12 @@ class UtilityTabResult(Result):
             "vars": list(self.vars),
             "m": self.m,
             "k_syn": self.k_syn,
-            "stats": {c: [_json_float(v) for v in self.stats[c]] for c in self.stats.columns},
+            "stats": {c: [float(v) for v in self.stats[c]] for c in self.stats.columns},
             "levels": [list(lv) for lv in self.levels],
             "tab_obs": self.tab_obs.tolist(),
             "tab_syn": [t.tolist() for t in self.tab_syn],
             "notes": list(self.notes),
         }
-
-
-def _json_float(v: float) -> float | str | None:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return None
-    if isinstance(v, float) and math.isinf(v):
-        return "Inf" if v > 0 else "-Inf"
-    return float(v)
 
 
 @dataclass(frozen=True)
@@ -168,10 +159,10 @@ class UtilityTablesResult(Result):
             "measure": "utility.tables",
             "tables": self.tables,
             "plot_stat": self.plot_stat,
-            "tabs": {k: {c: _json_float(v) for c, v in row.items()} for k, row in self.tabs.iterrows()},
-            "var_scores": {k: _json_float(v) for k, v in self.var_scores.items()},
+            "tabs": {k: {c: float(v) for c, v in row.items()} for k, row in self.tabs.iterrows()},
+            "var_scores": {k: float(v) for k, v in self.var_scores.items()},
             "third_var": self.third_var,
-            "worst": {k: _json_float(v) for k, v in self.worst.items()},
+            "worst": {k: float(v) for k, v in self.worst.items()},
             "sampled": self.sampled,
         }
 

@@ -143,16 +143,11 @@ class SetStatistics:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name, values in self.measures().items():
-            out[name] = [_json_float(v) for v in values]
-            out[f"{name}_summary"] = {k: _json_float(v) for k, v in summarise(values).items()}
+            out[name] = [float(v) for v in values]
+            out[f"{name}_summary"] = {k: float(v) for k, v in summarise(values).items()}
         out["sum_c"] = self.sum_c.tolist()
         out["n_no_match"] = self.n_no_match.tolist()
         return out
-
-
-def _json_float(v: float) -> float | None:
-    v = float(v)
-    return None if math.isnan(v) else v
 
 
 def _plan_dict(plan: MatchPlan) -> dict[str, Any]:
