@@ -90,10 +90,3 @@ _ENTRIES = [
     ),
 ]
 REGISTRY: dict[str, MeasureEntry] = {e.type: e for e in _ENTRIES}
-
-
-def lookup(type_: str, where: str) -> MeasureEntry:
-    """The registry entry of a measure type (a clear error listing the known types)."""
-    if type_ not in REGISTRY:
-        raise TaskError(f"{where}: unknown measure type {type_!r}; available: {', '.join(sorted(REGISTRY))}")
-    return REGISTRY[type_]
