@@ -203,7 +203,7 @@ def synds_variables(params: UtilitySyndsParams, data: EvalData) -> list[str]:
     return names
 
 
-def _kinds(schema: Schema, names: Sequence[str]) -> list[Kind]:
+def variable_kinds(schema: Schema, names: Sequence[str]) -> list[Kind]:
     out = []
     for name in names:
         v = schema[name]
@@ -236,7 +236,7 @@ def _fit_task(
 def evaluate_synds(params: UtilitySyndsParams, data: EvalData, executor: Executor) -> UtilitySyndsResult:
     """Evaluate ``utility_synds`` on ``data`` (checked) with ``executor``."""
     names = synds_variables(params, data)
-    kinds = _kinds(data.schema, names)
+    kinds = variable_kinds(data.schema, names)
     dropped = len(names) < len(data.columns)
     # no executor.prepare: every fit reads whole data sets, assembled on a worker (never on the client)
     data = data.select(names)

@@ -24,7 +24,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
-from pipeline.utility.compute import _kinds, evaluate_synds, evaluate_tab, evaluate_tables, synds_variables
+from pipeline.utility.compute import evaluate_synds, evaluate_tab, evaluate_tables, synds_variables, variable_kinds
 from pipeline.utility.gen import UtilityGenResult, check_resampling, evaluate_gen
 from pipeline.utility.params import (
     UtilityGenParams,
@@ -118,7 +118,7 @@ class UtilitySyndsMeasure(Measure):
         super().check(data)
         if self.params.null_utility and data.m == 1:
             raise ParameterError("utility_synds: null_utility needs m > 1 synthetic data sets (the null pairs them)")
-        _kinds(data.schema, synds_variables(self.params, data))
+        variable_kinds(data.schema, synds_variables(self.params, data))
 
     def evaluate(self, data: EvalData, executor: Executor) -> UtilitySyndsResult:
         return evaluate_synds(self.params, data, executor)
