@@ -27,6 +27,7 @@ choice gives identical results.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,7 +47,6 @@ from pipeline.risk.disclosure.coding import (
     build_coders,
     column_stats,
     encode_frame,
-    encoded_meta,
     merge_value_counts,
     value_counts,
 )
@@ -55,10 +55,9 @@ from pipeline.risk.disclosure.kernel import (
     KernelPlan,
     block_summary,
     cell_counts,
-    cell_counts_meta,
     combine,
     joint_counts,
-    summary_meta,
+    split_by_bucket,
 )
 from pipeline.risk.disclosure.measures import build_result
 from pipeline.risk.disclosure.options import DisclosureOptions
@@ -68,10 +67,12 @@ from pipeline.risk.disclosure.result import DisclosureResult
 @dataclass(frozen=True)
 class Tally:
     """The counts of (some partitions of) one data set: the joint counts of the variables while
-    they stay within the limit, else only the value counts of each variable."""
+    they stay within the limit, else only the value counts of each variable; ``rows``: the
+    rows of the joint counts of its partitions, summed."""
 
     joint: pd.DataFrame | None = None
     values: dict[str, pd.Series] | None = None
+    rows: int = 0
 
 
 def tally_records(frame: pd.DataFrame, variables: Sequence[str], factors: Sequence[str], limit: int | None) -> Tally:
@@ -88,8 +89,9 @@ def merge_tallies(parts: Sequence[Tally], variables: Sequence[str], factors: Seq
     """
     if len(parts) == 1:
         return parts[0]
+    rows = sum(p.rows for p in parts)
     if any(p.joint is None for p in parts):
-        return Tally(values=merge_value_counts([_value_counts(p, variables, factors) for p in parts]))
+        return Tally(values=merge_value_counts([_value_counts(p, variables, factors) for p in parts]), rows=rows)
     batch = [parts[0].joint]
     for i, part in enumerate(parts[1:], start=1):
         batch.append(part.joint)
@@ -100,15 +102,15 @@ def merge_tallies(parts: Sequence[Tally], variables: Sequence[str], factors: Seq
                           limit)  # fmt: skip
         if merged.joint is None:
             rest = [_value_counts(p, variables, factors) for p in parts[i + 1 :]]
-            return Tally(values=merge_value_counts([merged.values, *rest]))
+            return Tally(values=merge_value_counts([merged.values, *rest]), rows=rows)
         batch = [merged.joint]
-    return Tally(joint=batch[0])
+    return Tally(joint=batch[0], rows=rows)
 
 
 def _bounded(joint: pd.DataFrame, variables: Sequence[str], factors: Sequence[str], limit: int | None) -> Tally:
     if limit is None or len(joint) <= limit:
-        return Tally(joint=joint)
-    return Tally(values=value_counts(joint, variables, factors, joint[COUNT].to_numpy()))
+        return Tally(joint=joint, rows=len(joint))
+    return Tally(values=value_counts(joint, variables, factors, joint[COUNT].to_numpy()), rows=len(joint))
 
 
 def _value_counts(tally: Tally, variables: Sequence[str], factors: Sequence[str]) -> dict[str, pd.Series]:
@@ -130,10 +132,18 @@ class Stats(Sequence[dict[str, ColumnStats]]):
         Per data set, the counts of its distinct combinations of values of the variables
         (:func:`~pipeline.risk.disclosure.kernel.joint_counts`), when those of every data set
         fit one key block; None otherwise (or when not asked for).
+    partials : tuple of list or None
+        When the joint counts did not fit one key block: per data set, the :class:`Tally` of
+        every partition (its joint counts), kept where it was computed (handles on the
+        cluster) for :func:`key_set_results` to merge by key bucket; None otherwise.
+    partial_rows : int
+        Rows of those per-partition counts in the data set that has most.
     """
 
     columns: tuple[dict[str, ColumnStats], ...]
     joint: tuple[pd.DataFrame, ...] | None = None
+    partials: tuple[list[Any], ...] | None = None
+    partial_rows: int = 0
 
     def __getitem__(self, index: Any) -> Any:  # an int gives one data set's dict, a slice a tuple
         return self.columns[index]
@@ -156,21 +166,20 @@ def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], j
     """
     variables = list(variables)
     factors = [v for v in variables if data.schema[v].is_factor]
-    if joint:
-        limit = executor.block_rows if executor.is_lazy(data) else None
-        merge = partial(merge_tallies, variables=variables, factors=factors, limit=limit)
-        tallies = executor.compute(
-            *[executor.map_reduce(f, tally_records, merge, variables, factors, limit) for f in data.frames]
-        )
-        counts = [_value_counts(t, variables, factors) for t in tallies]
-        joints = tuple(t.joint for t in tallies if t.joint is not None)
-    else:
+    if not joint:
         counts = executor.compute(
             *[executor.map_reduce(f, value_counts, merge_value_counts, variables, factors) for f in data.frames]
         )
-        joints = ()
+        return Stats(tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c in counts))
+    limit = executor.block_rows if executor.is_lazy(data) else None
+    merge = partial(merge_tallies, variables=variables, factors=factors, limit=limit)
+    # every partition's counts stay where they were computed; their merge comes to the driver
+    partials, tallies = executor.map_reduce_partials(data.frames, tally_records, merge, variables, factors, None)
+    counts = [_value_counts(t, variables, factors) for t in tallies]
     columns = tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c in counts)
-    return Stats(columns, joints if len(joints) == len(columns) else None)
+    if all(t.joint is not None for t in tallies):
+        return Stats(columns, tuple(t.joint for t in tallies))
+    return Stats(columns, partials=tuple(partials), partial_rows=max(t.rows for t in tallies))
 
 
 def count_records(
@@ -214,14 +223,29 @@ def key_set_results(
     layout = (keys, tuple(coders[k].size for k in keys), targets, tuple(coders[t].size for t in targets))
     if stats.joint is not None:  # the whole data are one block: no key hashing, no shuffle
         cells = [count_records(j, coders, *layout, j[COUNT].to_numpy()) for j in stats.joint]
-        summaries = [block_summary(*cells, plan=p) for p in plans]
-    else:
-        meta = cell_counts_meta(encoded_meta(coders), keys, len(targets))
-        blocks = executor.derived_key_blocks(data, keys, count_records, meta, coders, *layout)
-        if len(plans) > 1:
-            blocks = blocks.persist()  # shared by every target
-        summaries = executor.compute(*[blocks.map(block_summary, summary_meta(), plan=p) for p in plans])
-    return [build_result(combine([s]), data.m, keys, coders, o) for s, o in zip(summaries, options, strict=True)]
+        per_bucket = [[block_summary(*cells, plan=p) for p in plans]]
+    else:  # the counts of every partition, in key buckets merged in parallel (no pass over the records)
+        assert stats.partials is not None, "gather_stats(joint=True) keeps the partials when the counts are large"
+        n_buckets = max(2, math.ceil(stats.partial_rows / executor.block_rows))
+        split = partial(bucket_cells, coders=coders, layout=layout, n_buckets=n_buckets)
+        per_bucket = executor.merge_buckets(stats.partials, split, n_buckets, partial(bucket_summaries, plans=plans))
+    return [build_result(combine([b[i] for b in per_bucket]), data.m, keys, coders, o) for i, o in enumerate(options)]
+
+
+def bucket_cells(tally: Tally, coders: Mapping[str, Coder], layout: tuple, n_buckets: int) -> list[pd.DataFrame]:
+    """The cell counts of one partition's :class:`Tally` in key buckets (the split of
+    :meth:`~pipeline.evaluation.execution.Executor.merge_buckets`)."""
+    assert tally.joint is not None
+    cells = count_records(tally.joint, coders, *layout, tally.joint[COUNT].to_numpy())
+    return split_by_bucket(cells, layout[0], n_buckets)
+
+
+def bucket_summaries(*pieces: Sequence[pd.DataFrame], plans: Sequence[KernelPlan]) -> list[pd.DataFrame]:
+    """Every target's block statistics of one key bucket from the cell counts of its pieces
+    (``pieces[i]``: those of data set ``i``; a key group may have rows in several pieces,
+    which the block kernel merges)."""
+    frames = [pd.concat(p, ignore_index=True) if len(p) > 1 else p[0] for p in pieces]
+    return [block_summary(*frames, plan=p) for p in plans]
 
 
 def _has_missing_label(stats: Stats, target: str) -> bool:
