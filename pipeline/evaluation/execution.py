@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -556,9 +557,10 @@ def _partition_tasks(frame: dd.DataFrame, kernel: Callable[..., Any], args: tupl
     stored, columns = _stored_parts(frame)
     if columns is None:
         return [dask.delayed(kernel)(p, *args, **kwargs) for p in stored]
-    # one task per partition: the selection runs inside the kernel's task
-    task = dask.delayed(_on_columns, name=getattr(kernel, "__name__", "kernel"), pure=False)
-    return [task(p, columns, kernel, args, kwargs) for p in stored]
+    # one task per partition: the selection runs inside the kernel's task, named after the kernel
+    name = getattr(kernel, "__name__", "kernel")
+    task = dask.delayed(_on_columns, pure=False)
+    return [task(p, columns, kernel, args, kwargs, dask_key_name=f"{name}-{uuid.uuid4().hex}") for p in stored]
 
 
 def _combine_tree(parts: list[Any], combine: Callable[[Sequence[Any]], Any], split_every: int) -> Any:
