@@ -4,23 +4,25 @@ Flow:
 
 1. one pass over the records of every data set (:func:`gather_stats`): each partition is
    reduced to the counts of its distinct combinations of key and target values
-   (:func:`~pipeline.risk.disclosure.kernel.joint_counts`, integer codes throughout), merged
-   exactly; while the merged counts of every data set fit one key block they are kept (the
-   value counts are their margins), else only the value counts — once for all key sets;
+   (:func:`~pipeline.risk.disclosure.kernel.joint_counts`, integer codes throughout); these
+   partial counts stay where they were computed and are merged exactly to the driver while
+   the merged counts of every data set are small (:data:`ONE_BLOCK_CELLS`; in memory always),
+   else only their value counts are — once for all key sets;
 2. a category coder per key and target, shared by the original and all synthetic sets
    (grouping break points are computed here, from the pooled values), and a
    :class:`~pipeline.risk.disclosure.kernel.KernelPlan` per target (options in codes);
-3. the (q, target) cell counts of every target (:func:`count_records`): from the joint counts
-   when they were kept — the whole data are then one block, with no key hashing and no
-   shuffle — else from every partition of records again, co-partitioned into key blocks
-   (:meth:`~pipeline.evaluation.execution.Executor.derived_key_blocks`: the cell counts, not
-   the records, are shuffled; with several targets the blocks are persisted once and shared);
-4. every target's block statistics
+3. the (q, target) cell counts of every target (:func:`count_records`): from the merged
+   counts when they were kept — the whole data are then one block, with no key hashing —
+   else from each partition's counts, cut into key buckets by a hash of the key codes and
+   merged per bucket on the workers
+   (:meth:`~pipeline.evaluation.execution.Executor.merge_buckets`: counts, not records,
+   move; no second pass over the records);
+4. every target's statistics per block or bucket
    (:func:`~pipeline.risk.disclosure.kernel.block_summary`: exact integers);
 5. the statistics are summed and turned into the measures
    (:func:`~pipeline.risk.disclosure.measures.build_result`).
 
-Whether the data are in memory or on the cluster, and how many blocks there are, is decided
+Whether the data are in memory or on the cluster, and how many buckets there are, is decided
 by the executor and the size of the counts; because step 4 only produces exact integers, every
 choice gives identical results.
 """
@@ -63,6 +65,13 @@ from pipeline.risk.disclosure.measures import build_result
 from pipeline.risk.disclosure.options import DisclosureOptions
 from pipeline.risk.disclosure.result import DisclosureResult
 
+#: on the cluster, merged counts of at most this many rows per data set are brought to the driver
+#: and evaluated there as one block; larger ones are merged and evaluated per key bucket on the
+#: workers (both give identical results; this decides only where the work runs)
+ONE_BLOCK_CELLS = 250_000
+#: key buckets at least (independent of the workers: enough to balance the merges of a few)
+MIN_BUCKETS = 4
+
 
 @dataclass(frozen=True)
 class Tally:
@@ -90,7 +99,8 @@ def merge_tallies(parts: Sequence[Tally], variables: Sequence[str], factors: Seq
     if len(parts) == 1:
         return parts[0]
     rows = sum(p.rows for p in parts)
-    if any(p.joint is None for p in parts):
+    # merged counts are at least as long as the longest part: past the limit, only value counts
+    if any(p.joint is None or (limit is not None and len(p.joint) > limit) for p in parts):
         return Tally(values=merge_value_counts([_value_counts(p, variables, factors) for p in parts]), rows=rows)
     batch = [parts[0].joint]
     for i, part in enumerate(parts[1:], start=1):
@@ -131,9 +141,9 @@ class Stats(Sequence[dict[str, ColumnStats]]):
     joint : tuple of DataFrame or None
         Per data set, the counts of its distinct combinations of values of the variables
         (:func:`~pipeline.risk.disclosure.kernel.joint_counts`), when those of every data set
-        fit one key block; None otherwise (or when not asked for).
+        are small enough to be one block; None otherwise (or when not asked for).
     partials : tuple of list or None
-        When the joint counts did not fit one key block: per data set, the :class:`Tally` of
+        When the joint counts are not kept: per data set, the :class:`Tally` of
         every partition (its joint counts), kept where it was computed (handles on the
         cluster) for :func:`key_set_results` to merge by key bucket; None otherwise.
     partial_rows : int
@@ -159,10 +169,11 @@ def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], j
     """Value counts of ``variables`` in every data set, and their joint counts (one pass, one computation).
 
     With ``joint`` every partition is reduced to the counts of its combinations of values
-    (:func:`tally_records`) and these are merged; they are kept when, for every data set, they
-    fit one key block of the executor (:attr:`~pipeline.evaluation.execution.Executor.block_rows`
-    combinations; in memory always), and the value counts are their margins.  Without, only
-    the value counts are computed.
+    (:func:`tally_records`), kept where computed, and these are merged; the merged counts are
+    kept when, for every data set, they have at most ``min(block_rows, ONE_BLOCK_CELLS)`` rows
+    (in memory always), else the per-partition counts are (:attr:`Stats.partials`, for
+    :func:`key_set_results` to merge per key bucket); the value counts are their margins.
+    Without ``joint``, only the value counts are computed.
     """
     variables = list(variables)
     factors = [v for v in variables if data.schema[v].is_factor]
@@ -171,7 +182,7 @@ def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], j
             *[executor.map_reduce(f, value_counts, merge_value_counts, variables, factors) for f in data.frames]
         )
         return Stats(tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c in counts))
-    limit = executor.block_rows if executor.is_lazy(data) else None
+    limit = min(executor.block_rows, ONE_BLOCK_CELLS) if executor.is_lazy(data) else None
     merge = partial(merge_tallies, variables=variables, factors=factors, limit=limit)
     # every partition's counts stay where they were computed; their merge comes to the driver
     partials, tallies = executor.map_reduce_partials(data.frames, tally_records, merge, variables, factors, None)
@@ -206,8 +217,8 @@ def key_set_results(
     data : EvalData
         Prepared by the executor (in memory or on the cluster), with the keys and targets.
     stats : Stats
-        :func:`gather_stats` of the keys and targets (with their joint counts, if they fit one
-        block).
+        :func:`gather_stats` of the keys and targets (with their merged joint counts, or the
+        counts of every partition).
     keys : sequence of str
         The key set in the data's column order.
     options : sequence of DisclosureOptions
@@ -226,7 +237,7 @@ def key_set_results(
         per_bucket = [[block_summary(*cells, plan=p) for p in plans]]
     else:  # the counts of every partition, in key buckets merged in parallel (no pass over the records)
         assert stats.partials is not None, "gather_stats(joint=True) keeps the partials when the counts are large"
-        n_buckets = max(2, math.ceil(stats.partial_rows / executor.block_rows))
+        n_buckets = max(MIN_BUCKETS, math.ceil(stats.partial_rows / executor.block_rows))
         split = partial(bucket_cells, coders=coders, layout=layout, n_buckets=n_buckets)
         per_bucket = executor.merge_buckets(stats.partials, split, n_buckets, partial(bucket_summaries, plans=plans))
     return [build_result(combine([b[i] for b in per_bucket]), data.m, keys, coders, o) for i, o in enumerate(options)]
