@@ -18,6 +18,9 @@ functions with the current client, if any).  It alone decides
 
 and offers the primitives measures compose their pure pandas/numpy kernels with:
 :meth:`Executor.map_reduce` (a kernel per partition, an exact combine),
+:meth:`Executor.map_reduce_partials` + :meth:`Executor.merge_buckets` (partial aggregation in
+one pass: per-partition results kept on the workers, split by a key hash and merged per
+bucket — a shuffle of partial results, never of records),
 :meth:`Executor.key_blocks` / :meth:`Blocks.map` (aligned key blocks of the original and the
 synthetic sets; :meth:`Executor.derived_key_blocks`: of frames derived per partition, such
 as counts), :meth:`Executor.keep_rows` (records selected by position),

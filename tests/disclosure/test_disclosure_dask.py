@@ -67,7 +67,7 @@ OPTIONS = dict(
     [
         ((1, 1), "blocks", 10**9),  # one partition, one block
         ((3, 2), "blocks", None),  # default block size (one block here: few cells)
-        ((4, 3), "blocks", 300),  # several blocks: the cell counts are shuffled
+        ((4, 3), "blocks", 300),  # several key buckets: the partitions' counts are merged per bucket
         ((3, 2), "auto", None),  # small Dask input is computed in memory
     ],
 )
@@ -93,7 +93,7 @@ def test_dask_equals_pandas(client, data, partitions, policy, block_rows) -> Non
 @pytest.mark.parametrize(
     "block_rows",
     [
-        1000,  # the joint counts outgrow one block: the cell counts are shuffled into key blocks
+        1000,  # the joint counts outgrow one block: the partitions' counts are merged per key bucket
         10**6,  # one block: the cell counts come from the joint counts of the one pass (no shuffle)
     ],
 )
