@@ -54,6 +54,8 @@ from pipeline.risk.disclosure.coding import (
 )
 from pipeline.risk.disclosure.kernel import (
     COUNT,
+    TARGET_CODE,
+    TARGET_INDEX,
     KernelPlan,
     block_summary,
     cell_counts,
@@ -247,8 +249,16 @@ def bucket_cells(tally: Tally, coders: Mapping[str, Coder], layout: tuple, n_buc
     """The cell counts of one partition's :class:`Tally` in key buckets (the split of
     :meth:`~pipeline.evaluation.execution.Executor.merge_buckets`)."""
     assert tally.joint is not None
-    cells = count_records(tally.joint, coders, *layout, tally.joint[COUNT].to_numpy())
-    return split_by_bucket(cells, layout[0], n_buckets)
+    joint = tally.joint
+    keys, _, targets, _ = layout
+    if len(targets) == 1:  # the joint counts are already the cells (merged in the bucket, if grouped)
+        cells = encode_frame(joint, {v: coders[v] for v in (*keys, *targets)}).rename(columns={targets[0]: TARGET_CODE})
+        cells[TARGET_CODE] = cells[TARGET_CODE].astype(np.int32)
+        cells.insert(len(keys), TARGET_INDEX, np.zeros(len(cells), dtype=np.int8))
+        cells[COUNT] = joint[COUNT].to_numpy()
+    else:  # count each target's cells: fewer rows than the joint counts of all targets
+        cells = count_records(joint, coders, *layout, joint[COUNT].to_numpy())
+    return split_by_bucket(cells, keys, n_buckets)
 
 
 def bucket_summaries(*pieces: Sequence[pd.DataFrame], plans: Sequence[KernelPlan]) -> list[pd.DataFrame]:

@@ -157,7 +157,15 @@ def _pair_histogram(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _sums_by(index: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of ``index`` with non-zero sums of ``weights`` (sparse, any range)."""
+    """The distinct values of ``index`` (>= 0) with non-zero sums of ``weights``, in order.
+
+    A few possible values (e.g. key code x target code) are summed directly, any others
+    after a sort.
+    """
+    if len(index) and int(index.max()) < max(DENSE_CELLS, 4 * len(index)):
+        sums = np.bincount(index, weights=weights).astype(np.int64)
+        groups = np.flatnonzero(sums)
+        return groups, sums[groups]
     groups, inverse = np.unique(index, return_inverse=True)
     sums = np.bincount(inverse, weights=weights, minlength=len(groups)).astype(np.int64)
     nz = sums != 0
