@@ -18,6 +18,9 @@ functions with the current client, if any).  It alone decides
 
 and offers the primitives measures compose their pure pandas/numpy kernels with:
 :meth:`Executor.map_reduce` (a kernel per partition, an exact combine),
+:meth:`Executor.map_reduce_partials` + :meth:`Executor.merge_buckets` (partial aggregation in
+one pass: per-partition results kept on the workers, split by a key hash and merged per
+bucket — a shuffle of partial results, never of records),
 :meth:`Executor.key_blocks` / :meth:`Blocks.map` (aligned key blocks of the original and the
 synthetic sets; :meth:`Executor.derived_key_blocks`: of frames derived per partition, such
 as counts), :meth:`Executor.keep_rows` (records selected by position),
@@ -33,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -271,16 +275,63 @@ class Executor:
         """
         if isinstance(frame, pd.DataFrame):
             return Deferred(combine([kernel(frame, *args, **kwargs)]))
-        stored, columns = _stored_parts(frame)
-        if columns is None:
-            parts = [dask.delayed(kernel)(p, *args, **kwargs) for p in stored]
-        else:  # one task per partition: the selection runs inside the kernel's task
-            name = getattr(kernel, "__name__", "kernel")
-            task = dask.delayed(_on_columns, name=name, pure=False)
-            parts = [task(p, columns, kernel, args, kwargs) for p in stored]
-        while len(parts) > 1:
-            parts = [dask.delayed(combine)(parts[i : i + split_every]) for i in range(0, len(parts), split_every)]
-        return Deferred(parts[0] if parts else combine([]))
+        return Deferred(_combine_tree(_partition_tasks(frame, kernel, args, kwargs), combine, split_every))
+
+    def map_reduce_partials(
+        self,
+        frames: Sequence[Frame],
+        kernel: Callable[..., Any],
+        combine: Callable[[Sequence[Any]], Any],
+        *args: Any,
+        split_every: int = 8,
+    ) -> tuple[list[list[Any]], list[Any]]:
+        """:meth:`map_reduce` of every frame that also keeps the per-partition results (the partials).
+
+        One computation (one pass over the records) gives, per frame, ``kernel(partition,
+        *args)`` of every partition, kept where it was computed — on the cluster as handles
+        (futures) for :meth:`merge_buckets`, in memory as the values — and their combination
+        (exact, as in :meth:`map_reduce`), brought to the driver.  Dropping the handles releases
+        the partials.
+        """
+        tasks = [
+            [kernel(f, *args)] if isinstance(f, pd.DataFrame) else _partition_tasks(f, kernel, args, {}) for f in frames
+        ]
+        roots = [_combine_tree(t, combine, split_every) if dask.is_dask_collection(t[0]) else combine(t) for t in tasks]
+        lazy = [t for ts in tasks for t in ts if dask.is_dask_collection(t)]
+        lazy_roots = [r for r in roots if dask.is_dask_collection(r)]
+        if not lazy:
+            return tasks, roots
+        if self.client is None:  # the local scheduler: the partials are values in this process
+            kept, combined = dask.compute(lazy, lazy_roots)
+        else:  # one graph: each partial is computed once, kept as a future and combined
+            futures = self.client.compute([*lazy, *lazy_roots])
+            kept, combined = futures[: len(lazy)], self.client.gather(futures[len(lazy) :])
+        kept_iter, combined_iter = iter(kept), iter(combined)
+        partials = [[next(kept_iter) if dask.is_dask_collection(t) else t for t in ts] for ts in tasks]
+        return partials, [next(combined_iter) if dask.is_dask_collection(r) else r for r in roots]
+
+    def merge_buckets(
+        self,
+        partials: Sequence[Sequence[Any]],
+        split: Callable[..., Sequence[Any]],
+        n_buckets: int,
+        merge: Callable[..., Any],
+    ) -> list[Any]:
+        """Partials split by bucket and merged per bucket: a shuffle of partial results, not of records.
+
+        ``split(partial)`` cuts one partial (e.g. counts of one partition) into
+        ``n_buckets`` pieces (e.g. by a hash of the keys); bucket ``b`` is then
+        ``merge(pieces_0, pieces_1, ...)``, ``pieces_i`` the ``b``-th pieces of the partials of
+        data set ``i`` in partition order.  Returns the merged value of every bucket, in bucket
+        order (computed; on the cluster one task per partial and one per bucket, in parallel).
+        """
+        if not any(dask.is_dask_collection(p) or _is_future(p) for ps in partials for p in ps):
+            pieces = [[split(p) for p in ps] for ps in partials]
+            return [merge(*[[piece[b] for piece in ps] for ps in pieces]) for b in range(n_buckets)]
+        cut = dask.delayed(split, nout=n_buckets, pure=False)
+        pieces = [[cut(p) for p in ps] for ps in partials]
+        together = dask.delayed(merge, pure=False)
+        return self.compute(*[together(*[[piece[b] for piece in ps] for ps in pieces]) for b in range(n_buckets)])
 
     def partitions(self, frame: Frame) -> list[Any]:
         """The partitions of a (persisted) frame as handles for :meth:`map_combine` rounds."""
@@ -498,6 +549,37 @@ def _stored_parts(frame: dd.DataFrame) -> tuple[list[Any], list[str] | None]:
     parts = [Delayed(key, {key: layer[key]}) for key in expr.operand("keys")]
     columns = list(frame.columns)
     return parts, (columns if projected and columns != list(expr._meta.columns) else None)
+
+
+def _partition_tasks(frame: dd.DataFrame, kernel: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+    """``kernel(partition, *args, **kwargs)`` of every partition of a Dask frame, as delayed tasks.
+
+    On persisted data (or a selection of its columns) each is one task that reads the stored
+    partition, selects the columns and runs the kernel.
+    """
+    stored, columns = _stored_parts(frame)
+    if columns is None:
+        return [dask.delayed(kernel)(p, *args, **kwargs) for p in stored]
+    # one task per partition: the selection runs inside the kernel's task, named after the kernel
+    name = getattr(kernel, "__name__", "kernel")
+    task = dask.delayed(_on_columns, pure=False)
+    return [task(p, columns, kernel, args, kwargs, dask_key_name=f"{name}-{uuid.uuid4().hex}") for p in stored]
+
+
+def _combine_tree(parts: list[Any], combine: Callable[[Sequence[Any]], Any], split_every: int) -> Any:
+    """``combine`` of delayed ``parts`` as a tree of at most ``split_every`` per node (in order)."""
+    while len(parts) > 1:
+        parts = [dask.delayed(combine)(parts[i : i + split_every]) for i in range(0, len(parts), split_every)]
+    return parts[0] if parts else combine([])
+
+
+def _is_future(value: Any) -> bool:
+    """Whether ``value`` is a distributed future (a partial kept on the cluster)."""
+    try:
+        from distributed import Future
+    except ImportError:
+        return False
+    return isinstance(value, Future)
 
 
 def _select_columns(part: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

@@ -54,7 +54,7 @@ OPTIONS = dict(
     [
         ((1, 1), "blocks", 10**9),  # one partition, one block
         ((3, 2), "blocks", None),  # default block size (one block here: few cells)
-        ((4, 3), "blocks", 300),  # several blocks: the cell counts are shuffled
+        ((4, 3), "blocks", 300),  # several key buckets: the partitions' counts are merged per bucket
         ((3, 2), "auto", None),  # small Dask input is computed in memory
     ],
 )
@@ -80,7 +80,7 @@ def test_dask_equals_pandas(dask_client, data, partitions, policy, block_rows) -
 @pytest.mark.parametrize(
     "block_rows",
     [
-        1000,  # the joint counts outgrow one block: the cell counts are shuffled into key blocks
+        1000,  # the joint counts outgrow one block: the partitions' counts are merged per key bucket
         10**6,  # one block: the cell counts come from the joint counts of the one pass (no shuffle)
     ],
 )

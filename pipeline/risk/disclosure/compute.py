@@ -4,29 +4,32 @@ Flow:
 
 1. one pass over the records of every data set (:func:`gather_stats`): each partition is
    reduced to the counts of its distinct combinations of key and target values
-   (:func:`~pipeline.risk.disclosure.kernel.joint_counts`, integer codes throughout), merged
-   exactly; while the merged counts of every data set fit one key block they are kept (the
-   value counts are their margins), else only the value counts — once for all key sets;
+   (:func:`~pipeline.risk.disclosure.kernel.joint_counts`, integer codes throughout); these
+   partial counts stay where they were computed and are merged exactly to the driver while
+   the merged counts of every data set are small (:data:`ONE_BLOCK_CELLS`; in memory always),
+   else only their value counts are — once for all key sets;
 2. a category coder per key and target, shared by the original and all synthetic sets
    (grouping break points are computed here, from the pooled values), and a
    :class:`~pipeline.risk.disclosure.kernel.KernelPlan` per target (options in codes);
-3. the (q, target) cell counts of every target (:func:`count_records`): from the joint counts
-   when they were kept — the whole data are then one block, with no key hashing and no
-   shuffle — else from every partition of records again, co-partitioned into key blocks
-   (:meth:`~pipeline.evaluation.execution.Executor.derived_key_blocks`: the cell counts, not
-   the records, are shuffled; with several targets the blocks are persisted once and shared);
-4. every target's block statistics
+3. the (q, target) cell counts of every target (:func:`count_records`): from the merged
+   counts when they were kept — the whole data are then one block, with no key hashing —
+   else from each partition's counts, cut into key buckets by a hash of the key codes and
+   merged per bucket on the workers
+   (:meth:`~pipeline.evaluation.execution.Executor.merge_buckets`: counts, not records,
+   move; no second pass over the records);
+4. every target's statistics per block or bucket
    (:func:`~pipeline.risk.disclosure.kernel.block_summary`: exact integers);
 5. the statistics are summed and turned into the measures
    (:func:`~pipeline.risk.disclosure.assemble.build_result`).
 
-Whether the data are in memory or on the cluster, and how many blocks there are, is decided
+Whether the data are in memory or on the cluster, and how many buckets there are, is decided
 by the executor and the size of the counts; because step 4 only produces exact integers, every
 choice gives identical results.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,31 +50,40 @@ from pipeline.risk.disclosure.coding import (
     build_coders,
     column_stats,
     encode_frame,
-    encoded_meta,
     merge_value_counts,
     value_counts,
 )
 from pipeline.risk.disclosure.kernel import (
     COUNT,
+    TARGET_CODE,
+    TARGET_INDEX,
     KernelPlan,
     block_summary,
     cell_counts,
-    cell_counts_meta,
     combine,
     joint_counts,
-    summary_meta,
+    split_by_bucket,
 )
 from pipeline.risk.disclosure.params import DisclosureOptions
 from pipeline.risk.disclosure.result import DisclosureResult
+
+#: on the cluster, merged counts of at most this many rows per data set are brought to the driver
+#: and evaluated there as one block; larger ones are merged and evaluated per key bucket on the
+#: workers (both give identical results; this decides only where the work runs)
+ONE_BLOCK_CELLS = 250_000
+#: key buckets at least (independent of the workers: enough to balance the merges of a few)
+MIN_BUCKETS = 4
 
 
 @dataclass(frozen=True)
 class Tally:
     """The counts of (some partitions of) one data set: the joint counts of the variables while
-    they stay within the limit, else only the value counts of each variable."""
+    they stay within the limit, else only the value counts of each variable; ``rows``: the
+    rows of the joint counts of its partitions, summed."""
 
     joint: pd.DataFrame | None = None
     values: dict[str, pd.Series] | None = None
+    rows: int = 0
 
 
 def tally_records(frame: pd.DataFrame, variables: Sequence[str], factors: Sequence[str], limit: int | None) -> Tally:
@@ -88,8 +100,10 @@ def merge_tallies(parts: Sequence[Tally], variables: Sequence[str], factors: Seq
     """
     if len(parts) == 1:
         return parts[0]
-    if any(p.joint is None for p in parts):
-        return Tally(values=merge_value_counts([_value_counts(p, variables, factors) for p in parts]))
+    rows = sum(p.rows for p in parts)
+    # merged counts are at least as long as the longest part: past the limit, only value counts
+    if any(p.joint is None or (limit is not None and len(p.joint) > limit) for p in parts):
+        return Tally(values=merge_value_counts([_value_counts(p, variables, factors) for p in parts]), rows=rows)
     batch = [parts[0].joint]
     for i, part in enumerate(parts[1:], start=1):
         batch.append(part.joint)
@@ -100,15 +114,15 @@ def merge_tallies(parts: Sequence[Tally], variables: Sequence[str], factors: Seq
                           limit)  # fmt: skip
         if merged.joint is None:
             rest = [_value_counts(p, variables, factors) for p in parts[i + 1 :]]
-            return Tally(values=merge_value_counts([merged.values, *rest]))
+            return Tally(values=merge_value_counts([merged.values, *rest]), rows=rows)
         batch = [merged.joint]
-    return Tally(joint=batch[0])
+    return Tally(joint=batch[0], rows=rows)
 
 
 def _bounded(joint: pd.DataFrame, variables: Sequence[str], factors: Sequence[str], limit: int | None) -> Tally:
     if limit is None or len(joint) <= limit:
-        return Tally(joint=joint)
-    return Tally(values=value_counts(joint, variables, factors, joint[COUNT].to_numpy()))
+        return Tally(joint=joint, rows=len(joint))
+    return Tally(values=value_counts(joint, variables, factors, joint[COUNT].to_numpy()), rows=len(joint))
 
 
 def _value_counts(tally: Tally, variables: Sequence[str], factors: Sequence[str]) -> dict[str, pd.Series]:
@@ -129,11 +143,19 @@ class Stats(Sequence[dict[str, ColumnStats]]):
     joint : tuple of DataFrame or None
         Per data set, the counts of its distinct combinations of values of the variables
         (:func:`~pipeline.risk.disclosure.kernel.joint_counts`), when those of every data set
-        fit one key block; None otherwise (or when not asked for).
+        are small enough to be one block; None otherwise (or when not asked for).
+    partials : tuple of list or None
+        When the joint counts are not kept: per data set, the :class:`Tally` of
+        every partition (its joint counts), kept where it was computed (handles on the
+        cluster) for :func:`key_set_results` to merge by key bucket; None otherwise.
+    partial_rows : int
+        Rows of those per-partition counts in the data set that has most.
     """
 
     columns: tuple[dict[str, ColumnStats], ...]
     joint: tuple[pd.DataFrame, ...] | None = None
+    partials: tuple[list[Any], ...] | None = None
+    partial_rows: int = 0
 
     def __getitem__(self, index: Any) -> Any:  # an int gives one data set's dict, a slice a tuple
         return self.columns[index]
@@ -149,28 +171,28 @@ def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], j
     """Value counts of ``variables`` in every data set, and their joint counts (one pass, one computation).
 
     With ``joint`` every partition is reduced to the counts of its combinations of values
-    (:func:`tally_records`) and these are merged; they are kept when, for every data set, they
-    fit one key block of the executor (:attr:`~pipeline.evaluation.execution.Executor.block_rows`
-    combinations; in memory always), and the value counts are their margins.  Without, only
-    the value counts are computed.
+    (:func:`tally_records`), kept where computed, and these are merged; the merged counts are
+    kept when, for every data set, they have at most ``min(block_rows, ONE_BLOCK_CELLS)`` rows
+    (in memory always), else the per-partition counts are (:attr:`Stats.partials`, for
+    :func:`key_set_results` to merge per key bucket); the value counts are their margins.
+    Without ``joint``, only the value counts are computed.
     """
     variables = list(variables)
     factors = [v for v in variables if data.schema[v].is_factor]
-    if joint:
-        limit = executor.block_rows if executor.is_lazy(data) else None
-        merge = partial(merge_tallies, variables=variables, factors=factors, limit=limit)
-        tallies = executor.compute(
-            *[executor.map_reduce(f, tally_records, merge, variables, factors, limit) for f in data.frames]
-        )
-        counts = [_value_counts(t, variables, factors) for t in tallies]
-        joints = tuple(t.joint for t in tallies if t.joint is not None)
-    else:
+    if not joint:
         counts = executor.compute(
             *[executor.map_reduce(f, value_counts, merge_value_counts, variables, factors) for f in data.frames]
         )
-        joints = ()
+        return Stats(tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c in counts))
+    limit = min(executor.block_rows, ONE_BLOCK_CELLS) if executor.is_lazy(data) else None
+    merge = partial(merge_tallies, variables=variables, factors=factors, limit=limit)
+    # every partition's counts stay where they were computed; their merge comes to the driver
+    partials, tallies = executor.map_reduce_partials(data.frames, tally_records, merge, variables, factors, None)
+    counts = [_value_counts(t, variables, factors) for t in tallies]
     columns = tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c in counts)
-    return Stats(columns, joints if len(joints) == len(columns) else None)
+    if all(t.joint is not None for t in tallies):
+        return Stats(columns, tuple(t.joint for t in tallies))
+    return Stats(columns, partials=tuple(partials), partial_rows=max(t.rows for t in tallies))
 
 
 def count_records(
@@ -197,8 +219,8 @@ def key_set_results(
     data : EvalData
         Prepared by the executor (in memory or on the cluster), with the keys and targets.
     stats : Stats
-        :func:`gather_stats` of the keys and targets (with their joint counts, if they fit one
-        block).
+        :func:`gather_stats` of the keys and targets (with their merged joint counts, or the
+        counts of every partition).
     keys : sequence of str
         The key set in the data's column order.
     options : sequence of DisclosureOptions
@@ -214,14 +236,37 @@ def key_set_results(
     layout = (keys, tuple(coders[k].size for k in keys), targets, tuple(coders[t].size for t in targets))
     if stats.joint is not None:  # the whole data are one block: no key hashing, no shuffle
         cells = [count_records(j, coders, *layout, j[COUNT].to_numpy()) for j in stats.joint]
-        summaries = [block_summary(*cells, plan=p) for p in plans]
-    else:
-        meta = cell_counts_meta(encoded_meta(coders), keys, len(targets))
-        blocks = executor.derived_key_blocks(data, keys, count_records, meta, coders, *layout)
-        if len(plans) > 1:
-            blocks = blocks.persist()  # shared by every target
-        summaries = executor.compute(*[blocks.map(block_summary, summary_meta(), plan=p) for p in plans])
-    return [build_result(combine([s]), data.m, keys, coders, o) for s, o in zip(summaries, options, strict=True)]
+        per_bucket = [[block_summary(*cells, plan=p) for p in plans]]
+    else:  # the counts of every partition, in key buckets merged in parallel (no pass over the records)
+        assert stats.partials is not None, "gather_stats(joint=True) keeps the partials when the counts are large"
+        n_buckets = max(MIN_BUCKETS, math.ceil(stats.partial_rows / executor.block_rows))
+        split = partial(bucket_cells, coders=coders, layout=layout, n_buckets=n_buckets)
+        per_bucket = executor.merge_buckets(stats.partials, split, n_buckets, partial(bucket_summaries, plans=plans))
+    return [build_result(combine([b[i] for b in per_bucket]), data.m, keys, coders, o) for i, o in enumerate(options)]
+
+
+def bucket_cells(tally: Tally, coders: Mapping[str, Coder], layout: tuple, n_buckets: int) -> list[pd.DataFrame]:
+    """The cell counts of one partition's :class:`Tally` in key buckets (the split of
+    :meth:`~pipeline.evaluation.execution.Executor.merge_buckets`)."""
+    assert tally.joint is not None
+    joint = tally.joint
+    keys, _, targets, _ = layout
+    if len(targets) == 1:  # the joint counts are already the cells (merged in the bucket, if grouped)
+        cells = encode_frame(joint, {v: coders[v] for v in (*keys, *targets)}).rename(columns={targets[0]: TARGET_CODE})
+        cells[TARGET_CODE] = cells[TARGET_CODE].astype(np.int32)
+        cells.insert(len(keys), TARGET_INDEX, np.zeros(len(cells), dtype=np.int8))
+        cells[COUNT] = joint[COUNT].to_numpy()
+    else:  # count each target's cells: fewer rows than the joint counts of all targets
+        cells = count_records(joint, coders, *layout, joint[COUNT].to_numpy())
+    return split_by_bucket(cells, keys, n_buckets)
+
+
+def bucket_summaries(*pieces: Sequence[pd.DataFrame], plans: Sequence[KernelPlan]) -> list[pd.DataFrame]:
+    """Every target's block statistics of one key bucket from the cell counts of its pieces
+    (``pieces[i]``: those of data set ``i``; a key group may have rows in several pieces,
+    which the block kernel merges)."""
+    frames = [pd.concat(p, ignore_index=True) if len(p) > 1 else p[0] for p in pieces]
+    return [block_summary(*frames, plan=p) for p in plans]
 
 
 def _has_missing_label(stats: Stats, target: str) -> bool:

@@ -157,7 +157,15 @@ def _pair_histogram(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _sums_by(index: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of ``index`` with non-zero sums of ``weights`` (sparse, any range)."""
+    """The distinct values of ``index`` (>= 0) with non-zero sums of ``weights``, in order.
+
+    A few possible values (e.g. key code x target code) are summed directly, any others
+    after a sort.
+    """
+    if len(index) and int(index.max()) < max(DENSE_CELLS, 4 * len(index)):
+        sums = np.bincount(index, weights=weights).astype(np.int64)
+        groups = np.flatnonzero(sums)
+        return groups, sums[groups]
     groups, inverse = np.unique(index, return_inverse=True)
     sums = np.bincount(inverse, weights=weights, minlength=len(groups)).astype(np.int64)
     nz = sums != 0
@@ -216,6 +224,27 @@ def cell_counts(
         part[COUNT] = n.astype(np.int64)
         parts.append(pd.DataFrame(part))
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def split_by_bucket(cells: pd.DataFrame, keys: tuple[str, ...], n_buckets: int) -> list[pd.DataFrame]:
+    """The rows of a cell-count table in ``n_buckets`` pieces by a hash of their key codes.
+
+    Equal key codes, in any table of any data set, land in the same bucket, so a bucket holds
+    whole key groups.  The hash mixes the codes in uint64 arithmetic (multiply-add per key,
+    then MurmurHash3's finaliser), so it depends only on the codes; rows keep their order.
+    """
+    h = np.zeros(len(cells), dtype=np.uint64)
+    for k in keys:
+        h = h * np.uint64(0x100000001B3) + cells[k].to_numpy().astype(np.uint64)
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(33)
+    # small integers: the stable sort is a radix sort, linear in the rows
+    bucket = (h % np.uint64(n_buckets)).astype(np.int16 if n_buckets < 2**15 else np.int64)
+    order = np.argsort(bucket, kind="stable")
+    bounds = np.searchsorted(bucket[order], np.arange(n_buckets + 1))
+    ordered = cells.take(order)
+    return [ordered.iloc[lo:hi].reset_index(drop=True) for lo, hi in itertools.pairwise(bounds.tolist())]
 
 
 def cell_counts_meta(codes_meta: pd.DataFrame, keys: tuple[str, ...], n_targets: int) -> pd.DataFrame:

@@ -1,0 +1,177 @@
+"""The one-pass cluster path: per-partition counts merged in key buckets equal every other path.
+
+Data with many key cells (so that the counts of the partitions outgrow one block and are
+merged in several key buckets), on 1 and 2 workers and 1 or 3 partitions: the results equal
+the in-memory path and a dense brute-force transcription of synthpop, and the graph reads
+the records once (one counting task per partition, no shuffle of records).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterator
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+from dask.distributed import Client, LocalCluster, get_task_stream
+from test_disclosure_bruteforce import _reference
+from test_disclosure_dask import _assert_identical
+
+from pipeline.data.schema import Schema
+from pipeline.evaluation.data import as_eval_data
+from pipeline.evaluation.execution import Executor
+from pipeline.risk.disclosure import disclosure, multi_disclosure
+from pipeline.risk.disclosure.compute import gather_stats
+from pipeline.risk.disclosure.kernel import COUNT, split_by_bucket
+
+KEYS = ["a", "b", "c"]
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["1 worker", "2 workers"])
+def client(request) -> Iterator[Client]:
+    logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
+    with (
+        LocalCluster(n_workers=request.param, threads_per_worker=1, processes=False, dashboard_address=":0") as cl,
+        Client(cl) as c,
+    ):
+        yield c
+
+
+def _many_cells(n: int, seed: int) -> pd.DataFrame:
+    """Keys with about 2 x 61 x 31 combinations (missing values included) and a target with NA."""
+    rng = np.random.default_rng(seed)
+
+    def cat(levels: list[str], p_missing: float) -> pd.Categorical:
+        v = rng.choice(levels, n).astype(object)
+        v[rng.random(n) < p_missing] = None
+        return pd.Categorical(v, categories=levels)
+
+    age = rng.integers(0, 60, n).astype(float)
+    age[rng.random(n) < 0.03] = np.nan
+    return pd.DataFrame(
+        {
+            "a": cat(["x", "y"], 0.0),
+            "b": age,
+            "c": cat([f"c{i:02d}" for i in range(30)], 0.04),
+            "t": cat(["t1", "t2", "t3"], 0.1),
+            "u": rng.integers(0, 20, n).astype(float),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[pd.DataFrame, pd.DataFrame, Schema]:
+    original, synthetic = _many_cells(4000, 1), _many_cells(3000, 2)
+    return original, synthetic, Schema.infer(original)
+
+
+def _lazy(frame: pd.DataFrame, n: int) -> dd.DataFrame:
+    return dd.from_pandas(frame, npartitions=n, sort=False)
+
+
+def test_split_by_bucket_keeps_every_key_group_in_one_bucket() -> None:
+    rng = np.random.default_rng(3)
+    cells = pd.DataFrame({"k1": rng.integers(0, 5, 500, dtype=np.int16), "k2": rng.integers(0, 40, 500)})
+    cells[COUNT] = np.arange(500)
+    pieces = split_by_bucket(cells, ("k1", "k2"), 4)
+    assert len(pieces) == 4 and all(len(p) for p in pieces)
+    assert sorted(pd.concat(pieces)[COUNT]) == list(range(500))  # every row once
+    assert all(p[COUNT].is_monotonic_increasing for p in pieces)  # rows keep their order
+    groups = [set(zip(p["k1"], p["k2"], strict=True)) for p in pieces]
+    assert sum(map(len, groups)) == len(set().union(*groups))  # no key group in two buckets
+    # the bucket depends only on the codes: a subset of the rows goes to the same buckets
+    again = split_by_bucket(cells.iloc[::3], ("k1", "k2"), 4)
+    for p, q in zip(pieces, again, strict=True):
+        assert set(q[COUNT]) == set(p[COUNT]) & set(range(0, 500, 3))
+
+
+def test_large_counts_are_kept_per_partition_for_the_buckets(data) -> None:
+    original, synthetic, schema = data
+    lazy = as_eval_data(_lazy(original, 3), [_lazy(synthetic, 2)], schema)
+    stats = gather_stats(lazy, Executor(policy="blocks", block_rows=500), ["a", "b", "c", "t"])
+    assert stats.joint is None and stats.partials is not None
+    assert [len(p) for p in stats.partials] == [3, 2]
+    assert [sum(int(t.joint[COUNT].sum()) for t in p) for p in stats.partials] == [4000, 3000]
+    assert stats.partial_rows == sum(len(t.joint) for t in stats.partials[0])
+
+
+OPTIONS = [
+    {},
+    dict(usekeysNA={"c": False}, usetargetNA=False, not_targetlev="t3"),
+    dict(
+        exclude_keys=["c"], exclude_keylevs=["c03"], exclude_targetlevs=["t2"], exclude_ov_denom_lim=True, denom_lim=2
+    ),
+]
+
+
+@pytest.mark.parametrize("partitions", [(1, 1), (3, 2)], ids=["1 partition", "3 partitions"])
+@pytest.mark.parametrize("opts", OPTIONS, ids=["plain", "NA options", "exclusions"])
+def test_buckets_equal_memory_and_brute_force(client, data, partitions, opts) -> None:
+    original, synthetic, schema = data
+    expected = disclosure(original, [synthetic], KEYS, "t", schema=schema, executor=Executor(policy="memory"), **opts)
+    executor = Executor(client, policy="blocks", block_rows=200)  # ~4,000 cells: about 10 buckets
+    got = disclosure(
+        _lazy(original, partitions[0]), [_lazy(synthetic, partitions[1])], KEYS, "t", schema=schema,
+        executor=executor, **opts,
+    )  # fmt: skip
+    _assert_identical(got, expected)
+    reference, nex = _reference(original, synthetic, KEYS, "t", opts)
+    measures = got.measures().iloc[0]
+    for name, value in reference.items():
+        assert measures[name] == pytest.approx(value, abs=1e-9, nan_ok=True), name
+    assert got.Nexclusions[0].to_numpy().tolist() == nex
+
+
+def test_buckets_multi_disclosure_with_grouped_key_and_binned_target(client, data) -> None:
+    # grouping merges values into one key code after the partitions were counted by value
+    original, synthetic, schema = data
+    kw = dict(targets=["t", "u"], ngroups_keys={"b": 7}, ngroups_targets={"u": 3}, schema=schema)
+    expected = multi_disclosure(
+        original, [synthetic, synthetic.iloc[::-1]], KEYS, executor=Executor(policy="memory"), **kw
+    )
+    got = multi_disclosure(
+        _lazy(original, 3), [_lazy(synthetic, 2), _lazy(synthetic.iloc[::-1], 1)], KEYS,
+        executor=Executor(client, policy="blocks", block_rows=150), **kw,
+    )  # fmt: skip
+    pd.testing.assert_frame_equal(got.attrib_table, expected.attrib_table, check_exact=True)
+    pd.testing.assert_frame_equal(got.ident_table, expected.ident_table, check_exact=True)
+    for t in expected.targets:
+        _assert_identical(got.results[t], expected.results[t])
+
+
+def test_buckets_when_the_key_combinations_cannot_be_numbered(client) -> None:
+    # eight numeric keys of ~300 values each: ~2^66 possible combinations, beyond an int64
+    rng = np.random.default_rng(5)
+    base = pd.DataFrame({f"k{i}": rng.integers(0, 300, 400).astype(float) for i in range(8)})
+    base["t"] = pd.Categorical(rng.choice(["p", "q"], 400))
+    original = pd.concat([base, base.iloc[:150]], ignore_index=True)  # repeated combinations
+    synthetic = pd.concat([base.iloc[100:], base.iloc[:60]], ignore_index=True)
+    keys = [f"k{i}" for i in range(8)]
+    schema = Schema.infer(original)
+    expected = disclosure(original, [synthetic], keys, "t", schema=schema, executor=Executor(policy="memory"))
+    got = disclosure(
+        _lazy(original, 3), [_lazy(synthetic, 2)], keys, "t", schema=schema,
+        executor=Executor(client, policy="blocks", block_rows=100),
+    )  # fmt: skip
+    _assert_identical(got, expected)
+
+
+def test_one_pass_over_the_records_and_no_record_shuffle(client, data) -> None:
+    original, synthetic, schema = data
+    executor = Executor(client, policy="blocks", block_rows=500)
+    o, s = executor.persist(_lazy(original, 3), _lazy(synthetic, 2), merge=False)
+    executor.partition_rows(o, s)  # counted before (as for a run's inputs)
+    with get_task_stream(client) as stream:
+        disclosure(o, [s], KEYS, "t", schema=schema, executor=executor)
+    tasks = Counter(
+        re.match(r"[A-Za-z_]+", str(t["key"][0] if isinstance(t["key"], tuple) else t["key"]))[0] for t in stream.data
+    )
+    n_buckets = tasks["bucket_summaries"]
+    assert tasks["tally_records"] == 5  # the only tasks that read records: one per partition
+    assert tasks["bucket_cells"] == 5  # each partition's counts cut into buckets
+    assert n_buckets >= 2 and tasks["getitem"] == 5 * n_buckets
+    assert set(tasks) == {"tally_records", "merge_tallies", "bucket_cells", "getitem", "bucket_summaries"}
