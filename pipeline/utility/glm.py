@@ -311,13 +311,14 @@ class ModelSpec:
     def cells_pay(self, n_records: int, n_cells: int) -> bool:
         """Whether a pass through the cells (:func:`_pass_cells`) costs less than record by record.
 
-        Per record, the cells cost the products of pairs of numeric subsets, the records the
-        outer product of the row's entries; per cell, the cells pay that outer product once.
+        Per record, the cells cost the products of pairs of numeric subsets (and a random access
+        to the record's cell), the records the outer product of the row's entries; per cell, the
+        cells pay that outer product and two expansions of the row once.
         """
         n_entries = self.layout[10][0]
         n_sub = self.layout[14].shape[0]
         per_row = n_entries * (n_entries + 1) // 2 + 2 * n_entries
-        by_cells = n_records * (n_sub * (n_sub + 3) // 2) + n_cells * per_row
+        by_cells = n_records * (n_sub * (n_sub + 3) // 2 + 16) + n_cells * (per_row + 2 * n_entries)
         return by_cells < n_records * per_row and n_cells * n_sub * (n_sub + 4) * 8 <= CELL_BYTES
 
     def matrix(self, part: CodedRecords, start: int, stop: int) -> np.ndarray:
