@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipeline import __version__
-from pipeline.config_io import read_yaml, validation_message
+from pipeline.config_io import YamlLines, read_yaml, validation_message
 from pipeline.errors import TaskError
 from pipeline.evaluation.base import setting_text
 from pipeline.evaluation.execution import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
@@ -195,7 +195,7 @@ def load_task(path: str | Path) -> LoadedTask:
     try:
         spec = TaskSpec.model_validate(data)
     except ValidationError as e:
-        raise TaskError(f"{p}: invalid task: {validation_message(e)}") from None
+        raise TaskError(f"{p}: invalid task: {validation_message(e, model=TaskSpec, lines=YamlLines(p))}") from None
     task = LoadedTask(spec, p.resolve())
     from pipeline.measures import REGISTRY
 

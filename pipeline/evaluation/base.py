@@ -32,8 +32,6 @@ from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
 from pipeline.evaluation.public import MIN_RECORDS, LevelCounts, coarsen, public_summary
 
-#: columns of :meth:`Result.rows`
-ROW_COLUMNS = ["synthetic", "params", "measure", "value"]
 #: columns of :meth:`Result.tidy` (the measure-level tidy table the runner stores)
 TIDY_COLUMNS = ["synthetic", "setting", "params", "measure", "value"]
 
@@ -153,7 +151,8 @@ class Measure(ABC):
         try:
             return cls.params_model.model_validate(dict(params))
         except ValidationError as e:
-            raise ParameterError(f"{where or cls.type}: invalid parameters: {validation_message(e)}") from None
+            message = validation_message(e, model=cls.params_model)
+            raise ParameterError(f"{where or cls.type}: invalid parameters: {message}") from None
 
     def check(self, data: EvalData) -> None:
         """Checks that need the data's schema (and cheap aggregates); ``validate`` runs them too."""
