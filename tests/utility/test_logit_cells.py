@@ -13,8 +13,8 @@ import itertools
 import numpy as np
 import pytest
 
-from pipeline.utility.design import Design, Predictor
-from pipeline.utility.glm import IRLS, CodedRecords, ModelSpec, combine_passes, logit_pass
+from pipeline.rmodels.design import Design, Predictor
+from pipeline.rmodels.glm import IRLS, CodedRecords, ModelSpec, combine_passes, logit_pass
 
 from . import test_gen_reference as reference
 
