@@ -24,16 +24,27 @@ are summed:
   redone with the QR form.
 
 The records reach the kernels as integer level codes and numeric values
-(:class:`CodedRecords`); the ``gram`` and ``scores`` passes are one compiled loop that expands
-each record's design row from its codes (its non-zero entries only: a factor contributes one
-contrast row, a term the products of its variables' entries) and adds its weighted outer
-product, so no design matrix is built.  Identical records may be merged first, with their
-number as a frequency weight (:meth:`CodedRecords.compressed`: exact, decided by one hashing
-pass that stops as soon as merging cannot pay).
+(:class:`CodedRecords`); no design matrix is built for the ``gram`` and ``scores`` passes.  A
+design row is ``sum_s D_s(c) m_s(x)``: ``c`` is the record's cell (its combination of factor
+codes), ``D_s(c)`` the sparse factor part of the columns whose terms hold the numeric subset
+``s`` (a factor contributes one contrast row, a term the products of its variables' entries),
+``m_s(x)`` the product of the record's values over ``s`` (1 for the empty subset).  Two
+compiled passes use this, whichever costs less for the partition (:meth:`ModelSpec.cells_pay`):
 
-Predicted probabilities are ``linkinv(X beta)`` with ``eta`` accumulated over a row's entries
-in column order, so identical records get identical scores whatever the partition (ties
-matter for SPECKS and U).
+* by cells (:func:`_pass_cells`): per record only ``w m_a m_b`` and ``w z m_a`` are added to
+  its cell, and each cell's factor parts give its share of ``X'WX`` and ``X'Wz`` once — with
+  few cells (register-like factors) the work per record does not grow with the design;
+* record by record (:func:`_pass_records`): the weighted outer product of the row's non-zero
+  entries (many cells).
+
+Identical records may also be merged first, with their number as a frequency weight
+(:meth:`CodedRecords.compressed`: exact, decided by one hashing pass that stops as soon as
+merging cannot pay).
+
+Predicted probabilities are ``linkinv(eta)`` with ``eta = sum_s gamma_s(c) m_s(x)``,
+``gamma_s(c)`` the coefficients times ``D_s(c)`` summed in column order: both passes compute it
+with the same operations, so identical records get identical scores whatever the partition
+and the pass (ties matter for SPECKS and U).
 """
 
 from __future__ import annotations
@@ -61,6 +72,8 @@ FREQ = "__f__"
 CHUNK_ROWS = 65_536
 #: records per block of the compiled sums (two-level summation)
 SUM_BLOCK = 1024
+#: most memory the per-cell sums of a pass may take (else the pass goes record by record)
+CELL_BYTES = 256 * 2**20
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,6 +138,33 @@ class CodedRecords:
         if self.freq is None or self.prior is None:
             return self.freq if self.prior is None else self.prior
         return self.freq * self.prior
+
+    @cached_property
+    def cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """The cell of each record (its combination of factor codes) and the first record of each cell.
+
+        Cells are numbered by their mixed-radix code when the product of the codes' ranges is
+        small (a linear pass), else in order of first appearance (hashing, as :meth:`compressed`).
+        """
+        n, n_factors = self.codes.shape
+        if n == 0 or n_factors == 0:
+            return np.zeros(n, dtype=np.int64), np.zeros(min(n, 1), dtype=np.int64)
+        sizes = tuple(int(c) + 1 for c in self.codes.max(axis=0))
+        if math.prod(sizes) <= 4 * n + 65_536:
+            key = np.ravel_multi_index(tuple(self.codes.T), sizes)
+            present = np.zeros(math.prod(sizes), dtype=np.int64)
+            present[key] = 1
+            cell = (np.cumsum(present) - 1)[key]
+            first = np.empty(int(present.sum()), dtype=np.int64)
+            first[cell[::-1]] = np.arange(n - 1, -1, -1)
+            return cell, first
+        none = np.empty((n, 0))
+        cell, first, _ = _distinct_rows(self.codes, none, none, n)
+        return cell, first
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.cells[1])
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, spec: ModelSpec) -> CodedRecords:
@@ -237,6 +277,19 @@ class ModelSpec:
         tvars = np.array([v for t in terms for v in t], dtype=np.int64)
         tstart = np.array([start for start, _ in self.design.blocks], dtype=np.int64)
         max_row = 1 + sum(int(np.prod([vptr[v + 1] - vptr[v] for v in t])) for t in terms)
+        # the numeric variables of each term (as value columns): the term's entries are its factor
+        # part times their product (a monomial); the empty set (subset 0) for factor-only terms
+        subsets: dict[tuple[int, ...], int] = {(): 0}
+        tsub = [subsets.setdefault(tuple(int(info[v, 1]) for v in t if info[v, 0] == 0), len(subsets))
+                for t in terms]  # fmt: skip
+        svars = [c for s in subsets for c in s]
+        sptr = np.cumsum([0] + [len(s) for s in subsets])
+        n_sub = len(subsets)
+        # the products of two subsets' monomials a cell accumulates, numbered (a <= b, row by row)
+        pairs = np.zeros((n_sub, n_sub), dtype=np.int64)
+        upper = np.triu_indices(n_sub)
+        pairs[upper] = np.arange(len(upper[0]))
+        pairs = np.maximum(pairs, pairs.T)
         return (
             info,
             np.asarray(lookup, dtype=np.int64),
@@ -249,7 +302,24 @@ class ModelSpec:
             tvars,
             tstart,
             np.array([max_row, max(len(t) for t in terms) if terms else 1], dtype=np.int64),
+            np.asarray(tsub, dtype=np.int64),
+            sptr.astype(np.int64),
+            np.asarray(svars, dtype=np.int64),
+            pairs,
         )
+
+    def cells_pay(self, n_records: int, n_cells: int) -> bool:
+        """Whether a pass through the cells (:func:`_pass_cells`) costs less than record by record.
+
+        Per record, the cells cost the products of pairs of numeric subsets (and a random access
+        to the record's cell), the records the outer product of the row's entries; per cell, the
+        cells pay that outer product and two expansions of the row once.
+        """
+        n_entries = self.layout[10][0]
+        n_sub = self.layout[14].shape[0]
+        per_row = n_entries * (n_entries + 1) // 2 + 2 * n_entries
+        by_cells = n_records * (n_sub * (n_sub + 3) // 2 + 16) + n_cells * (per_row + 2 * n_entries)
+        return by_cells < n_records * per_row and n_cells * n_sub * (n_sub + 4) * 8 <= CELL_BYTES
 
     def matrix(self, part: CodedRecords, start: int, stop: int) -> np.ndarray:
         """The model matrix (Fortran order) of records ``start:stop``."""
@@ -356,7 +426,7 @@ def _distinct_rows(codes, values, keys, max_groups):  # pragma: no cover - compi
 
 @nb.njit(cache=True, nogil=True)
 def _row_workspace(layout):  # pragma: no cover - compiled
-    """The scratch arrays :func:`_expand_row` fills, sized from the design ``layout``."""
+    """The scratch arrays :func:`_factor_row` fills, sized from the design ``layout``."""
     max_row = layout[10][0]
     return (
         np.empty(layout[6][-1], dtype=np.int64),
@@ -365,18 +435,23 @@ def _row_workspace(layout):  # pragma: no cover - compiled
         np.empty(layout[10][1], dtype=np.int64),
         np.empty(max_row, dtype=np.int64),
         np.empty(max_row, dtype=np.float64),
+        np.empty(max_row, dtype=np.int64),
     )
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _expand_row(i, codes, values, layout, vidx, vval, vcnt, radix, oidx, oval):  # pragma: no cover - compiled
-    """The non-zero entries of design row ``i`` (increasing columns) into ``oidx``/``oval``; their number.
+def _factor_row(i, codes, layout, vidx, vval, vcnt, radix, oidx, oval, osub):  # pragma: no cover - compiled
+    """The entries of design row ``i`` with every numeric variable set to 1: their number.
 
-    A factor's entries are its contrast row at the record's stacked level, a numeric's its value
-    (none when 0); a term's entries are the products of its variables' entries (first variable
-    varying fastest, products taken left to right as :meth:`Design.matrix` does).
+    ``oidx`` gets the columns (increasing), ``oval`` the products of the factors' contrast
+    entries, ``osub`` the numeric subset of the entry's term (the design value is ``oval``
+    times that subset's monomial, :func:`_monomials`).  A factor's entries are its contrast
+    row at the record's stacked level; a term's entries are the products of its variables'
+    entries (first variable varying fastest, products taken left to right as
+    :meth:`Design.matrix` does).  The entries depend on the factor codes only, so every record
+    of a cell (:attr:`CodedRecords.cells`) has the same.
     """
-    info, lookup, levptr, cidx, cval, ncols, vptr, tptr, tvars, tstart, _ = layout
+    info, lookup, levptr, cidx, cval, ncols, vptr, tptr, tvars, tstart, _, tsub = layout[:12]
     for v in range(info.shape[0]):
         base = vptr[v]
         if info[v, 0] == 1:
@@ -388,12 +463,12 @@ def _expand_row(i, codes, values, layout, vidx, vval, vcnt, radix, oidx, oval): 
                 vval[base + e - a] = cval[e]
             vcnt[v] = b - a
         else:
-            x = values[i, info[v, 1]]
             vidx[base] = 0
-            vval[base] = x
-            vcnt[v] = 1 if x != 0.0 else 0
+            vval[base] = 1.0
+            vcnt[v] = 1
     oidx[0] = 0
     oval[0] = 1.0
+    osub[0] = 0
     k = 1
     for t in range(tstart.shape[0]):
         a = tptr[t]
@@ -417,6 +492,7 @@ def _expand_row(i, codes, values, layout, vidx, vval, vcnt, radix, oidx, oval): 
                 val = vval[e] if q == a else val * vval[e]
             oidx[k] = col
             oval[k] = val
+            osub[k] = tsub[t]
             k += 1
             q = a
             while q < b:
@@ -431,6 +507,38 @@ def _expand_row(i, codes, values, layout, vidx, vval, vcnt, radix, oidx, oval): 
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
+def _monomials(i, values, layout, m):  # pragma: no cover - compiled
+    """The product of record ``i``'s values over each numeric subset of the terms (1 for the empty one)."""
+    sptr, svars = layout[12], layout[13]
+    m[0] = 1.0
+    for s in range(1, m.shape[0]):
+        prod = values[i, svars[sptr[s]]]
+        for q in range(sptr[s] + 1, sptr[s + 1]):
+            prod *= values[i, svars[q]]
+        m[s] = prod
+    return m
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _gammas(k, oidx, oval, osub, beta, gam):  # pragma: no cover - compiled
+    """``gam[s]``: the coefficients times factor parts of the entries of numeric subset ``s``, in column order."""
+    gam[:] = 0.0
+    for e in range(k):
+        b = beta[oidx[e]]
+        if b != 0.0:
+            gam[osub[e]] += oval[e] * b
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _eta(gam, m):  # pragma: no cover - compiled
+    """``eta = sum_s gam[s] m[s]``: the same operations for a record on its own or in its cell."""
+    eta = 0.0
+    for s in range(m.shape[0]):
+        eta += gam[s] * m[s]
+    return eta
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
 def _linkinv(eta):  # pragma: no cover - compiled
     if eta < -THRESH:
         tmp = EPS
@@ -441,20 +549,45 @@ def _linkinv(eta):  # pragma: no cover - compiled
     return tmp / (1 + tmp)
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _record_terms(eta, yi, w0, f, start):  # pragma: no cover - compiled
+    """A record's fitted probability, deviance, IRLS weight and working residual (plus ``eta`` at the start)."""
+    mu = _linkinv(eta)
+    dev = f * 2 * w0 * (-math.log(mu) if yi > 0 else -math.log(1 - mu))
+    if eta > THRESH or eta < -THRESH:
+        me = EPS
+    else:
+        ex = math.exp(eta)
+        me = ex / ((1 + ex) * (1 + ex))
+    ww = f * w0 * me * me / (mu * (1 - mu))
+    resid = (yi - mu) / me
+    if start:
+        resid += eta
+    return mu, dev, ww, resid
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _start_eta(yi, w0):  # pragma: no cover - compiled
+    """R's starting ``eta`` from ``mustart = (w y + 0.5) / (w + 1)``."""
+    mu = (w0 * yi + 0.5) / (w0 + 1)
+    return math.log(mu / (1 - mu))
+
+
 @nb.njit(cache=True, nogil=True)
-def _pass_kernel(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, eta_out, mu_out):  # pragma: no cover
-    """One IRLS pass over the records; returns the deviance.
+def _pass_records(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, eta_out, mu_out):  # pragma: no cover
+    """One IRLS pass record by record; returns the deviance.
 
     ``beta`` holds the coefficients on every design column (0 for aliased ones; empty: R's
     starting values), ``pos`` the position of each column among the kept ones (-1: aliased).
     With ``gram`` the pass adds ``X'WX`` (upper triangle) to ``g`` and ``X'W(z - X beta)``
-    (``X'Wz`` at the start) to ``s``; otherwise it stores eta and the fitted probabilities.
-    ``eta`` is accumulated over the row's non-zero entries in column order, so identical
-    records get identical scores.
+    (``X'Wz`` at the start) to ``s``, from the row's non-zero entries only; otherwise it
+    stores eta and the fitted probabilities.
     """
     n = codes.shape[0]
     max_row = layout[10][0]
-    vidx, vval, vcnt, radix, oidx, oval = _row_workspace(layout)
+    vidx, vval, vcnt, radix, oidx, oval, osub = _row_workspace(layout)
+    m = np.empty(layout[14].shape[0])
+    gam = np.empty(m.shape[0])
     kidx = np.empty(max_row, dtype=np.int64)
     kval = np.empty(max_row, dtype=np.float64)
     start = beta.shape[0] == 0
@@ -468,40 +601,28 @@ def _pass_kernel(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, e
             dev_block = 0.0
             if gram:
                 _flush(g, s, g_block, s_block)
-        k = _expand_row(i, codes, values, layout, vidx, vval, vcnt, radix, oidx, oval)
+        k = _factor_row(i, codes, layout, vidx, vval, vcnt, radix, oidx, oval, osub)
+        _monomials(i, values, layout, m)
         w0 = 1.0 if prior.shape[0] == 0 else prior[i]
         f = 1.0 if freq.shape[0] == 0 else freq[i]
-        yi = y[i]
         if start:
-            mu = (w0 * yi + 0.5) / (w0 + 1)
-            eta = math.log(mu / (1 - mu))
+            eta = _start_eta(y[i], w0)
         else:
-            eta = 0.0
-            for e in range(k):
-                b = beta[oidx[e]]
-                if b != 0.0:
-                    eta += oval[e] * b
-        mu = _linkinv(eta)
-        dev_block += f * 2 * w0 * (-math.log(mu) if yi > 0 else -math.log(1 - mu))
+            _gammas(k, oidx, oval, osub, beta, gam)
+            eta = _eta(gam, m)
+        mu, dev_i, ww, resid = _record_terms(eta, y[i], w0, f, start)
+        dev_block += dev_i
         if not gram:
             eta_out[i] = eta
             mu_out[i] = mu
             continue
-        if eta > THRESH or eta < -THRESH:
-            me = EPS
-        else:
-            ex = math.exp(eta)
-            me = ex / ((1 + ex) * (1 + ex))
-        ww = f * w0 * me * me / (mu * (1 - mu))
-        resid = (yi - mu) / me
-        if start:
-            resid += eta
         kk = 0
         for e in range(k):
             p = pos[oidx[e]]
-            if p >= 0:
+            x = oval[e] * m[osub[e]]
+            if p >= 0 and x != 0.0:
                 kidx[kk] = p
-                kval[kk] = oval[e]
+                kval[kk] = x
                 kk += 1
         for a in range(kk):
             wa = ww * kval[a]
@@ -511,6 +632,109 @@ def _pass_kernel(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, e
     if gram:
         _flush(g, s, g_block, s_block)
     return dev + dev_block
+
+
+@nb.njit(cache=True, nogil=True)
+def _pass_cells(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, eta_out, mu_out, cell,
+                first):  # pragma: no cover  # fmt: skip
+    """:func:`_pass_records` through the cells: the same deviance, scores and (up to rounding) sums.
+
+    Within a cell (``cell[i]``: the cell of record ``i``, ``first[c]``: a record of cell ``c``)
+    the factor parts of the design row are fixed, so a row is ``sum_s D_s m_s(x)`` over the
+    numeric subsets ``s``.  Per record the pass adds ``w m_a m_b`` (every pair of subsets) and
+    ``w z m_a`` to its cell; then each cell's ``X'WX`` and ``X'Wz`` follow from its factor parts:
+    ``sum_ab D_a D_b' M_ab`` and ``sum_a D_a T_a``.  The records' work no longer grows with the
+    number of design columns.  Sums in two levels: per cell over blocks of records, then per
+    block of cells.
+    """
+    n = codes.shape[0]
+    n_cells = first.shape[0]
+    pairs = layout[14]
+    n_sub = pairs.shape[0]
+    n_pair = n_sub * (n_sub + 1) // 2
+    vidx, vval, vcnt, radix, oidx, oval, osub = _row_workspace(layout)
+    m = np.empty(n_sub)
+    nzs = np.empty(n_sub, dtype=np.int64)
+    start = beta.shape[0] == 0
+    gam = np.zeros((n_cells, n_sub))
+    if not start:
+        for c in range(n_cells):
+            k = _factor_row(first[c], codes, layout, vidx, vval, vcnt, radix, oidx, oval, osub)
+            _gammas(k, oidx, oval, osub, beta, gam[c])
+    mom = np.zeros((n_cells if gram else 0, n_pair))
+    mom_block = np.zeros_like(mom)
+    tz = np.zeros((mom.shape[0], n_sub))
+    tz_block = np.zeros_like(tz)
+    touched = np.zeros(mom.shape[0], dtype=np.bool_)
+    touched_list = np.empty(min(SUM_BLOCK, mom.shape[0]), dtype=np.int64)
+    n_touched = 0
+    dev, dev_block = 0.0, 0.0
+    for i in range(n):
+        if i % SUM_BLOCK == 0 and i > 0:
+            dev += dev_block
+            dev_block = 0.0
+            n_touched = _flush_cells(mom, tz, mom_block, tz_block, touched, touched_list, n_touched)
+        c = cell[i]
+        _monomials(i, values, layout, m)
+        w0 = 1.0 if prior.shape[0] == 0 else prior[i]
+        f = 1.0 if freq.shape[0] == 0 else freq[i]
+        eta = _start_eta(y[i], w0) if start else _eta(gam[c], m)
+        mu, dev_i, ww, resid = _record_terms(eta, y[i], w0, f, start)
+        dev_block += dev_i
+        if not gram:
+            eta_out[i] = eta
+            mu_out[i] = mu
+            continue
+        if not touched[c]:
+            touched[c] = True
+            touched_list[n_touched] = c
+            n_touched += 1
+        k = 0
+        for a in range(n_sub):
+            if m[a] != 0.0:
+                nzs[k] = a
+                k += 1
+        for q in range(k):
+            a = nzs[q]
+            wa = ww * m[a]
+            tz_block[c, a] += wa * resid
+            for r in range(q, k):
+                mom_block[c, pairs[a, nzs[r]]] += wa * m[nzs[r]]
+    if not gram:
+        return dev + dev_block
+    _flush_cells(mom, tz, mom_block, tz_block, touched, touched_list, n_touched)
+    g_block = np.zeros_like(g)
+    s_block = np.zeros_like(s)
+    for c in range(n_cells):
+        if c % SUM_BLOCK == 0 and c > 0:
+            _flush(g, s, g_block, s_block)
+        k = _factor_row(first[c], codes, layout, vidx, vval, vcnt, radix, oidx, oval, osub)
+        for a in range(k):
+            pa = pos[oidx[a]]
+            if pa < 0:
+                continue
+            s_block[pa] += oval[a] * tz[c, osub[a]]
+            for b2 in range(a, k):
+                pb = pos[oidx[b2]]
+                if pb >= 0:
+                    g_block[pa, pb] += oval[a] * oval[b2] * mom[c, pairs[osub[a], osub[b2]]]
+    _flush(g, s, g_block, s_block)
+    return dev + dev_block
+
+
+@nb.njit(cache=True, nogil=True)
+def _flush_cells(mom, tz, mom_block, tz_block, touched, touched_list, n_touched):  # pragma: no cover - compiled
+    """Add the block sums of the cells a block of records touched to their totals and clear them; 0."""
+    for q in range(n_touched):
+        c = touched_list[q]
+        touched[c] = False
+        for j in range(mom.shape[1]):
+            mom[c, j] += mom_block[c, j]
+            mom_block[c, j] = 0.0
+        for j in range(tz.shape[1]):
+            tz[c, j] += tz_block[c, j]
+            tz_block[c, j] = 0.0
+    return 0
 
 
 @nb.njit(cache=True, nogil=True)
@@ -532,17 +756,16 @@ def _residual_kernel(codes, values, y, freq, prior, layout, cols, coef, rr, xr):
     weighted sum of squares to ``rr[q]`` and ``X'W r`` (every column) to ``xr[q]``.
     """
     n = codes.shape[0]
-    vidx, vval, vcnt, radix, oidx, oval = _row_workspace(layout)
+    vidx, vval, vcnt, radix, oidx, oval, osub = _row_workspace(layout)
+    m = np.empty(layout[14].shape[0])
     for i in range(n):
-        k = _expand_row(i, codes, values, layout, vidx, vval, vcnt, radix, oidx, oval)
+        k = _factor_row(i, codes, layout, vidx, vval, vcnt, radix, oidx, oval, osub)
+        _monomials(i, values, layout, m)
+        for e in range(k):
+            oval[e] *= m[osub[e]]
         w0 = 1.0 if prior.shape[0] == 0 else prior[i]
         f = 1.0 if freq.shape[0] == 0 else freq[i]
-        mu = (w0 * y[i] + 0.5) / (w0 + 1)
-        eta = math.log(mu / (1 - mu))
-        mu = _linkinv(eta)
-        ex = math.exp(eta)
-        me = ex / ((1 + ex) * (1 + ex))
-        ww = f * w0 * me * me / (mu * (1 - mu))
+        _, _, ww, _ = _record_terms(_start_eta(y[i], w0), y[i], w0, f, True)
         for q in range(cols.shape[0]):
             r = 0.0
             for e in range(k):
@@ -610,14 +833,12 @@ def logit_pass(
     if mode == "gram":
         g = np.zeros((len(cols), len(cols)))
         s = np.zeros(len(cols))
-        out["dev"] = _pass_kernel(rec.codes, rec.values, y, freq, prior, spec.layout, beta_full, pos, True, g, s,
-                                  _NONE, _NONE)  # fmt: skip
+        out["dev"] = _pass(rec, spec, y, beta_full, pos, g, s, _NONE, _NONE)
         out["g"], out["s"] = np.triu(g) + np.triu(g, 1).T, s
         return out
     eta = np.empty(len(rec))
     mu = np.empty(len(rec))
-    out["dev"] = _pass_kernel(rec.codes, rec.values, y, freq, prior, spec.layout, beta_full, pos, False, _NONE2,
-                              _NONE, eta, mu)  # fmt: skip
+    out["dev"] = _pass(rec, spec, y, beta_full, pos, _NONE2, _NONE, eta, mu)
     if mode == "scores":
         out["mu"] = mu
         out["y"] = y.astype(np.int8)
@@ -627,6 +848,22 @@ def logit_pass(
     with single_threaded_blas():
         out["r"] = _qr_pass(rec, spec, cols, y, eta, mu)
     return out
+
+
+def _pass(rec: CodedRecords, spec: ModelSpec, y: np.ndarray, beta: np.ndarray, pos: np.ndarray, g: np.ndarray,
+          s: np.ndarray, eta: np.ndarray, mu: np.ndarray) -> float:  # fmt: skip
+    """One compiled IRLS pass (sums when ``g`` is not empty, else scores): through the cells when cheaper.
+
+    The two kernels compute ``eta`` with the same operations from the same inputs, so the
+    scores do not depend on the choice (which depends on the partition); the sums differ in
+    rounding only.
+    """
+    freq = _NONE if rec.freq is None else rec.freq
+    prior = _NONE if rec.prior is None else rec.prior
+    args = (rec.codes, rec.values, y, freq, prior, spec.layout, beta, pos, g.shape[0] > 0, g, s, eta, mu)
+    if spec.cells_pay(len(rec), rec.n_cells):
+        return _pass_cells(*args, *rec.cells)
+    return _pass_records(*args)
 
 
 def _qr_pass(rec: CodedRecords, spec: ModelSpec, cols: np.ndarray, y: np.ndarray, eta: np.ndarray,
