@@ -23,16 +23,20 @@ Two dimensions
     the second dimension's positions (:func:`_sweep_2d`, compiled with numba).  Several
     second-dimension ranges per query are answered in the same sweep: cheap radius grids.
 Three dimensions
-    A compiled divide and conquer over the first dimension whose merges sort by the second
-    and count the third with the same bitmap Fenwick tree (:func:`_count_3d`):
-    O(n log² n), no numpy passes, no searches.
+    A segment tree over the dense ranks of (block, value) of the dimension with the fewest
+    distinct values (:func:`_count_3d_ranks`): a query's range of ranks splits into a few
+    canonical nodes (a range of l ranks: nodes of at most l ranks, so age in years with a 10 %
+    radius uses five levels), and per node a sweep over the second dimension with the bitmap
+    Fenwick tree over the third counts the node's points.  Ranges from :meth:`BoxIndex.bounds`
+    start and end at value changes, so a position range is exactly a rank range; blocks need
+    no id because the other two ranges stay inside their block's slice.
 Four or more
     Divide and conquer over the first dimension (CDQ), all chunks of a level at once, each
-    level a problem in one dimension fewer, down to the three-dimensional kernel:
-    O(n log^(d-1) n).
+    level a problem in one dimension fewer, down to a compiled three-dimensional divide and
+    conquer that carries the chunk ids (:func:`_count_3d`): O(n log^(d-1) n).
 
-The radius-independent parts (sort orders, sorted values, block slices) live in
-:class:`BoxIndex` and are reused for every radius of a sweep.
+The radius-independent parts (sort orders, sorted values, block slices, ranks and the 3-d
+sweep layout) live in :class:`BoxIndex` and are reused for every radius of a sweep.
 """
 
 from __future__ import annotations
