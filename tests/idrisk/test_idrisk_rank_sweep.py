@@ -134,7 +134,8 @@ def test_three_dimensional_grid_equals_single_radius_runs():
 def test_balanced_blocks_deal_largest_keys_first_deterministically():
     loads = pd.Series([50, 30, 30, 20, 10, 10], index=np.array([7, 3, 9, -4, 5, 1], dtype=np.int64))
     blocks = balanced_blocks(loads, 2)
-    # 50 -> 0; 30 (hash 3) -> 1; 30 (hash 9) -> 1 (60); 20 -> 0 (70); 10 (hash 1) -> 1 (70); 10 (hash 5) -> 0 (tie: lowest)
+    # 50 -> 0; 30 (hash 3) -> 1; 30 (hash 9) -> 1 (60); 20 -> 0 (70); 10 (hash 1) -> 1 (70);
+    # 10 (hash 5) -> 0 (equal loads: the lowest block)
     assert blocks.to_dict() == {7: 0, 3: 1, 9: 1, -4: 0, 5: 0, 1: 1}
     shuffled = loads.sample(frac=1.0, random_state=1)
     assert balanced_blocks(shuffled, 2).sort_index().equals(blocks.sort_index())
