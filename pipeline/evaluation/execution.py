@@ -51,7 +51,15 @@ from dask.dataframe.dask_expr.io.io import FromGraph
 from dask.dataframe.dispatch import concat as dask_concat
 from dask.delayed import Delayed
 
-from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN, AlignedBlocks, KeyBlocks, add_row_id
+from pipeline.blocks import (
+    BLOCK_COLUMN,
+    ROW_COLUMN,
+    AlignedBlocks,
+    KeyBlocks,
+    add_row_id,
+    key_counts,
+    sum_key_counts,
+)
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData, Frame
 
@@ -406,7 +414,12 @@ class Executor:
         return self.compute(*[dask.delayed(fn)(*handles, [whole[i] for i in job[0]], *job[1:]) for job in jobs])
 
     def key_blocks(
-        self, data: EvalData, keys: Sequence[str], n_blocks: int | None = None, with_row_id: bool = False
+        self,
+        data: EvalData,
+        keys: Sequence[str],
+        n_blocks: int | None = None,
+        with_row_id: bool = False,
+        balanced: bool = False,
     ) -> Blocks:
         """Co-partition the original and the synthetic sets by a stable hash of ``keys``.
 
@@ -416,6 +429,12 @@ class Executor:
         when ``n_blocks`` is 1 (then each data set's partitions are simply concatenated into
         its block, without hashing or shuffling).  ``with_row_id`` adds ``__row__`` (each
         record's position in its own data set, for row-aligned partially synthetic data).
+
+        ``balanced``: count the records of every key over all data sets first (one more pass)
+        and deal the keys to blocks largest first (:func:`~pipeline.blocks.balanced_blocks`),
+        for kernels whose cost grows with the records of a block (identification risk).  The
+        default number of blocks is then a multiple of the workers' threads, so equal blocks
+        keep every worker busy to the end.
         """
         keys = list(keys)
         for f in data.frames:
@@ -432,13 +451,19 @@ class Executor:
             return Blocks(self, frames[0], frames[1:], None)
         if n_blocks is None:
             n_blocks = max(1, math.ceil(max(self.rows(data)) / self.block_rows))
+            if balanced and n_blocks > 1:
+                n_blocks = self.threads() * math.ceil(n_blocks / self.threads())
         if n_blocks == 1:
             whole = [_one_block(f, with_row_id) for f in data.frames]
             return Blocks(self, whole[0], whole[1:], AlignedBlocks(KeyBlocks(keys, 1), whole[0], whole[1:]))
         # row ids count the records of each partition: on this executor's client, where persisted data live
         on_client = self.client.as_current() if self.client is not None else contextlib.nullcontext()
+        loads = None
+        if balanced:
+            counts = [self.map_reduce(f[keys], key_counts, sum_key_counts, keys) for f in data.frames]
+            loads = sum_key_counts(self.compute(*counts))
         with dask.config.set({"dataframe.shuffle.method": self.shuffle}), on_client:
-            aligned = KeyBlocks(keys, n_blocks).partition(data.original, list(data.synthetic), with_row_id)
+            aligned = KeyBlocks(keys, n_blocks).partition(data.original, list(data.synthetic), with_row_id, loads)
         return Blocks(self, aligned.original, aligned.synthetic, aligned)
 
     def derived_key_blocks(
@@ -481,6 +506,12 @@ class Executor:
         if isinstance(frame, pd.DataFrame):
             return frame[keep]
         return add_row_id(frame).map_partitions(_drop_positions, np.flatnonzero(~keep), meta=frame._meta)
+
+    def threads(self) -> int:
+        """Worker threads of the cluster (1 without a client)."""
+        if self.client is None:
+            return 1
+        return max(1, int(sum(self.client.nthreads().values())))
 
     def memory(self) -> int:
         """Bytes the computation may use: the workers' memory limits, else this machine's free memory."""

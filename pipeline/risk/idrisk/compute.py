@@ -139,7 +139,7 @@ def combo_matrix(plan: MatchPlan, combos: Sequence[Mapping[str, float]]) -> np.n
 
 def count_records(data: EvalData, executor: Executor, plan: MatchPlan, radius: Mapping[str, float]) -> Deferred:
     """Deferred frame of c and T per original record (columns ``__row__``, ``c_s``, ``t_s``)."""
-    blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True)
+    blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True, balanced=True)
     return blocks.map(_records_kernel, _records_meta(data.m), plan=plan, combos=combo_matrix(plan, [radius]))
 
 
@@ -158,7 +158,7 @@ def count_histograms(
     data: EvalData, executor: Executor, plan: MatchPlan, combos: Sequence[Mapping[str, float]]
 ) -> Deferred:
     """Deferred (set, combination, c, T, count) histogram of every radius combination."""
-    blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True)
+    blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True, balanced=True)
     return blocks.map(_histogram_kernel, _HIST_META, plan=plan, combos=combo_matrix(plan, combos))
 
 

@@ -23,16 +23,20 @@ Two dimensions
     the second dimension's positions (:func:`_sweep_2d`, compiled with numba).  Several
     second-dimension ranges per query are answered in the same sweep: cheap radius grids.
 Three dimensions
-    A compiled divide and conquer over the first dimension whose merges sort by the second
-    and count the third with the same bitmap Fenwick tree (:func:`_count_3d`):
-    O(n log² n), no numpy passes, no searches.
+    A segment tree over the dense ranks of (block, value) of the dimension with the fewest
+    distinct values (:func:`_count_3d_ranks`): a query's range of ranks splits into a few
+    canonical nodes (a range of l ranks: nodes of at most l ranks, so age in years with a 10 %
+    radius uses five levels), and per node a sweep over the second dimension with the bitmap
+    Fenwick tree over the third counts the node's points.  Ranges from :meth:`BoxIndex.bounds`
+    start and end at value changes, so a position range is exactly a rank range; blocks need
+    no id because the other two ranges stay inside their block's slice.
 Four or more
     Divide and conquer over the first dimension (CDQ), all chunks of a level at once, each
-    level a problem in one dimension fewer, down to the three-dimensional kernel:
-    O(n log^(d-1) n).
+    level a problem in one dimension fewer, down to a compiled three-dimensional divide and
+    conquer that carries the chunk ids (:func:`_count_3d`): O(n log^(d-1) n).
 
-The radius-independent parts (sort orders, sorted values, block slices) live in
-:class:`BoxIndex` and are reused for every radius of a sweep.
+The radius-independent parts (sort orders, sorted values, block slices, ranks and the 3-d
+sweep layout) live in :class:`BoxIndex` and are reused for every radius of a sweep.
 """
 
 from __future__ import annotations
@@ -42,17 +46,19 @@ import numpy as np
 
 
 @numba.njit(cache=True, nogil=True)
-def _stable_group_sort(order, groups, n_groups):  # pragma: no cover - compiled
-    """Reorder ``order`` stably by ``groups[order]`` (counting sort); also the group starts."""
+def _stable_group_sort(order, order_groups, n_groups):  # pragma: no cover - compiled
+    """Reorder ``order`` stably by its groups ``order_groups`` (``groups[order]``, gathered by
+    the caller: one sequential pass instead of two random ones; a counting sort); also the
+    group starts."""
     starts = np.zeros(n_groups + 1, dtype=np.int64)
     for k in range(order.shape[0]):
-        starts[groups[order[k]] + 1] += 1
+        starts[order_groups[k] + 1] += 1
     for g in range(n_groups):
         starts[g + 1] += starts[g]
     fill = starts[:-1].copy()
     out = np.empty_like(order)
     for k in range(order.shape[0]):
-        g = groups[order[k]]
+        g = order_groups[k]
         out[fill[g]] = order[k]
         fill[g] += 1
     return out, starts
@@ -64,19 +70,19 @@ def _before(value, key, right):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _block_search(sorted_values, starts, groups, keys, visit, right):  # pragma: no cover - compiled
+def _block_search(sorted_values, starts, groups, keys, right):  # pragma: no cover - compiled
     """Position of each ``keys[t]`` inside its block ``g = groups[t]``'s slice
     ``sorted_values[starts[g]:starts[g+1]]``: the first element ``> key`` (``right``) or
     ``>= key``, as a global position.
 
-    The queries are searched in the order ``visit`` (a permutation), each by a galloping search
-    from the previous answer: with queries visited by (block, centre) consecutive keys are close
-    and each search costs O(log distance); any order is still answered correctly.
+    Each key is found by a galloping search from the previous answer: with the queries listed
+    by (block, centre) (the caller gathers them so, see :func:`query_visit_order`) consecutive
+    keys are close, memory is read in order and each search costs O(log distance); any order
+    is still answered correctly.
     """
     out = np.empty(keys.shape[0], dtype=np.int64)
     prev = 0
-    for u in range(visit.shape[0]):
-        t = visit[u]
+    for t in range(keys.shape[0]):
         g = groups[t]
         first = starts[g]
         last = starts[g + 1]
@@ -325,10 +331,181 @@ def _count_3d(point_groups, point_pos, groups, a, b, m):  # pragma: no cover - c
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def _value_ranks(sorted_values, starts):  # pragma: no cover - compiled
+    """Dense rank of (block, value) at every position of one dimension's (block, value) order."""
+    out = np.empty(sorted_values.shape[0], dtype=np.int64)
+    rank = -1
+    g = 0
+    for p in range(sorted_values.shape[0]):
+        while starts[g + 1] <= p:
+            g += 1
+        if p == starts[g] or sorted_values[p] != sorted_values[p - 1]:
+            rank += 1
+        out[p] = rank
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_3d_ranks(x_by_y, z_by_y, n_ranks, xa, xb, box):  # pragma: no cover - compiled
+    """Three-dimensional box counts over a segment tree of x ranks: ``out[i]`` = number of
+    points with ``xa[i] <= x rank < xb[i]``, ``box[i, 0] <= y < box[i, 1]`` and
+    ``box[i, 2] <= z < box[i, 3]``.
+
+    ``x_by_y[k]`` / ``z_by_y[k]`` are the x rank (in ``[0, n_ranks)``, ties share a rank) and
+    the z position (distinct) of the point at y position k.  Each query's x range splits into
+    the O(log length) canonical nodes of a segment tree over the ranks (bottom-up, level by
+    level; only queries with nodes left stay active, their data carried along in y order so
+    that memory is read nearly sequentially).  Per level the points are bucketed by node in
+    y order and the query events (``-`` at ``box[i, 0]``, ``+`` at ``box[i, 1]``) by (node, y)
+    with two counting sorts; per node a sweep over y inserts points into a bitmap Fenwick tree
+    over z and each event reads its z range.  Points below every open query are skipped, and
+    the tree is emptied whenever no query is open (only inserted points are removed).  A range
+    of ``l`` ranks touches levels up to log2(l) only, so a dimension with few distinct values
+    per block (age in years) costs a few levels: O((n + q) L + q log(l) log n) time for the L
+    levels used, O(n + q + n_ranks) memory.
+    """
+    n = x_by_y.shape[0]
+    q = xa.shape[0]
+    out = np.zeros(q, dtype=np.int64)
+    size = 1
+    while size < n_ranks:
+        size *= 2
+    # live queries in order of their lower y bound: slot u holds query qid[u], its tree
+    # indices [left, right) at the current level and its y and z ranges
+    by_y = np.zeros(n + 2, dtype=np.int64)
+    n_act = 0
+    for i in range(q):
+        if xa[i] < xb[i] and box[i, 0] < box[i, 1] and box[i, 2] < box[i, 3]:
+            by_y[box[i, 0] + 1] += 1
+            n_act += 1
+    if n == 0 or n_act == 0:
+        return out
+    for k in range(n + 1):
+        by_y[k + 1] += by_y[k]
+    qid = np.empty(n_act, dtype=np.int64)
+    left = np.empty(n_act, dtype=np.int64)
+    right = np.empty(n_act, dtype=np.int64)
+    rng = np.empty((n_act, 4), dtype=np.int64)
+    for i in range(q):
+        if xa[i] < xb[i] and box[i, 0] < box[i, 1] and box[i, 2] < box[i, 3]:
+            u = by_y[box[i, 0]]
+            by_y[box[i, 0]] += 1
+            qid[u] = i
+            left[u] = xa[i] + size
+            right[u] = xb[i] + size
+            for c in range(4):
+                rng[u, c] = box[i, c]
+    acc = np.zeros(n_act, dtype=np.int64)
+    n_words = (n >> 6) + 1
+    tree = np.zeros(n_words + 1, dtype=np.int64)
+    bits = np.zeros(n_words, dtype=np.uint64)
+    inserted = np.empty(n, dtype=np.int64)
+    pt_y = np.empty(n, dtype=np.int64)
+    pt_z = np.empty(n, dtype=np.int64)
+    h = 0
+    while n_act > 0:
+        width = size >> h  # nodes of this level: tree indices width .. 2 * width - 1
+        # events of this level, code 4 * u + 2 * side + plus, sorted by y then (stably) by node
+        n_ev = 0
+        by_y[:] = 0
+        for u in range(n_act):
+            sides = (left[u] & 1) + (right[u] & 1)
+            if sides:
+                n_ev += 2 * sides
+                by_y[rng[u, 0] + 1] += sides
+                by_y[rng[u, 1] + 1] += sides
+        for k in range(n + 1):
+            by_y[k + 1] += by_y[k]
+        ev_y = np.empty(n_ev, dtype=np.int64)
+        ev_start = np.zeros(width + 1, dtype=np.int64)
+        for u in range(n_act):
+            for side in range(2):
+                tree_index = left[u] if side == 0 else right[u] - 1
+                if (left[u] if side == 0 else right[u]) & 1:
+                    ev_start[tree_index - width + 1] += 2
+                    for plus in range(2):
+                        y = rng[u, plus]
+                        ev_y[by_y[y]] = 4 * u + 2 * side + plus
+                        by_y[y] += 1
+        for j in range(width):
+            ev_start[j + 1] += ev_start[j]
+        fill = ev_start[:-1].copy()
+        ev = np.empty(n_ev, dtype=np.int64)
+        for e in range(n_ev):
+            code = ev_y[e]
+            u = code >> 2
+            j = (left[u] if (code & 2) == 0 else right[u] - 1) - width
+            ev[fill[j]] = code
+            fill[j] += 1
+        pt_start = np.zeros(width + 1, dtype=np.int64)
+        for k in range(n):
+            pt_start[(x_by_y[k] >> h) + 1] += 1
+        for j in range(width):
+            pt_start[j + 1] += pt_start[j]
+        fill = pt_start[:-1].copy()
+        for k in range(n):
+            j = x_by_y[k] >> h
+            pt_y[fill[j]] = k
+            pt_z[fill[j]] = z_by_y[k]
+            fill[j] += 1
+        for j in range(width):
+            if ev_start[j] == ev_start[j + 1]:
+                continue
+            p = pt_start[j]
+            p_end = pt_start[j + 1]
+            n_open = 0
+            top = 0
+            for e in range(ev_start[j], ev_start[j + 1]):
+                code = ev[e]
+                u = code >> 2
+                plus = code & 1
+                y = rng[u, plus]
+                if n_open == 0:  # a '-' event: nothing below it matters any more
+                    for s in range(top):
+                        _toggle(tree, bits, inserted[s], -1)
+                    top = 0
+                    while p < p_end and pt_y[p] < y:
+                        p += 1
+                    n_open = 1
+                    continue
+                while p < p_end and pt_y[p] < y:
+                    _toggle(tree, bits, pt_z[p], 1)
+                    inserted[top] = pt_z[p]
+                    top += 1
+                    p += 1
+                found = _prefix(tree, bits, rng[u, 3]) - _prefix(tree, bits, rng[u, 2])
+                if plus:
+                    acc[u] += found
+                    n_open -= 1
+                else:
+                    acc[u] -= found
+                    n_open += 1
+            for s in range(top):
+                _toggle(tree, bits, inserted[s], -1)
+        kept = 0
+        for u in range(n_act):
+            lo = left[u] + (left[u] & 1)
+            hi = right[u] - (right[u] & 1)
+            if (lo >> 1) < (hi >> 1):
+                qid[kept] = qid[u]
+                left[kept] = lo >> 1
+                right[kept] = hi >> 1
+                acc[kept] = acc[u]
+                for c in range(4):
+                    rng[kept, c] = rng[u, c]
+                kept += 1
+            else:
+                out[qid[u]] = acc[u]
+        n_act = kept
+        h += 1
+    return out
+
+
 def block_order(groups: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices sorting records by (block, value), and the start of every block in that order."""
     by_value = np.argsort(values).astype(np.int64)  # ties in any order: only (block, value) matters
-    return _stable_group_sort(by_value, groups, n_groups)
+    return _stable_group_sort(by_value, groups[by_value], n_groups)
 
 
 class BoxIndex:
@@ -360,6 +537,8 @@ class BoxIndex:
         if self.d == 0:
             self.group_sizes = np.bincount(self.groups, minlength=self.n_groups)
         self._ypos: dict[int, np.ndarray] = {}
+        self._ranks: dict[int, np.ndarray] = {}
+        self._layout: tuple[int, int, int, np.ndarray, np.ndarray] | None = None
 
     def ypos(self, x_dim: int) -> np.ndarray:
         """Position in the other dimension of each point, listed in ``x_dim`` order (2-D only)."""
@@ -388,10 +567,11 @@ class BoxIndex:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Position range ``[a, b)`` in dimension ``k`` of the intervals ``lo``/``hi`` (1-D)."""
         sv, st = self.sorted_values[k], self.starts[k]
-        g = np.ascontiguousarray(groups, dtype=np.int64)
-        visit = np.ascontiguousarray(visit, dtype=np.int64)
-        a = _block_search(sv, st, g, np.ascontiguousarray(lo, dtype=np.float64), visit, not closed)
-        b = _block_search(sv, st, g, np.ascontiguousarray(hi, dtype=np.float64), visit, closed)
+        g = np.asarray(groups, dtype=np.int64)[visit]
+        a = np.empty(len(visit), dtype=np.int64)
+        b = np.empty(len(visit), dtype=np.int64)
+        a[visit] = _block_search(sv, st, g, np.asarray(lo, dtype=np.float64)[visit], not closed)
+        b[visit] = _block_search(sv, st, g, np.asarray(hi, dtype=np.float64)[visit], closed)
         return a, b
 
     def count_exact(self, groups: np.ndarray) -> np.ndarray:
@@ -405,10 +585,50 @@ class BoxIndex:
             return (b[:, 0] - a[:, 0]).astype(np.int64)
         if self.d == 2:
             return self.count_2d_many(a[:, 0], b[:, 0], a[:, 1:2], b[:, 1:2])[:, 0]
-        zero = np.zeros(self.n, dtype=np.int64)
         a = np.ascontiguousarray(a, dtype=np.int64)
         b = np.ascontiguousarray(b, dtype=np.int64)
+        if self.d == 3:
+            return self.count_3d(a, b)
+        zero = np.zeros(self.n, dtype=np.int64)
         return _count_cdq(zero, self.positions, np.zeros(len(a), dtype=np.int64), a, b, self.n + 1)
+
+    def count_3d(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Three dimensions (:func:`_count_3d_ranks`): the segment tree runs over the ranks of
+        the dimension with the fewest distinct (block, value) pairs, the sweep over the next.
+
+        ``a``/``b`` must come from :meth:`bounds` (a range then starts and ends at value
+        changes, so it is a range of ranks); blocks need no id: the y and z ranges stay inside
+        their block's slice.
+        """
+        x_dim, y_dim, z_dim, x_by_y, z_by_y = self._layout_3d()
+        ranks = self.ranks(x_dim)
+        if self.n == 0:
+            return np.zeros(len(a), dtype=np.int64)
+        ax, bx = a[:, x_dim], b[:, x_dim]
+        live = ax < bx
+        xa = np.where(live, ranks[np.minimum(ax, self.n - 1)], 0)
+        xb = np.where(live, ranks[np.maximum(bx - 1, 0)] + 1, 0)
+        box = np.column_stack([a[:, y_dim], b[:, y_dim], a[:, z_dim], b[:, z_dim]])
+        return _count_3d_ranks(x_by_y, z_by_y, int(ranks[-1]) + 1, xa, xb, box)
+
+    def ranks(self, dim: int) -> np.ndarray:
+        """Dense rank of (block, value) at every position of dimension ``dim``'s order (cached)."""
+        if dim not in self._ranks:
+            self._ranks[dim] = _value_ranks(self.sorted_values[dim], self.starts[dim])
+        return self._ranks[dim]
+
+    def _layout_3d(self) -> tuple[int, int, int, np.ndarray, np.ndarray]:
+        """Radius-independent arrays of :meth:`count_3d`, built once per index (radius sweeps)."""
+        if self._layout is None:
+            distinct = [int(self.ranks(k)[-1]) + 1 if self.n else 0 for k in range(3)]
+            x_dim = int(np.argmin(distinct))
+            y_dim, z_dim = (k for k in range(3) if k != x_dim)
+            y_order = np.empty(self.n, dtype=np.int64)
+            y_order[self.positions[:, y_dim]] = np.arange(self.n, dtype=np.int64)
+            x_by_y = self.ranks(x_dim)[self.positions[y_order, x_dim]]
+            z_by_y = np.ascontiguousarray(self.positions[y_order, z_dim])
+            self._layout = (x_dim, y_dim, z_dim, x_by_y, z_by_y)
+        return self._layout
 
     def count_2d_many(
         self, ax: np.ndarray, bx: np.ndarray, ay: np.ndarray, by: np.ndarray, x_dim: int = 0
