@@ -53,6 +53,35 @@ def canonical_json(params: Mapping[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, separators=(",", ":"), default=_json_default)
 
 
+def canonical_params(params: BaseModel) -> dict[str, Any]:
+    """A validated params model as JSON (field names) with every setting left out that the model
+    would give anyway: equal for a task that spells a default out and one that omits it.
+
+    A setting is left out when validating without it gives the same model (its default, or the
+    value a validator derives — e.g. ``cont_na: None`` read as ``{}``); one the model cannot do
+    without stays. Models are compared in their normal form (dumped and validated again, so a
+    default that a validator would rewrite compares as rewritten). Unit fingerprints, the
+    results' ``params`` and so the nightly gate keys are computed from this form.
+    """
+    model = type(params)
+
+    def normal(data: dict[str, Any]) -> dict[str, Any]:
+        once = model.model_validate(data).model_dump(mode="json")
+        return model.model_validate(once).model_dump(mode="json")
+
+    out = normal(params.model_dump(mode="json"))
+    reference = dict(out)
+    for name in reference:
+        trial = {k: v for k, v in out.items() if k != name}
+        try:
+            same = normal(trial) == reference
+        except ValidationError:
+            same = False
+        if same:
+            del out[name]
+    return out
+
+
 def _json_default(obj: Any) -> Any:
     if hasattr(obj, "item"):
         return obj.item()
