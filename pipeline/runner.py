@@ -270,8 +270,6 @@ def execute_task(
     return RunOutcome(run_id, out, results, summaries, manifest, inputs, releases)
 
 
-
-
 def run_task(
     task: LoadedTask,
     cluster: str | Path | dict[str, Any] | None = None,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 from pydantic import Discriminator, Tag, TypeAdapter
 
 if TYPE_CHECKING:
-    from pipeline.synth.base import SynthesisParams, Synthesiser
+    from pipeline.synth.base import Synthesiser, SynthesisParams
 
 
 @dataclass(frozen=True)

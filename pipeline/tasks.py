@@ -30,7 +30,7 @@ from pipeline.config_io import read_yaml
 from pipeline.errors import TaskError
 from pipeline.evaluation.base import Measure, canonical_params, setting_text
 from pipeline.evaluation.execution import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
-from pipeline.synth.base import SynthesisParams, Synthesiser
+from pipeline.synth.base import Synthesiser, SynthesisParams
 from pipeline.synth.dp_ledger import BudgetCap
 from pipeline.synthesisers import SynthesisSettings, synthesiser
 

@@ -56,7 +56,11 @@ def check_unit(measure: Measure, data: EvalData, executor: Executor | None, cont
 
 
 def validate_units(
-    task: LoadedTask, units: Sequence[Unit], inputs: TaskInputs, executor: Executor, stand_ins: Collection[SourceKey] = ()
+    task: LoadedTask,
+    units: Sequence[Unit],
+    inputs: TaskInputs,
+    executor: Executor,
+    stand_ins: Collection[SourceKey] = (),
 ) -> None:
     """Run every unit's checks before any work starts — the same for a run and ``validate``:
     :meth:`Measure.check` and, except on the ``stand_ins`` (synthesised sources not synthesised

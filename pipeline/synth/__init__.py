@@ -13,12 +13,7 @@ Public API
 * :func:`draw_synthetic` - multinomial sampling with chunk-independent seeds.
 """
 
-from pipeline.synth.control import ControlledMargins, adjust_total, coarsen, control_margins, sdc_small
-from pipeline.synth.ipf import FitReport, IpfFit, fit_ipf
-from pipeline.synth.margins import Layout, MarginTable, margin_sets, read_margins, tabulate, write_margins
-from pipeline.synth.sample import draw_synthetic
-from pipeline.synth.sdc import Categorise, MergeLevels, SdcResult, TopBottomCoding, apply_sdc
-from pipeline.synth.base import SynthesisParams, Synthesiser
+from pipeline.synth.base import Synthesiser, SynthesisParams
 from pipeline.synth.coarsened import (
     MarginsParams,
     MarginsSynthesiser,
@@ -27,6 +22,11 @@ from pipeline.synth.coarsened import (
     synthesise_frame,
     synthesised_schema,
 )
+from pipeline.synth.control import ControlledMargins, adjust_total, coarsen, control_margins, sdc_small
+from pipeline.synth.ipf import FitReport, IpfFit, fit_ipf
+from pipeline.synth.margins import Layout, MarginTable, margin_sets, read_margins, tabulate, write_margins
+from pipeline.synth.sample import draw_synthetic
+from pipeline.synth.sdc import Categorise, MergeLevels, SdcResult, TopBottomCoding, apply_sdc
 
 __all__ = [
     "Categorise",
@@ -35,10 +35,10 @@ __all__ = [
     "IpfFit",
     "Layout",
     "MarginTable",
-    "MergeLevels",
-    "SdcResult",
     "MarginsParams",
     "MarginsSynthesiser",
+    "MergeLevels",
+    "SdcResult",
     "SynthesisParams",
     "SynthesisResult",
     "Synthesiser",

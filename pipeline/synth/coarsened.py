@@ -11,10 +11,10 @@ their levels and n, which is the method's guarantee.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
+from pipeline.synth.base import OutputFormat, Synthesiser, SynthesisParams
 from pipeline.synth.control import (
     Adjust,
     ControlledMargins,
@@ -36,7 +37,6 @@ from pipeline.synth.control import (
     control_margins,
 )
 from pipeline.synth.dp import DpParams, DpRecord, check_dp, margin_noise
-from pipeline.synth.base import SynthesisParams, Synthesiser
 from pipeline.synth.ipf import EngineName, FitReport, StructZeroMode, TolType, fit_ipf
 from pipeline.synth.margins import Layout, MarginOrder, MarginTable, margin_sets, tabulate, write_margins
 from pipeline.synth.release import write_release
@@ -131,7 +131,6 @@ class MarginsParams(SynthesisParams):
     def margin_sets(self) -> list[tuple[str, ...]]:
         """The margins to release, in fitting order."""
         return margin_sets(list(self.variables), self.margins, self.extra_margins)
-
 
 
 @dataclass(frozen=True)

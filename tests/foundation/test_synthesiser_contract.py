@@ -117,7 +117,7 @@ def test_same_sets_in_memory_on_partitions_and_workers(kind: str, clients) -> No
 def test_dask_ipf_engine_computes_on_the_executors_client(clients) -> None:
     """The Dask engine's table lives on the executor's cluster (none is the default client here)
     and gives the dense engine's sets."""
-    c1, c2 = clients
+    _, c2 = clients
     _, settings = EXAMPLES["margins"]
     dense = REGISTRY["margins"].synthesiser({**settings, "engine": "dense"})
     on_dask = REGISTRY["margins"].synthesiser({**settings, "engine": "dask", "chunk_cells": 64})

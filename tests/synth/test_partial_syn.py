@@ -141,7 +141,7 @@ def test_settings_that_need_no_data_are_refused_by_the_model(settings, message):
 
 def test_settings_dispatch_on_kind():
     assert parse_settings({"variables": ["sex", "edu"]}).kind == "margins"
-    assert isinstance(parse_settings({"kind": "partial", "method": {"x": "cart"}}), PartialParams)
+    assert type(parse_settings({"kind": "partial", "method": {"x": "cart"}})) is PartialParams
     with pytest.raises(Exception, match="does not match any of the expected tags"):
         parse_settings({"kind": "bootstrap"})
 

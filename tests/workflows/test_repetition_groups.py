@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from pipeline import runner
-from pipeline.run import groups
 from pipeline.errors import PipelineError
+from pipeline.run import groups
 from pipeline.synth.partial import syn
 from pipeline.tasks import load_task
 

@@ -78,4 +78,3 @@ class PartialParams(SynthesisParams):
     def synthesised(self) -> list[str]:
         """The variables with a method other than ``""``, in the order given."""
         return [v for v, meth in self.method.items() if meth != ""]
-

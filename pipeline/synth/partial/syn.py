@@ -63,9 +63,9 @@ from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
 from pipeline.rpart import Tree, fit_tree
+from pipeline.synth.base import OutputFormat, Synthesiser
 from pipeline.synth.partial.lindep import lindep_keep
 from pipeline.synth.partial.parametric import ParametricFit, fit_parametric
-from pipeline.synth.base import OutputFormat, Synthesiser
 from pipeline.synth.partial.params import FACTOR_METHODS, NUMERIC_METHODS, PartialParams
 from pipeline.synth.partial.smooth import smooth_density
 from pipeline.synth.release import write_release
