@@ -225,7 +225,7 @@ def _task_errors(e: ValidationError, data: dict[str, Any]) -> str:
     parts = []
     for err in e.errors():
         loc, msg = list(err["loc"]), err["msg"].removeprefix("Value error, ")
-        if loc[:2] == ["datasets", loc[1]] and loc[2:3] == ["synthetic"] and loc[4:5] == ["synthesise"]:
+        if len(loc) >= 5 and (loc[0], loc[2], loc[4]) == ("datasets", "synthetic", "synthesise"):
             d = data["datasets"][loc[1]]
             where = f"dataset {d.get('name')!r} source {d['synthetic'][loc[3]].get('name')!r}: synthesise"
             inner = ".".join(str(x) for x in loc[6:])  # after the kind's tag
@@ -301,6 +301,8 @@ class SynthesisUnit:
     source: str
     repetition: int
     synthesiser: Synthesiser
+    #: the settings with defaults left out (:meth:`SynthesisParams.canonical`), as in its rows
+    canonical_params: dict[str, Any]
     fingerprint: str
 
     family: ClassVar[str] = "synthesis"
@@ -313,10 +315,6 @@ class SynthesisUnit:
     def params(self) -> SynthesisParams:
         """The validated settings, with the repetition's seed."""
         return self.synthesiser.params
-
-    @property
-    def canonical_params(self) -> dict[str, Any]:
-        return self.params.canonical()
 
     @property
     def type(self) -> str:
@@ -351,8 +349,9 @@ def synthesis_units(task: LoadedTask, original_hashes: dict[str, str]) -> list[S
             base = synthesiser(src.synthesise)
             for rep in range(task.spec.repetitions):
                 syn = base.with_seed(synthesis_seed(task, src, rep))
-                fp = _fingerprint({"inputs": original_hashes[d.name], "synthesise": syn.params.canonical()})
-                out.append(SynthesisUnit(d.name, src.name, rep, syn, fp))
+                canonical = syn.params.canonical()
+                fp = _fingerprint({"inputs": original_hashes[d.name], "synthesise": canonical})
+                out.append(SynthesisUnit(d.name, src.name, rep, syn, canonical, fp))
     return out
 
 
@@ -371,13 +370,10 @@ class Unit:
     #: the grid point as the task spells it (the display ``setting``)
     grid_point: dict[str, Any]
     measure: Measure
+    #: the measure's validated params with defaults left out
+    #: (:func:`~pipeline.evaluation.base.canonical_params`), as in its rows
+    canonical_params: dict[str, Any]
     fingerprint: str
-
-    @property
-    def canonical_params(self) -> dict[str, Any]:
-        """The measure's validated params with defaults left out
-        (:func:`~pipeline.evaluation.base.canonical_params`)."""
-        return canonical_params(self.measure.params)
 
     @property
     def setting(self) -> str:
@@ -422,7 +418,11 @@ def expand(task: LoadedTask, input_hashes: dict[tuple[str, str | None, int], str
     i = 0
     for m in task.spec.measures:
         entry = REGISTRY[m.type]
-        points = [(p, entry.measure(entry.validate(p, f"{task.path}: measure {m.label!r}"))) for p in grid_points(m)]
+        where = f"{task.path}: measure {m.label!r}"
+        points = []
+        for point in grid_points(m):
+            measure = entry.measure(entry.validate(point, where))
+            points.append((point, measure, canonical_params(measure.params)))
         for d in task.spec.datasets:
             if m.datasets is not None and d.name not in m.datasets:
                 continue
@@ -437,8 +437,7 @@ def expand(task: LoadedTask, input_hashes: dict[tuple[str, str | None, int], str
                     for r in range(task.spec.repetitions if s.synthesise is not None else 1)
                 ]
             for src, rep in targets:
-                for point, measure in points:
-                    params = canonical_params(measure.params)
+                for point, measure, params in points:
                     fp = _fingerprint({"inputs": input_hashes[(d.name, src, rep)], "measure": m.type, "params": params})
-                    yield Unit(i, d.name, src, rep, m, {k: point[k] for k in m.grid}, measure, fp)
+                    yield Unit(i, d.name, src, rep, m, {k: point[k] for k in m.grid}, measure, params, fp)
                     i += 1

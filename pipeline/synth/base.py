@@ -62,10 +62,10 @@ class SynthesisParams(BaseModel):
     output_format: list[OutputFormat] = Field(default_factory=lambda: ["parquet"], min_length=1)
 
     def canonical(self) -> dict[str, Any]:
-        """The settings as JSON with every default left out and ``kind`` always in
+        """The settings as JSON with every default left out, ``kind`` (a tag) always in
         (:func:`~pipeline.evaluation.base.canonical_params`): equal for a task that spells a
         default out and one that omits it (fingerprints, results' ``params``)."""
-        return {"kind": self.kind, **canonical_params(self)}
+        return canonical_params(self)
 
 
 class SynthesisOutput(Protocol):

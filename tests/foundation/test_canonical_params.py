@@ -25,7 +25,15 @@ TASK: dict[str, Any] = {
             "original": {"demo": "sd2011_subset"},
             "synthetic": [
                 {"name": "cart", "demo": "sd2011_cart"},
-                {"name": "margins", "synthesise": {"variables": ["sex", "agegr", "edu"], "m": 2}},
+                {
+                    "name": "margins",
+                    "synthesise": {
+                        "variables": ["sex", "agegr", "edu"],
+                        "m": 2,
+                        "variant": "none",
+                        "dp": {"epsilon": 2},
+                    },
+                },
             ],
         },
         {
@@ -77,6 +85,11 @@ def _spelled_out(task: dict[str, Any]) -> dict[str, Any]:
                 kind = s["synthesise"].get("kind", "margins")
                 model = SYNTHESISERS[kind].synthesiser.params_model
                 s["synthesise"] = {**s["synthesise"], **_defaults(model, s["synthesise"])}
+    # settings inside settings: a DP block and an identification-risk scenario
+    full["datasets"][0]["synthetic"][1]["synthesise"]["dp"].update(
+        {"delta": 0.05, "noise": "laplace", "order": "noise_only", "weights": None}
+    )
+    full["measures"][5]["params"]["scenarios"]["income"].update({"radius": None, "radius_grid": None})
     return full
 
 
@@ -111,7 +124,16 @@ def test_spelled_out_defaults_give_the_same_fingerprints_and_params(tmp_path: Pa
     disclosure = next(u for u in short_units if u.type == "disclosure")
     assert disclosure.canonical_params == {"keys": ["sex", "agegr"], "target": "edu"}
     margins = next(u for u in short_syn if u.source == "margins")
-    assert margins.canonical_params == {"kind": "margins", "variables": ["sex", "agegr", "edu"], "m": 2, "seed": 5}
+    assert margins.canonical_params == {
+        "kind": "margins",
+        "variables": ["sex", "agegr", "edu"],
+        "variant": "none",
+        "m": 2,
+        "seed": 5,
+        "dp": {"epsilon": 2.0},
+    }
+    idrisk = next(u for u in short_units if u.type == "identification_risk")
+    assert idrisk.canonical_params["scenarios"] == {"income": {"known": ["Urban", "Tenure"], "synthesised": ["Income"]}}
 
 
 def test_a_changed_setting_changes_the_fingerprint(tmp_path: Path) -> None:
