@@ -48,7 +48,11 @@ def _kind(settings: Any) -> str:
 #: a ``synthesise`` section: the settings model of its ``kind``
 SynthesisSettings = Annotated[
     Union[tuple(Annotated[e.synthesiser.params_model, Tag(e.kind)] for e in _ENTRIES)],  # noqa: UP007
-    Discriminator(_kind),
+    Discriminator(
+        _kind,
+        custom_error_type="unknown_kind",
+        custom_error_message=f"kind: unknown synthesiser; the kinds are {', '.join(REGISTRY)}",
+    ),
 ]
 _SETTINGS: TypeAdapter[SynthesisParams] = TypeAdapter(SynthesisSettings)
 

@@ -142,7 +142,7 @@ def test_settings_that_need_no_data_are_refused_by_the_model(settings, message):
 def test_settings_dispatch_on_kind():
     assert parse_settings({"variables": ["sex", "edu"]}).kind == "margins"
     assert type(parse_settings({"kind": "partial", "method": {"x": "cart"}})) is PartialParams
-    with pytest.raises(Exception, match="does not match any of the expected tags"):
+    with pytest.raises(ValidationError, match="kind: unknown synthesiser; the kinds are margins, partial"):
         parse_settings({"kind": "bootstrap"})
 
 
