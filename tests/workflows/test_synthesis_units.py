@@ -156,7 +156,7 @@ def test_synthesis_rows_are_the_units_own_rows(tmp_path):
     assert {"n", "k", "ipf_converged", "margin_total_moved", "syn_margin_tvd"} <= set(syn["measure"])
     for s in outcome.inputs.syntheses:
         folder = synthesis_folder(tmp_path / "run" / ".units", s)
-        assert json.loads((folder / "release" / "fit_report.json").read_text())["seed"] == s.params["seed"]
+        assert json.loads((folder / "release" / "fit_report.json").read_text())["seed"] == s.params.seed
         published = tmp_path / "run" / "synthesis" / "sd2011" / "margins" / f"rep{s.repetition}"
         assert sorted(p.name for p in (published / "synthetic").iterdir()) == sorted(
             p.name for p in (folder / "release" / "synthetic").iterdir()
