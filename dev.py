@@ -2,7 +2,7 @@
 """Bootstrap and run: needs only Python >= 3.11.
 
     python3 dev.py demo    create .venv, install sdc-pipeline, run tasks/demo.yaml on a LocalCluster
-    python3 dev.py test    create .venv, install sdc-pipeline with test extras, run the test suite
+    python3 dev.py test    create .venv, install sdc-pipeline with test extras, run the test suite (every core)
     python3 dev.py slow    the slow scale/cluster tests (pytest -m slow)
 
 Extra arguments after the command go to the underlying tool (sdc-pipeline run / pytest).
@@ -49,6 +49,10 @@ def main(argv: list[str]) -> int:
         return subprocess.run([BIN / "sdc-pipeline", "run", "tasks/demo.yaml", *rest], cwd=ROOT).returncode
     ensure_env("test,cluster")
     marker = ["-m", "slow"] if cmd == "slow" else []
+    if cmd == "test" and not any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in rest):
+        # the suite is CPU-bound: one pytest process per core (pass -n 1 for a single process)
+        marker = ["-n", "auto"]
+        print("running the suite on every core (pytest -n auto; `python3 dev.py test -n 1` for one process)")
     return subprocess.run([BIN / "python", "-m", "pytest", *marker, *rest], cwd=ROOT).returncode
 
 

@@ -13,12 +13,14 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
 from pipeline.errors import PipelineError
+from pipeline.interrupts import sigint_for_this_process_only
 
 EXIT_ERROR = 2
 EXIT_GATE_FAILED = 3
@@ -44,7 +46,8 @@ def _handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
 
         previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            return f(*args, **kwargs)
+            with sigint_for_this_process_only():
+                return f(*args, **kwargs)
         except PipelineError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(EXIT_ERROR)
@@ -197,15 +200,18 @@ def validate(task_file: Path) -> None:
 @click.argument("data_file", type=click.Path(path_type=Path))
 @click.option("--schema", type=click.Path(path_type=Path), help="Schema JSON to check the file against.")
 @click.option("--write", "write_to", type=click.Path(path_type=Path), help="Write the (inferred) schema here.")
+@click.option("--encoding", help="Text encoding of a CSV file (default: the schema's, else UTF-8), e.g. latin-1.")
 @_handle_errors
-def schema(data_file: Path, schema: Path | None, write_to: Path | None) -> None:
+def schema(data_file: Path, schema: Path | None, write_to: Path | None, encoding: str | None) -> None:
     """Read DATA_FILE and print its schema (given, beside the file, typed or inferred)."""
     from pipeline.data.dataset import read_dataset
 
-    ds = read_dataset(data_file, schema=schema)
-    text = json.dumps(ds.schema.to_dict(), indent=1)
+    ds = read_dataset(data_file, schema=schema, encoding=encoding)
+    # the schema records the encoding it was read with, so the file reads the same way next time
+    found = replace(ds.schema, encoding=encoding) if encoding else ds.schema
+    text = json.dumps(found.to_dict(), indent=1)
     if write_to:
-        ds.schema.to_json(write_to)
+        found.to_json(write_to)
         click.echo(f"schema of {data_file} written to {write_to}")
     else:
         click.echo(text)

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
 
 from pipeline import __version__
-from pipeline.config_io import read_yaml
+from pipeline.config_io import YamlLines, error_message, read_yaml
 from pipeline.errors import TaskError
 from pipeline.evaluation.base import Measure, canonical_params, setting_text
 from pipeline.evaluation.execution import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
@@ -198,7 +198,7 @@ def load_task(path: str | Path) -> LoadedTask:
     try:
         spec = TaskSpec.model_validate(data)
     except ValidationError as e:
-        raise TaskError(f"{p}: invalid task: {_task_errors(e, data)}") from None
+        raise TaskError(f"{p}: invalid task: {_task_errors(e, data, YamlLines(p))}") from None
     task = LoadedTask(spec, p.resolve())
     from pipeline.measures import REGISTRY
 
@@ -219,19 +219,24 @@ def load_task(path: str | Path) -> LoadedTask:
     return task
 
 
-def _task_errors(e: ValidationError, data: dict[str, Any]) -> str:
-    """The validation errors of a task file; those of a ``synthesise`` section name its dataset
-    and source (``dataset 'd' source 's': synthesise: m: ...``) instead of list positions."""
+def _task_errors(e: ValidationError, data: dict[str, Any], lines: YamlLines) -> str:
+    """The validation errors of a task file (:func:`~pipeline.config_io.validation_message`);
+    those of a ``synthesise`` section name its dataset and source (``dataset 'd' source 's':
+    synthesise: m: ...``) and its settings without the kind's tag."""
+    from pipeline.synthesisers import REGISTRY as SYNTHESISERS
+
     parts = []
     for err in e.errors():
-        loc, msg = list(err["loc"]), err["msg"].removeprefix("Value error, ")
+        loc = list(err["loc"])
         if len(loc) >= 5 and (loc[0], loc[2], loc[4]) == ("datasets", "synthetic", "synthesise"):
             d = data["datasets"][loc[1]]
-            where = f"dataset {d.get('name')!r} source {d['synthetic'][loc[3]].get('name')!r}: synthesise"
-            inner = ".".join(str(x) for x in loc[6:])  # after the kind's tag
-            parts.append(f"{where}: {inner}: {msg}" if inner else f"{where}: {msg}")
+            context = f"dataset {d.get('name')!r} source {d['synthetic'][loc[3]].get('name')!r}: synthesise"
+            kind = SYNTHESISERS.get(str(loc[5])) if len(loc) > 5 else None
+            inner = {**err, "loc": tuple(loc[6:])} if kind is not None else {**err, "loc": ()}
+            model = kind.synthesiser.params_model if kind is not None else None
+            parts.append(error_message(inner, model=model, lines=lines, prefix=loc[:5], context=context))
         else:
-            parts.append(f"{'.'.join(str(x) for x in loc)}: {msg}" if loc else msg)
+            parts.append(error_message(err, model=TaskSpec, lines=lines))
     return "; ".join(parts)
 
 

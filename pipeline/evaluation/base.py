@@ -210,7 +210,8 @@ class Measure(ABC):
         try:
             return cls.params_model.model_validate(dict(params))
         except ValidationError as e:
-            raise ParameterError(f"{where or cls.type}: invalid parameters: {validation_message(e)}") from None
+            message = validation_message(e, model=cls.params_model)
+            raise ParameterError(f"{where or cls.type}: invalid parameters: {message}") from None
 
     def check(self, data: EvalData) -> None:
         """Checks that need the data's schema (and cheap aggregates); ``validate`` runs them too."""

@@ -26,8 +26,14 @@ from pipeline.rcompat import normalise_cont_na
 Frame = pd.DataFrame | dd.DataFrame
 
 
+#: the index :func:`source_name` gives the holdout
+HOLDOUT = -1
+
+
 def source_name(index: int) -> str:
-    """How messages name data set ``index`` (0 = original, 1.. = synthetic sets)."""
+    """How messages name data set ``index`` (0 = original, 1.. = synthetic sets, -1 = holdout)."""
+    if index == HOLDOUT:
+        return "the holdout"
     return "the original data" if index == 0 else f"synthetic set {index}"
 
 
@@ -42,10 +48,14 @@ class EvalData:
         executor's business, not the measure's), columns as in the original.
     schema : Schema
         Kinds, factor levels and special missing codes (``cont.na`` merged in).
+    holdout : frame or None
+        Records of the same population that the synthesiser never saw, cast to the same schema:
+        the control a risk figure of the original (the training records) is compared with.
     """
 
     frames: tuple[Frame, ...]
     schema: Schema
+    holdout: Frame | None = None
 
     @property
     def original(self) -> Frame:
@@ -81,7 +91,10 @@ class EvalData:
                 f"{what}(s) {', '.join(map(repr, missing))} not found in the original data; "
                 f"it has: {', '.join(self.schema.names)}"
             )
-        for i, f in enumerate(self.synthetic, start=1):
+        others = [(i, f) for i, f in enumerate(self.synthetic, start=1)]
+        if self.holdout is not None:
+            others.append((HOLDOUT, self.holdout))
+        for i, f in others:
             absent = [v for v in dict.fromkeys(variables) if v not in f.columns]
             if absent:
                 raise CompatibilityError(
@@ -92,11 +105,25 @@ class EvalData:
         """The same data restricted to ``variables`` (in the order given)."""
         self.require(variables)
         cols = list(dict.fromkeys(variables))
-        return EvalData(tuple(f[cols] for f in self.frames), self.schema.select(cols))
+        holdout = self.holdout[cols] if self.holdout is not None else None
+        return EvalData(tuple(f[cols] for f in self.frames), self.schema.select(cols), holdout)
 
     def with_frames(self, frames: Sequence[Frame]) -> EvalData:
-        """The same schema over other frames (the executor's in-memory or blocked copies)."""
-        return EvalData(tuple(frames), self.schema)
+        """The same schema (and holdout) over other frames (the executor's in-memory or blocked copies)."""
+        return EvalData(tuple(frames), self.schema, self.holdout)
+
+    def against_holdout(self) -> EvalData:
+        """The same synthetic sets with the holdout in the original's place: a measure evaluated
+        on it gives the baseline its figure on the training records is compared with.
+
+        Raises
+        ------
+        ParameterError
+            There is no holdout.
+        """
+        if self.holdout is None:
+            raise ParameterError("a holdout baseline needs holdout records (as_eval_data(..., holdout=...))")
+        return EvalData((self.holdout, *self.synthetic), self.schema)
 
 
 def _unwrap(obj: Any, index: int) -> tuple[Frame, Schema | None]:
@@ -125,6 +152,7 @@ def as_eval_data(
     *,
     require_synthetic: bool = True,
     compatibility: Literal["strict", "align"] = "strict",
+    holdout: Any = None,
 ) -> EvalData:
     """Check and cast a measure's inputs: the only place that accepts frames or Datasets.
 
@@ -146,6 +174,9 @@ def as_eval_data(
         ``align`` first aligns the sets with the original, each read with its own schema
         (carried, else inferred): union of factor levels, common variables
         (:func:`~pipeline.data.compare.align_synthetic`).
+    holdout : pandas/Dask DataFrame or Dataset, optional
+        Records of the same population the synthesiser never saw (a withheld sample, a later
+        wave), checked and cast exactly as the original: the same variables, kinds and levels.
 
     Raises
     ------
@@ -157,9 +188,13 @@ def as_eval_data(
     """
     orig, carried = _unwrap(original, 0)
     sets = [_unwrap(s, i) for i, s in enumerate(_synthetic_list(synthetic), start=1)]
+    control = _unwrap(holdout, HOLDOUT)[0] if holdout is not None else None
     if require_synthetic and not sets:
         raise ParameterError("synthetic must hold at least one synthetic data set")
-    for i, f in enumerate([orig, *(s for s, _ in sets)]):
+    checked = [(i, f) for i, f in enumerate([orig, *(s for s, _ in sets)])]
+    if control is not None:
+        checked.append((HOLDOUT, control))
+    for i, f in checked:
         cols = [str(c) for c in f.columns]
         dupes = sorted({c for c in cols if cols.count(c) > 1})
         if dupes:
@@ -184,7 +219,14 @@ def as_eval_data(
             raise ParameterError(f"cont_na: variable(s) {not_numeric} are not numeric")
         schema = schema.with_missing_codes(codes)
     frames = [_cast(f, schema, i) for i, f in enumerate([orig, *(s for s, _ in sets)])]
-    return EvalData(tuple(frames), schema)
+    if control is not None:
+        missing = [c for c in schema.names if c not in control.columns]
+        if missing:
+            raise CompatibilityError(
+                f"{source_name(HOLDOUT)}: variable(s) {', '.join(map(repr, missing))} of the original are missing"
+            )
+        control = _cast(control[list(schema.names)], schema, HOLDOUT)
+    return EvalData(tuple(frames), schema, control)
 
 
 def _dataset(frame: Frame, schema: Schema | None, index: int) -> Dataset:
@@ -226,7 +268,7 @@ def _cast_frame(frame: pd.DataFrame, schema: Schema, index: int) -> pd.DataFrame
         try:
             out[name] = cast_series(s, schema[name], source_name(index))
         except DataError as e:
-            raise (DataError if index == 0 else CompatibilityError)(str(e)) from None
+            raise (DataError if index in (0, HOLDOUT) else CompatibilityError)(str(e)) from None
     return pd.DataFrame(out, index=frame.index)
 
 

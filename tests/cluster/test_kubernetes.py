@@ -132,8 +132,8 @@ def test_the_schema_check_catches_broken_specs(crd, path, bad, message):
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"name": "SDC_pipeline"}, "kubernetes.name: String should match pattern"),
-        ({"name": "x" * 54}, "kubernetes.name: String should have at most 53 characters"),
+        ({"name": "SDC_pipeline"}, "name: String should match pattern"),
+        ({"name": "x" * 54}, "name: String should have at most 53 characters"),
         ({"resources": {"limits": {"memory": "4GiB"}}}, "'4GiB' is not a Kubernetes quantity"),
         ({"resources": {"limit": {"memory": "4Gi"}}}, "expected 'requests' and/or 'limits', got 'limit'"),
     ],

@@ -56,3 +56,45 @@ def test_encoding_from_the_argument_the_schema_or_the_task(tmp_path):
     assert list(sets[0].to_pandas()["name"]) == ["café", "tea"]  # sources inherit the original's encoding
     with pytest.raises(DataError, match="unknown encoding 'klingon'"):
         read_dataset(data, encoding="klingon")
+
+
+def test_schema_command_infers_a_latin1_csv_and_records_its_encoding(tmp_path):
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    data = tmp_path / "towns.csv"
+    data.write_bytes("town,income\nK\xf6ln,10\nM\xfcnchen,20\nK\xf6ln,30\n".encode("latin-1"))
+    refused = CliRunner().invoke(main, ["schema", str(data)])
+    assert refused.exit_code == 2 and "--encoding latin-1" in refused.output
+    written = tmp_path / "towns.schema.json"
+    r = CliRunner().invoke(main, ["schema", str(data), "--encoding", "latin-1", "--write", str(written)])
+    assert r.exit_code == 0, r.output
+    schema = json.loads(written.read_text(encoding="utf-8"))
+    assert schema["encoding"] == "latin-1"
+    assert schema["columns"][0] == {"name": "town", "type": "factor", "ordered": False, "levels": ["Köln", "München"]}
+    # the schema beside the file now reads it without the option
+    assert CliRunner().invoke(main, ["schema", str(data)]).exit_code == 0
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_name(tmp_path):
+    p = tmp_path / "excel.csv"
+    p.write_bytes(b"\xef\xbb\xbfsex,age\nM,30\nF,41\n")
+    ds = read_dataset(p)
+    assert list(ds.schema.names) == ["sex", "age"] and ds.frame.compute()["age"].tolist() == [30.0, 41.0]
+
+
+def test_infinite_values_are_not_numbers(tmp_path):
+    import pandas as pd
+
+    from pipeline.data.schema import Schema
+
+    p = tmp_path / "inf.csv"
+    p.write_text("a,b\n1,2.5\n3,inf\n5,1e400\n7,-Infinity\n", encoding="utf-8")
+    # inferred: like a column holding NaN, the column is not numeric
+    assert read_dataset(p).schema["b"].kind == "factor"
+    schema = Schema.from_dict({"columns": [{"name": "a", "type": "integer"}, {"name": "b", "type": "numeric"}]})
+    with pytest.raises(DataError, match=r"variable 'b' is numeric but 3 record\(s\) are not numbers \(infinite"):
+        read_dataset(p, schema=schema).frame.compute()
+    with pytest.raises(DataError, match=r"variable 'b' is numeric but 1 record\(s\) are not numbers \(infinite"):
+        schema.apply(pd.DataFrame({"a": [1.0, 2.0], "b": [1.5, float("inf")]}))

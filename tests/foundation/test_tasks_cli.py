@@ -39,7 +39,18 @@ def _write(tmp_path: Path, text: str) -> Path:
     [
         ("name: [unclosed", "not valid YAML"),
         ("- a\n- b\n", "a task file must be a YAML mapping"),
-        (BASE + "  - {type: profile, colour: red}\n", "measures.0.colour: Extra inputs are not permitted"),
+        (
+            BASE + "  - {type: profile, colour: red}\n",
+            "line 9: measures[1].colour: unknown setting; expected one of: type,",
+        ),
+        (
+            BASE + "  - {type: profile}\n  - {type: profile, parmas: {}}\n",
+            "line 10: measures[2].parmas: unknown setting; did you mean 'params'?",
+        ),
+        (
+            BASE + "  - {type: disclosure, params: {keys: [sex], tragets: [ls]}}\n",
+            "measure 'disclosure': invalid parameters: tragets: unknown setting; did you mean 'targets'?",
+        ),
         (BASE + "  - {type: nosuch}\n", "unknown measure type 'nosuch'"),
         (BASE + "  - {type: key_blocks, params: {keys: [sex], n_blocks: 0}}\n", "n_blocks: Input should be greater"),
         (BASE + "  - {type: key_blocks, grid: {keys: []}}\n", "grid 'keys' is empty"),

@@ -76,6 +76,34 @@ def test_interrupt_stops_the_cluster_keeps_units_and_says_how_to_resume(tmp_path
     assert pd.read_parquet(out / "results.parquet")["measure_name"].eq("key_blocks").all()
 
 
+@pytest.mark.slow
+def test_ctrl_c_in_the_first_seconds_stops_the_run(tmp_path):
+    """Issue 23: a Ctrl-C at any moment of start-up (cluster starting, client connecting, first
+    units) ends the run with exit 130 and the one line, no traceback; none is swallowed."""
+    task = tmp_path / "sweep.yaml"
+    task.write_text(SWEEP, encoding="utf-8")
+    cluster = tmp_path / "local.yaml"
+    cluster.write_text("type: local\nn_workers: 1\nprocesses: true\n", encoding="utf-8")
+    for tenth in range(5, 101, 5):  # every half second of the first 10 s
+        out = tmp_path / f"run{tenth}"
+        proc = subprocess.Popen(_run_cmd(task, out, cluster), stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            proc.wait(timeout=tenth / 10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            err = proc.communicate(timeout=60)[1]
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"the run did not stop after a SIGINT at {tenth / 10} s")
+        if proc.returncode == 0:  # the run had ended before the signal: nothing to interrupt
+            assert (out / "results.parquet").exists()
+            continue
+        assert proc.returncode == 130, f"SIGINT at {tenth / 10} s: exit {proc.returncode}\n{err}"
+        assert "Traceback" not in err and "Error" not in err, f"SIGINT at {tenth / 10} s:\n{err}"
+        assert err.splitlines()[-1].startswith("interrupted (SIGINT)"), f"SIGINT at {tenth / 10} s:\n{err}"
+
+
 # ---- (6) crashes become one-line errors with exit 2 ---------------------------------------------
 
 DEMO_TASK = Path(__file__).resolve().parents[2] / "tasks" / "demo.yaml"
@@ -134,7 +162,7 @@ def test_scheduler_address_without_port(tmp_path):
     cfg = tmp_path / "sched.yaml"
     cfg.write_text("type: scheduler\naddress: tcp://localhost\n", encoding="utf-8")
     res = CliRunner().invoke(main, ["run", str(DEMO_TASK), "--cluster", str(cfg), "--out", str(tmp_path / "o")])
-    _one_line_error(res, "scheduler.address", "tcp://host:port")
+    _one_line_error(res, "line 2: address", "tcp://host:port")
 
 
 def test_python_api_duplicated_columns_is_a_parameter_error():

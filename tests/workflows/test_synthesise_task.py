@@ -87,4 +87,4 @@ def test_m_zero_is_refused_when_the_task_is_loaded(tmp_path, setting, named):
     p.write_text(TASK.format(limit=10, variant="V3").replace("m: 2", setting))
     r = CliRunner().invoke(main, ["validate", str(p)])
     assert r.exit_code == 2
-    assert f"invalid task: dataset 'sd2011' source 'margins_L10': synthesise: {named}" in r.output
+    assert f"dataset 'sd2011' source 'margins_L10': synthesise: {named}" in r.output
