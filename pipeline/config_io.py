@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from pipeline.errors import TaskError
 
@@ -78,18 +79,28 @@ def validation_message(
     validated, to suggest the allowed name for an unknown setting; ``lines``: the file's lines, to
     say where the setting is; ``prefix``: where the validated mapping sits in that file.
     """
-    parts = []
-    for err in e.errors():
-        loc = [x for x in err["loc"] if str(x) not in skip_loc]
-        where = _display_loc(loc)
-        if err["type"] == "extra_forbidden":
-            msg = _unknown_setting(model, loc)
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-        line = lines.line([*prefix, *loc]) if lines is not None else None
-        text = f"{where}: {msg}" if where else msg
-        parts.append(f"line {line}: {text}" if line else text)
-    return "; ".join(parts)
+    return "; ".join(error_message(err, skip_loc, model, lines, prefix) for err in e.errors())
+
+
+def error_message(
+    err: ErrorDetails,
+    skip_loc: tuple[str, ...] = (),
+    model: type[BaseModel] | None = None,
+    lines: YamlLines | None = None,
+    prefix: Sequence[str | int] = (),
+    context: str | None = None,
+) -> str:
+    """One error of :func:`validation_message` (``line N: loc: message``); ``context`` names the
+    validated mapping before its location (e.g. ``dataset 'd' source 's': synthesise``)."""
+    loc = [x for x in err["loc"] if str(x) not in skip_loc]
+    where = _display_loc(loc)
+    if context:
+        where = f"{context}: {where}" if where else context
+    unknown = err["type"] == "extra_forbidden"
+    msg = _unknown_setting(model, loc) if unknown else err["msg"].removeprefix("Value error, ")
+    line = lines.line([*prefix, *loc]) if lines is not None else None
+    text = f"{where}: {msg}" if where else msg
+    return f"line {line}: {text}" if line else text
 
 
 def _display_loc(loc: Sequence[str | int]) -> str:

@@ -1,7 +1,10 @@
 """The tidy results table shared by the CLI, sweeps, the nightly history and the report.
 
 One row per dataset × synthetic source × repetition × setting × synthetic set × measure.
-Measures return the four inner columns (:data:`MEASURE_COLUMNS`); the runner adds the rest.
+Measures return the inner columns (:data:`MEASURE_COLUMNS`); the runner adds the rest: the
+task, the run, the data, the ``family``, the ``type`` (the task's measure type, or the
+synthesiser's kind for a synthesis's rows) and the ``measure_name`` (the measure entry's
+name, default its type).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ RESULT_COLUMNS = [
     "source",
     "repetition",
     "family",
+    "type",
     "measure_name",
     "setting",
     "params",

@@ -27,9 +27,10 @@ from pipeline.results import RESULT_COLUMNS, atomic_write_parquet, atomic_write_
 
 MARKER = "_sdc_results_store.json"
 FORMAT_VERSION = 1
-#: result columns a stored run may lack: ``task`` (in the folder name) and ``params`` (runs
-#: stored before results had structured params; read as unknown)
-OPTIONAL_COLUMNS = ("task", "params")
+#: result columns a stored run may lack: ``task`` (in the folder name), ``params`` (runs
+#: stored before results had structured params; read as unknown) and ``type`` (runs stored
+#: before results had the measure type; read as unknown)
+OPTIONAL_COLUMNS = ("task", "params", "type")
 
 
 class ResultsStore:
@@ -102,7 +103,8 @@ class ResultsStore:
 
         Runs stored before the results had structured ``params`` read with ``params`` = None
         (unknown): nothing is guessed from their display ``setting``, so nightly gates find no
-        previous value for them instead of comparing different settings.
+        previous value for them instead of comparing different settings. Runs stored before
+        the results had a ``type`` column read with ``type`` = None.
         """
         p = Path(path)
         try:
@@ -114,8 +116,9 @@ class ResultsStore:
             raise DataError(f"{p}: not a results file (missing columns {missing})")
         if "task" not in table.columns:
             table.insert(0, "task", p.parent.name.split("=", 1)[1])
-        if "params" not in table.columns:
-            table["params"] = None
+        for column in ("params", "type"):
+            if column not in table.columns:
+                table[column] = None
         return table[RESULT_COLUMNS]
 
     def budget(self, task: str | None = None) -> pd.DataFrame:

@@ -23,14 +23,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
 
 from pipeline import __version__
-from pipeline.config_io import YamlLines, read_yaml, validation_message
+from pipeline.config_io import YamlLines, error_message, read_yaml
 from pipeline.errors import TaskError
-from pipeline.evaluation.base import setting_text
+from pipeline.evaluation.base import Measure, canonical_params, setting_text
 from pipeline.evaluation.execution import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
+from pipeline.synth.base import Synthesiser, SynthesisParams
 from pipeline.synth.dp_ledger import BudgetCap
+from pipeline.synthesisers import SynthesisSettings, synthesiser
 
 
 class _Spec(BaseModel):
@@ -62,7 +64,8 @@ class SourceSpec(_Spec):
     demo: str | None = None
     paths: list[str] | None = None
     schema_file: str | None = Field(None, alias="schema")
-    synthesise: dict[str, Any] | None = None
+    #: the synthesiser's settings, validated by the model of their ``kind`` (:mod:`pipeline.synthesisers`)
+    synthesise: SerializeAsAny[SynthesisSettings] | None = None  # type: ignore[valid-type]
     compatibility: Literal["strict", "align"] = "strict"
     #: text encoding of CSV files (default: the schema's, else the original's, else UTF-8)
     encoding: str | None = None
@@ -195,14 +198,10 @@ def load_task(path: str | Path) -> LoadedTask:
     try:
         spec = TaskSpec.model_validate(data)
     except ValidationError as e:
-        raise TaskError(f"{p}: invalid task: {validation_message(e, model=TaskSpec, lines=YamlLines(p))}") from None
+        raise TaskError(f"{p}: invalid task: {_task_errors(e, data, YamlLines(p))}") from None
     task = LoadedTask(spec, p.resolve())
     from pipeline.measures import REGISTRY
 
-    for d in spec.datasets:
-        for src in d.synthetic:
-            if src.synthesise is not None:
-                _validate_synthesise(src, f"{p}: dataset {d.name!r} source {src.name!r}")
     datasets = [d.name for d in spec.datasets]
     sources = list(dict.fromkeys(s.name for d in spec.datasets for s in d.synthetic))
     for m in spec.measures:
@@ -220,13 +219,25 @@ def load_task(path: str | Path) -> LoadedTask:
     return task
 
 
-def _validate_synthesise(src: SourceSpec, where: str) -> None:
-    from pipeline.synth.task import synthesis_params
+def _task_errors(e: ValidationError, data: dict[str, Any], lines: YamlLines) -> str:
+    """The validation errors of a task file (:func:`~pipeline.config_io.validation_message`);
+    those of a ``synthesise`` section name its dataset and source (``dataset 'd' source 's':
+    synthesise: m: ...``) and its settings without the kind's tag."""
+    from pipeline.synthesisers import REGISTRY as SYNTHESISERS
 
-    try:
-        synthesis_params(src.synthesise)
-    except ValidationError as e:
-        raise TaskError(f"{where}: invalid synthesise settings: {validation_message(e)}") from None
+    parts = []
+    for err in e.errors():
+        loc = list(err["loc"])
+        if len(loc) >= 5 and (loc[0], loc[2], loc[4]) == ("datasets", "synthetic", "synthesise"):
+            d = data["datasets"][loc[1]]
+            context = f"dataset {d.get('name')!r} source {d['synthetic'][loc[3]].get('name')!r}: synthesise"
+            kind = SYNTHESISERS.get(str(loc[5])) if len(loc) > 5 else None
+            inner = {**err, "loc": tuple(loc[6:])} if kind is not None else {**err, "loc": ()}
+            model = kind.synthesiser.params_model if kind is not None else None
+            parts.append(error_message(inner, model=model, lines=lines, prefix=loc[:5], context=context))
+        else:
+            parts.append(error_message(err, model=TaskSpec, lines=lines))
+    return "; ".join(parts)
 
 
 def grid_points(m: MeasureSpec) -> list[dict[str, Any]]:
@@ -276,7 +287,8 @@ def _fingerprint(parts: dict[str, Any]) -> str:
 
 def synthesis_seed(task: LoadedTask, src: SourceSpec, repetition: int) -> int:
     """Seed of repetition r of a synthesiser: its own ``seed`` (else the task's) plus r."""
-    base = (src.synthesise or {}).get("seed")
+    assert src.synthesise is not None
+    base = src.synthesise.seed
     return (task.spec.seed if base is None else int(base)) + repetition
 
 
@@ -284,26 +296,35 @@ def synthesis_seed(task: LoadedTask, src: SourceSpec, repetition: int) -> int:
 class SynthesisUnit:
     """One synthesis: repetition r of a ``synthesise`` source of a dataset.
 
-    Its output (the m synthetic sets, the released margins, the fit report, its rows) is
-    cached by fingerprint — the original's input hash, the settings and seed, the code
-    version — and is the input of the measure units on that source and repetition.
+    It carries its :class:`~pipeline.synth.base.Synthesiser` (built once, with the repetition's
+    seed). Its output (the m synthetic sets, the release, its rows) is cached by fingerprint —
+    the original's input hash, the canonical settings, the code version — and is the input of
+    the measure units on that source and repetition.
     """
 
     dataset: str
     source: str
     repetition: int
-    #: the source's ``synthesise`` settings with the repetition's seed
-    params: dict[str, Any]
+    synthesiser: Synthesiser
+    #: the settings with defaults left out (:meth:`SynthesisParams.canonical`), as in its rows
+    canonical_params: dict[str, Any]
     fingerprint: str
 
     family: ClassVar[str] = "synthesis"
     measure_name: ClassVar[str] = "synthesise"
     setting: ClassVar[str] = ""
+    #: a synthesis has no grid point
+    grid_point: ClassVar[dict[str, Any]] = {}
 
     @property
-    def grid_params(self) -> dict[str, Any]:
-        """A synthesis has no grid point."""
-        return {}
+    def params(self) -> SynthesisParams:
+        """The validated settings, with the repetition's seed."""
+        return self.synthesiser.params
+
+    @property
+    def type(self) -> str:
+        """The ``type`` column of its rows: the synthesiser's kind."""
+        return self.synthesiser.kind
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -330,51 +351,63 @@ def synthesis_units(task: LoadedTask, original_hashes: dict[str, str]) -> list[S
         for src in d.synthetic:
             if src.synthesise is None:
                 continue
+            base = synthesiser(src.synthesise)
             for rep in range(task.spec.repetitions):
-                params = {**src.synthesise, "seed": synthesis_seed(task, src, rep)}
-                fp = _fingerprint({"inputs": original_hashes[d.name], "synthesise": params})
-                out.append(SynthesisUnit(d.name, src.name, rep, params, fp))
+                syn = base.with_seed(synthesis_seed(task, src, rep))
+                canonical = syn.params.canonical()
+                fp = _fingerprint({"inputs": original_hashes[d.name], "synthesise": canonical})
+                out.append(SynthesisUnit(d.name, src.name, rep, syn, canonical, fp))
     return out
 
 
 @dataclass(frozen=True)
 class Unit:
-    """One independent piece of work: a measure at one setting on one (dataset, source, repetition)."""
+    """One independent piece of work: a measure at one setting on one (dataset, source, repetition).
+
+    It carries its :class:`~pipeline.evaluation.base.Measure`, built once from the validated params.
+    """
 
     index: int
     dataset: str
     source: str | None
     repetition: int
-    measure: MeasureSpec
-    params: dict[str, Any]
+    spec: MeasureSpec
+    #: the grid point as the task spells it (the display ``setting``)
+    grid_point: dict[str, Any]
+    measure: Measure
+    #: the measure's validated params with defaults left out
+    #: (:func:`~pipeline.evaluation.base.canonical_params`), as in its rows
+    canonical_params: dict[str, Any]
     fingerprint: str
-
-    @property
-    def grid_params(self) -> dict[str, Any]:
-        """The parameters this unit's grid point sets (what tells it apart from its siblings)."""
-        return {k: self.params[k] for k in self.measure.grid}
 
     @property
     def setting(self) -> str:
         """Display text of the grid point (for people; results carry the params as a mapping)."""
-        return setting_text(self.grid_params)
+        return setting_text(self.grid_point)
+
+    @property
+    def type(self) -> str:
+        return self.spec.type
 
     @property
     def family(self) -> str:
-        from pipeline.measures import REGISTRY
-
-        return REGISTRY[self.measure.type].family
+        return self.measure.family
 
     @property
     def measure_name(self) -> str:
-        return self.measure.label
+        return self.spec.label
+
+    @property
+    def source_key(self) -> tuple[str, str | None, int]:
+        """(dataset, source, repetition) of its data."""
+        return (self.dataset, self.source, self.repetition)
 
     @property
     def label(self) -> str:
         src = f"/{self.source}" if self.source else ""
         rep = f"#{self.repetition}" if self.repetition else ""
         st = f" [{self.setting}]" if self.setting else ""
-        return f"{self.measure.label} {self.dataset}{src}{rep}{st}"
+        return f"{self.spec.label} {self.dataset}{src}{rep}{st}"
 
 
 def expand(task: LoadedTask, input_hashes: dict[tuple[str, str | None, int], str]) -> Iterator[Unit]:
@@ -383,13 +416,18 @@ def expand(task: LoadedTask, input_hashes: dict[tuple[str, str | None, int], str
     ``input_hashes`` maps (dataset, source or None, repetition) to the content hash of the
     inputs (for a synthesised source: its synthesis unit's fingerprint); measures that need
     synthetic data get one unit per source and repetition, the ``profile`` of the original
-    alone gets ``source=None``.
+    alone gets ``source=None``. Each grid point's Measure is built once and shared by its units.
     """
     from pipeline.measures import REGISTRY
 
     i = 0
     for m in task.spec.measures:
         entry = REGISTRY[m.type]
+        where = f"{task.path}: measure {m.label!r}"
+        points = []
+        for point in grid_points(m):
+            measure = entry.measure(entry.validate(point, where))
+            points.append((point, measure, canonical_params(measure.params)))
         for d in task.spec.datasets:
             if m.datasets is not None and d.name not in m.datasets:
                 continue
@@ -404,7 +442,7 @@ def expand(task: LoadedTask, input_hashes: dict[tuple[str, str | None, int], str
                     for r in range(task.spec.repetitions if s.synthesise is not None else 1)
                 ]
             for src, rep in targets:
-                for params in grid_points(m):
+                for point, measure, params in points:
                     fp = _fingerprint({"inputs": input_hashes[(d.name, src, rep)], "measure": m.type, "params": params})
-                    yield Unit(i, d.name, src, rep, m, params, fp)
+                    yield Unit(i, d.name, src, rep, m, {k: point[k] for k in m.grid}, measure, params, fp)
                     i += 1

@@ -21,7 +21,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -49,6 +49,63 @@ class Params(BaseModel):
 def canonical_json(params: Mapping[str, Any]) -> str:
     """One text form of a params mapping: sorted keys, no spaces (equal params, equal text)."""
     return json.dumps(params, sort_keys=True, separators=(",", ":"), default=_json_default)
+
+
+def canonical_params(params: BaseModel) -> dict[str, Any]:
+    """A validated params model as JSON (field names) with every setting left out that the model
+    would give anyway: equal for a task that spells a default out and one that omits it.
+
+    A setting is left out when validating without it gives the same model (its default, or the
+    value a validator derives — e.g. ``cont_na: None`` read as ``{}``); one the model cannot do
+    without stays. Settings that are models themselves (an identification-risk scenario, a DP
+    block, an SDC step; alone, in a list or a mapping) are written in this form too. Models are
+    compared in their normal form (dumped and validated again, so a default that a validator
+    would rewrite compares as rewritten). Unit fingerprints, the results' ``params`` and so the
+    nightly gate keys are computed from this form.
+    """
+    model = type(params)
+
+    def normal(data: dict[str, Any]) -> dict[str, Any]:
+        once = model.model_validate(data).model_dump(mode="json")
+        return model.model_validate(once).model_dump(mode="json")
+
+    reference = normal(params.model_dump(mode="json"))
+    out = dict(reference)
+    for name in reference:
+        if _is_tag(model, name):
+            continue  # a tag (``step``, ``kind``) says which model a union holds: it stays
+        trial = {k: v for k, v in out.items() if k != name}
+        try:
+            same = normal(trial) == reference
+        except ValidationError:
+            same = False
+        if same:
+            del out[name]
+    for name in out:
+        shorter = _nested_canonical(getattr(params, name))
+        try:
+            if shorter is not None and normal({**out, name: shorter}) == reference:
+                out[name] = shorter
+        except ValidationError:
+            pass  # the nested settings need their defaults in this model: keep them
+    return out
+
+
+def _is_tag(model: type[BaseModel], name: str) -> bool:
+    """Whether field ``name`` can hold one value only (``Literal["x"]``)."""
+    field = model.model_fields.get(name)
+    return field is not None and get_origin(field.annotation) is Literal and len(get_args(field.annotation)) == 1
+
+
+def _nested_canonical(value: Any) -> Any:
+    """The canonical form of a setting that holds models (else None: keep it as dumped)."""
+    if isinstance(value, BaseModel):
+        return canonical_params(value)
+    if isinstance(value, Mapping) and value and all(isinstance(v, BaseModel) for v in value.values()):
+        return {str(k): canonical_params(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, BaseModel) for v in value):
+        return [canonical_params(v) for v in value]
+    return None
 
 
 def _json_default(obj: Any) -> Any:

@@ -23,12 +23,15 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.errors import DataError, TaskError
+
+if TYPE_CHECKING:
+    from pipeline.synth.base import Synthesiser
 
 LEDGER_KEY = "privacy_budget"
 """The manifest key of the ledger entries."""
@@ -59,23 +62,20 @@ class Spend:
     noise: str
 
 
-def release_spend(dataset: str, data: str, source: str, repetition: int, release: str, params: Any) -> Spend | None:
-    """The spend of one synthesis unit from its settings alone (None without ``dp``).
+def release_spend(
+    dataset: str, data: str, source: str, repetition: int, release: str, synthesiser: Synthesiser
+) -> Spend | None:
+    """The spend of one synthesis unit from its settings alone (None unless it is differentially
+    private, :meth:`~pipeline.synth.base.Synthesiser.privacy_spend`).
 
     ``data`` is the original's content fingerprint (recorded as a short hash of it).
-    ``params`` is a :class:`~pipeline.synth.task.SynthesiseParams`; its settings are checked
-    (a ParameterError for an invalid ``dp`` block), so the number of margins is known.
     """
-    from pipeline.synth.dp import check_dp
-    from pipeline.synth.task import check_settings
-
-    if params.dp is None:
+    spend = synthesiser.privacy_spend()
+    if spend is None:
         return None
-    q = len(check_settings(params))
-    eps = float(check_dp(params.dp, q).sum())
-    delta = params.dp.delta * q if params.dp.noise == "gaussian" else 0.0
+    eps, delta, noise = spend
     data_id = hashlib.sha256(data.encode()).hexdigest()[:16]
-    return Spend(dataset, data_id, source, repetition, release, eps, float(delta), params.dp.noise)
+    return Spend(dataset, data_id, source, repetition, release, eps, delta, noise)
 
 
 def ledger_entries(spends: Iterable[Spend]) -> list[dict[str, Any]]:

@@ -19,10 +19,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pipeline.synth import _kernels
+
+if TYPE_CHECKING:
+    from pipeline.evaluation.execution import Executor
 
 SLAB_CELLS = 1 << 20
 """Cells per slab of a pass; also the fixed cell-index range of the two-stage sampler."""
@@ -227,18 +231,21 @@ class DaskEngine(_DenseLayout):
         Target cells per block (rounded to a multiple of the longest slab).
     max_acc_cells : int
         Largest accumulator any pass will use (fixes the longest slab).
+    executor : Executor
+        Whose cluster holds the table and computes the passes.
     """
 
     kind = "dask"
     bytes_per_cell = 32
 
-    def __init__(self, shape: Sequence[int], chunk_cells: int, max_acc_cells: int) -> None:
+    def __init__(self, shape: Sequence[int], chunk_cells: int, max_acc_cells: int, executor: Executor) -> None:
         import dask.array as da
 
         super().__init__(shape)
         unit = slab_size(max_acc_cells)
         self.block = max(1, int(chunk_cells) // unit) * unit
-        self.x = da.ones(self.n_cells, chunks=self.block, dtype=np.float64).persist()
+        self.executor = executor
+        (self.x,) = executor.persist(da.ones(self.n_cells, chunks=self.block, dtype=np.float64), merge=False)
         self.prev = None
 
     def run(
@@ -260,8 +267,10 @@ class DaskEngine(_DenseLayout):
         new_x = da.concatenate([da.from_delayed(o[0], (n,), np.float64) for o, n in zip(outs, sizes, strict=True)])
         new_prev = da.concatenate([da.from_delayed(o[1], (n,), np.float64) for o, n in zip(outs, sizes, strict=True)])
         keep = ([new_x] if apply else []) + ([new_prev] if save else [])
-        *arrays, parts, maxima = dask.persist(*keep, [o[2] for o in outs], [o[3] for o in outs])
-        parts, maxima = dask.compute(parts, maxima)
+        # the new table and the per-block margins in one graph on the executor's cluster
+        kept = self.executor.persist(*keep, *[o[2] for o in outs], *[o[3] for o in outs], merge=False)
+        arrays, rest = kept[: len(keep)], self.executor.compute(*kept[len(keep) :])
+        parts, maxima = rest[: len(outs)], rest[len(outs) :]
         if apply:
             self.x = arrays.pop(0)
         if save:
@@ -272,21 +281,23 @@ class DaskEngine(_DenseLayout):
         )
 
     def divide(self, value: float) -> None:
-        self.x = (self.x / value).persist()
+        (self.x,) = self.executor.persist(self.x / value, merge=False)
 
     def slab_sums(self) -> np.ndarray:
         """Same ranges and summation as :meth:`DenseEngine.slab_sums` (blocks hold whole ranges)."""
         import dask
 
-        return np.concatenate(dask.compute(*[dask.delayed(_range_sums)(b) for b in self.x.to_delayed().ravel()]))
+        sums = [dask.delayed(_range_sums)(b) for b in self.x.to_delayed().ravel()]
+        return np.concatenate(self.executor.compute(*sums))
 
     def slab_values(self, r: int) -> tuple[np.ndarray, np.ndarray]:
         lo = r * SLAB_CELLS
-        vals = self.x[lo : lo + SLAB_CELLS].compute()
+        (vals,) = self.executor.compute(self.x[lo : lo + SLAB_CELLS])
         return vals, np.arange(lo, lo + vals.size, dtype=np.int64)
 
     def dense(self) -> np.ndarray:
-        return self.x.compute().reshape(self.shape)
+        (x,) = self.executor.compute(self.x)
+        return x.reshape(self.shape)
 
 
 class SparseEngine:

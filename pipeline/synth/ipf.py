@@ -341,13 +341,14 @@ def _make_engine(
 ) -> DenseEngine | DaskEngine | SparseEngine:
     full = layout.n_cells
     if engine == "dask":
-        available = int(memory_limit if memory_limit is not None else (executor or Executor.current()).memory())
+        executor = executor or Executor.current()
+        available = int(memory_limit if memory_limit is not None else executor.memory())
         if full > max_cells or full * DaskEngine.bytes_per_cell > available:
             raise _size_error(
                 layout, "the Dask fit needs", full, DaskEngine.bytes_per_cell,
                 f"over the size guard max_cells={max_cells:,} or the {available / 2**30:.1f} GiB of cluster memory",
             )  # fmt: skip
-        return DaskEngine(layout.shape, chunk_cells, max_acc_cells)
+        return DaskEngine(layout.shape, chunk_cells, max_acc_cells, executor)
     available = int(memory_limit if memory_limit is not None else psutil.virtual_memory().available)
     dense_bytes = full * DenseEngine.bytes_per_cell
     if engine == "dense" or (engine == "auto" and (full <= max_cells or priorn > 0)):

@@ -72,7 +72,7 @@ def undisturbed(sweep: Path, tmp_path_factory: pytest.TempPathFactory) -> pd.Dat
 def finished_units(out: Path) -> int:
     """Units whose result is in the run folder's cache (the summary is written last; the folder's
     owner record is not a unit)."""
-    from pipeline.runner import OWNER_FILE
+    from pipeline.run.folder import OWNER_FILE
 
     return len([p for p in (out / ".units").glob("*.json") if p.name != OWNER_FILE])
 

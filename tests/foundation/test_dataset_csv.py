@@ -34,7 +34,7 @@ def test_bad_byte_is_named_by_line_and_byte_and_never_quoted(tmp_path):
 
 
 def test_encoding_from_the_argument_the_schema_or_the_task(tmp_path):
-    from pipeline.runner import read_inputs
+    from pipeline.run.inputs import read_inputs
     from pipeline.tasks import load_task
 
     data = _write(tmp_path / "latin.csv", b"name,n\ncaf\xe9,1\ntea,2\n")

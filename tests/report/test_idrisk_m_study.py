@@ -36,13 +36,13 @@ def test_hornby_hu_tasks_validate_without_synthesising(tmp_path):
     assert [u.source for u in syntheses] == [
         "s1_income", "s2_income_tenure", "s3_income_expenditure", "s4_income_expenditure_tenure"
     ]  # fmt: skip
-    assert all(u.params["m"] == 20 for u in syntheses)
+    assert all(u.params.m == 20 for u in syntheses)
     text = (TASKS / "hornby_hu_m_study.yaml").read_text(encoding="utf-8")
     assert load_task(TASKS / "hornby_hu_m_study.yaml").spec.repetitions == 100
     small = tmp_path / "m_study.yaml"
     small.write_text(text.replace("repetitions: 100", "repetitions: 4"), encoding="utf-8")
     m_study = validate_task(load_task(small))
     syntheses = [u for u in m_study if isinstance(u, SynthesisUnit)]
-    assert sorted({(u.source, u.params["m"]) for u in syntheses}) == [("m1", 1), ("m10", 10), ("m20", 20)]
-    assert len({u.params["seed"] for u in syntheses}) == 3 * 4  # every synthesis has its own seed
+    assert sorted({(u.source, u.params.m) for u in syntheses}) == [("m1", 1), ("m10", 10), ("m20", 20)]
+    assert len({u.params.seed for u in syntheses}) == 3 * 4  # every synthesis has its own seed
     assert len(m_study) == 12 + 2 * 12  # + identification risk and utility per synthesis

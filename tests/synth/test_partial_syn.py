@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 from synth_helpers import MEMORY, partial_params
 
 from pipeline.data.dataset import Dataset
@@ -17,7 +18,7 @@ from pipeline.evaluation.execution import Executor
 from pipeline.runner import run_task
 from pipeline.synth.partial.params import PartialParams
 from pipeline.synth.partial.syn import plan_synthesis, prepare, synthesise_partial
-from pipeline.synth.task import synthesis_params
+from pipeline.synthesisers import parse_settings
 from pipeline.tasks import load_task
 
 
@@ -113,24 +114,36 @@ def test_missing_values_and_special_codes_are_synthesised_as_categories():
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"method": {"Income": "cart"}, "keep": ["Income"]}, "both kept"),
         ({"method": {"Urban": "norm"}}, "'norm' is not a method for 'Urban'"),
         ({"method": {"Income": "logreg"}}, "'logreg' is not a method for 'Income'"),
         ({"method": {"Income": "cart"}, "predictors": {"Income": ["Age", "Wealth"]}}, "'Wealth' not in the data"),
-        ({"method": {"Income": "cart"}, "m": 0}, "m: the number of synthetic sets must be >= 1"),
         ({"method": {"Salary": "cart"}}, "'Salary' not in the data"),
     ],
 )
 def test_bad_input_is_a_clear_error(cedata, settings, message):
     with pytest.raises(ParameterError, match=message):
-        synthesise_partial(cedata, synthesis_params({"kind": "partial", **settings}), MEMORY)
+        synthesise_partial(cedata, parse_settings({"kind": "partial", **settings}), MEMORY)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"method": {"Income": "cart"}, "keep": ["Income"]}, "both kept"),
+        ({"method": {"Income": "cart"}, "m": 0}, "m\n  Input should be greater than or equal to 1"),
+        ({"method": {"Income": "cart"}, "cart_minbucket": 0}, "cart_minbucket"),
+        ({"method": {"Income": ""}}, "give at least one variable a synthesis method"),
+    ],
+)
+def test_settings_that_need_no_data_are_refused_by_the_model(settings, message):
+    with pytest.raises(ValidationError, match=message):
+        parse_settings({"kind": "partial", **settings})
 
 
 def test_settings_dispatch_on_kind():
-    assert synthesis_params({"variables": ["sex"]}).kind == "margins"
-    assert isinstance(synthesis_params({"kind": "partial", "method": {"x": "cart"}}), PartialParams)
-    with pytest.raises(Exception, match="does not match any of the expected tags"):
-        synthesis_params({"kind": "bootstrap"})
+    assert parse_settings({"variables": ["sex", "edu"]}).kind == "margins"
+    assert type(parse_settings({"kind": "partial", "method": {"x": "cart"}})) is PartialParams
+    with pytest.raises(ValidationError, match="kind: unknown synthesiser; the kinds are margins, partial"):
+        parse_settings({"kind": "bootstrap"})
 
 
 TASK = """

@@ -12,6 +12,7 @@ import pytest
 
 from pipeline import runner
 from pipeline.errors import PipelineError
+from pipeline.run import groups
 from pipeline.synth.partial import syn
 from pipeline.tasks import load_task
 
@@ -58,7 +59,7 @@ def _sets(out: Path) -> list[pd.DataFrame]:
 
 def test_groups_give_the_table_and_sets_of_units_run_one_by_one(task, tmp_path, monkeypatch):
     log = tmp_path / "tasks.txt"  # written by the task (which a worker may run on a copy of this function)
-    real = runner._repetition_task
+    real = groups.repetition_task
 
     def logging(schema, execution, frames, synthesis, *args):
         with log.open("a") as f:
@@ -66,7 +67,7 @@ def test_groups_give_the_table_and_sets_of_units_run_one_by_one(task, tmp_path, 
         return real(schema, execution, frames, synthesis, *args)
 
     with monkeypatch.context() as m:
-        m.setattr(runner, "_repetition_task", logging)
+        m.setattr(groups, "repetition_task", logging)
         grouped = _run(task, tmp_path / "grouped")
     # one task per repetition
     assert sorted(log.read_text().splitlines()) == ["synthesise cedata/s1", "synthesise cedata/s1#1"]
@@ -106,7 +107,7 @@ def test_a_failing_unit_in_a_group_names_the_task_and_the_unit(task, tmp_path, m
     def failing(unit, data, executor):
         raise ValueError("boom")
 
-    monkeypatch.setattr(runner, "_evaluated", failing)
+    monkeypatch.setattr(groups, "evaluated", failing)
     with pytest.raises(PipelineError) as info:
         _run(task, tmp_path / "run")
     message = str(info.value)

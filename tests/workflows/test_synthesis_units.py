@@ -14,8 +14,9 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.errors import PipelineError
-from pipeline.runner import run_task, synthesis_folder
-from pipeline.synth import task as synth_task
+from pipeline.run.cache import synthesis_folder
+from pipeline.runner import run_task
+from pipeline.synth import coarsened as synth_task
 from pipeline.tasks import load_task
 
 TASK = """
@@ -66,13 +67,13 @@ def _forbid_synthesis(monkeypatch) -> None:
 
 def _count_syntheses(monkeypatch) -> list[int]:
     calls: list[int] = []
-    real = synth_task.synthesise
+    real = synth_task.MarginsSynthesiser.synthesise
 
-    def counting(original, params, executor=None):
-        calls.append(params.seed)
-        return real(original, params, executor)
+    def counting(self, original, executor=None):
+        calls.append(self.params.seed)
+        return real(self, original, executor)
 
-    monkeypatch.setattr(synth_task, "synthesise", counting)
+    monkeypatch.setattr(synth_task.MarginsSynthesiser, "synthesise", counting)
     return calls
 
 
@@ -121,7 +122,7 @@ def test_run_killed_after_its_syntheses_resumes_without_resynthesising(tmp_path,
         raise RuntimeError("killed")
 
     with monkeypatch.context() as m:
-        m.setattr("pipeline.runner._evaluate_unit", crash)
+        m.setattr("pipeline.runner.evaluate_unit", crash)
         with pytest.raises(PipelineError, match="killed"):
             run_task(task, cluster=_cluster(task.path), out_dir=out, progress=False)
     assert sorted(calls) == [11, 12]  # one synthesis per repetition, seeds 11 and 12
@@ -155,7 +156,7 @@ def test_synthesis_rows_are_the_units_own_rows(tmp_path):
     assert {"n", "k", "ipf_converged", "margin_total_moved", "syn_margin_tvd"} <= set(syn["measure"])
     for s in outcome.inputs.syntheses:
         folder = synthesis_folder(tmp_path / "run" / ".units", s)
-        assert json.loads((folder / "release" / "fit_report.json").read_text())["seed"] == s.params["seed"]
+        assert json.loads((folder / "release" / "fit_report.json").read_text())["seed"] == s.params.seed
         published = tmp_path / "run" / "synthesis" / "sd2011" / "margins" / f"rep{s.repetition}"
         assert sorted(p.name for p in (published / "synthetic").iterdir()) == sorted(
             p.name for p in (folder / "release" / "synthetic").iterdir()

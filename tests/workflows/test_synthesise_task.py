@@ -79,3 +79,12 @@ def test_invalid_synthesise_settings_are_named(task, tmp_path):
     r = CliRunner().invoke(main, ["validate", str(task(limit=0))])
     assert r.exit_code == 2
     assert "dataset 'sd2011' source 'margins_L10'" in r.output
+
+
+@pytest.mark.parametrize(("setting", "named"), [("m: 0", "m: Input should be greater than or equal to 1")])
+def test_m_zero_is_refused_when_the_task_is_loaded(tmp_path, setting, named):
+    p = tmp_path / "m0.yaml"
+    p.write_text(TASK.format(limit=10, variant="V3").replace("m: 2", setting))
+    r = CliRunner().invoke(main, ["validate", str(p)])
+    assert r.exit_code == 2
+    assert f"dataset 'sd2011' source 'margins_L10': synthesise: {named}" in r.output

@@ -63,15 +63,10 @@ from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
 from pipeline.rmodels.rpart import Tree, fit_tree
+from pipeline.synth.base import OutputFormat, Synthesiser
 from pipeline.synth.partial.lindep import lindep_keep
 from pipeline.synth.partial.parametric import ParametricFit, fit_parametric
-from pipeline.synth.partial.params import (
-    FACTOR_METHODS,
-    NUMERIC_METHODS,
-    OutputFormat,
-    PartialParams,
-    check_partial_settings,
-)
+from pipeline.synth.partial.params import FACTOR_METHODS, NUMERIC_METHODS, PartialParams
 from pipeline.synth.partial.smooth import smooth_density
 from pipeline.synth.release import write_release
 
@@ -135,7 +130,6 @@ def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
         ``visit_sequence`` or as a predictor), a method unknown for the variable's type, a
         synthesised variable not visited, a factor in a model with more than 60 levels.
     """
-    check_partial_settings(params)
     where = "the original data"
     variables = list(params.variables) if params.variables is not None else schema.names
     schema.require(variables, "variable", where)
@@ -275,11 +269,6 @@ def _decode(cols: dict[str, np.ndarray], c: _Coding, schema: Schema) -> Any:
     special = np.array([*c.specials, np.nan, np.nan])[np.clip(ind - 1, 0, None)]
     special[ind == c.ordinary] = np.nan
     return np.where(ind == c.ordinary, cols[c.name], special)
-
-
-def _model_columns(v: str, codings: dict[str, _Coding]) -> list[str]:
-    c = codings[v]
-    return [v, f"{v}.NA"] if c.kind == "padded" else [v]
 
 
 def _predictor_columns(preds: Sequence[str], codings: dict[str, _Coding]) -> list[str]:
@@ -689,3 +678,19 @@ def synthesise_partial(
         See :func:`plan_synthesis`; an empty original.
     """
     return synthesise_partial_frame(original.frame, original.schema, params, executor)
+
+
+class PartialSynthesiser(Synthesiser):
+    """Partial synthesis (synthpop ``syn()``) as a :class:`~pipeline.synth.base.Synthesiser`."""
+
+    kind = "partial"
+    params_model = PartialParams
+    collects_original = True
+    description = "partially synthetic data with synthpop syn() semantics (cart, sample, norm, normrank, ...)"
+    params: PartialParams
+
+    def schema_of(self, original: Dataset, executor: Executor) -> Schema:
+        return partial_schema(original, self.params)
+
+    def synthesise_frame(self, frame: Frame, schema: Schema, executor: Executor) -> PartialSynthesisResult:
+        return synthesise_partial_frame(frame, schema, self.params, executor)

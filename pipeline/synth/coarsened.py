@@ -1,4 +1,5 @@
-"""The ``synthesise`` task: safe synthetic data from coarsened margins (Raab), end to end.
+"""The coarsened-margins synthesiser (``synthesise: {kind: margins}``): safe synthetic data from
+coarsened margins (Raab), end to end.
 
 Ground truth -> SDC of the variables -> margins counted -> margins made safe (V1/V2/V3)
 -> IPF on the released margins only -> m multinomial draws -> synthetic data sets.
@@ -10,14 +11,14 @@ their levels and n, which is the method's guarantee.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
+from pydantic import Field, model_validator
 
 from pipeline.data.dataset import Dataset
 from pipeline.data.schema import Schema
@@ -25,6 +26,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
+from pipeline.synth.base import OutputFormat, Synthesiser, SynthesisParams
 from pipeline.synth.control import (
     Adjust,
     ControlledMargins,
@@ -32,30 +34,25 @@ from pipeline.synth.control import (
     Rounding,
     Ties,
     Variant,
-    check_limit,
     control_margins,
 )
 from pipeline.synth.dp import DpParams, DpRecord, check_dp, margin_noise
-from pipeline.synth.ipf import EngineName, FitReport, StructZeroMode, TolType, check_fit_settings, fit_ipf
+from pipeline.synth.ipf import EngineName, FitReport, StructZeroMode, TolType, fit_ipf
 from pipeline.synth.margins import Layout, MarginOrder, MarginTable, margin_sets, tabulate, write_margins
-from pipeline.synth.partial.params import PartialParams
-from pipeline.synth.partial.syn import PartialSynthesisResult, partial_schema, synthesise_partial
 from pipeline.synth.release import write_release
 from pipeline.synth.sample import draw_synthetic, output_schema
 from pipeline.synth.sdc import SdcResult, SdcStep, apply_sdc
 
-OutputFormat = Literal["parquet", "csv"]
 NumericOutput = Literal["uniform", "midpoint", "bin"]
 
 
-class SynthesiseParams(BaseModel):
+class MarginsParams(SynthesisParams):
     """Parameters of the ``synthesise`` section of a task file.
 
     Attributes
     ----------
     kind : "margins"
-        The default synthesiser; ``kind: partial`` selects :class:`PartialParams` instead
-        (:func:`synthesis_params`).
+        The default synthesiser (:mod:`pipeline.synthesisers`).
     variables : list of str
         Variables to synthesise (factors, or numerics categorised by an ``sdc`` step).
     sdc : list of steps
@@ -67,7 +64,7 @@ class SynthesiseParams(BaseModel):
     variant : {"V1", "V2", "V3", "none"}
         Margin disclosure control (see :mod:`pipeline.synth.control`); "none" is unsafe parity mode.
     limit, small_value, rounding, ties, adjust
-        The disclosure limit L and the details of the variant.
+        The disclosure limit L (a positive integer) and the details of the variant.
     priorn : float
         syn.ipf prior mass added to every margin.
     structural_zeros : list of {variable: [levels]}
@@ -78,7 +75,7 @@ class SynthesiseParams(BaseModel):
     tol, tol_type, max_iter, max_cells, engine, chunk_cells
         IPF stopping rule, size guard, storage and Dask block size (see :func:`~pipeline.synth.ipf.fit_ipf`).
     m, k, seed
-        Number of synthetic sets, records per set (default n), seed.
+        Number of synthetic sets (>= 1), records per set (>= 1, default n), seed.
     numeric_output : {"uniform", "midpoint", "bin"}
         How categorised numeric variables are released.
     dp : DpParams, optional
@@ -87,37 +84,53 @@ class SynthesiseParams(BaseModel):
         V1/V2/V3 variant), ``weights``.
     output_format : list of {"parquet", "csv"}
         Formats written by :meth:`SynthesisResult.write`.
+
+    The bounds are field constraints and the settings that need no data (the margins name known
+    variables once each, ``dp`` fits the variant and the number of margins) are checked by the
+    model, so invalid settings are refused when a task is loaded.
     """
 
-    model_config = ConfigDict(extra="forbid")
-
-    #: the synthesiser: coarsened margins (this model) or ``partial`` (:class:`PartialParams`)
     kind: Literal["margins"] = "margins"
     variables: list[str] = Field(min_length=1)
     sdc: list[SdcStep] = Field(default_factory=list)
     margins: MarginOrder | None = "twoway"
     extra_margins: list[list[str]] = Field(default_factory=list)
     variant: Variant = "V3"
-    limit: int = 10
+    limit: int = Field(10, gt=0, strict=True, description="the disclosure limit L")
     small_value: float | None = None
     rounding: Rounding = "nearest"
     ties: Ties = "half_even"
     adjust: Adjust = "shift"
-    priorn: float = 1.0
+    priorn: float = Field(1.0, ge=0, allow_inf_nan=False)
     structural_zeros: list[dict[str, list[str | None]]] = Field(default_factory=list)
     structzero_mode: StructZeroMode = "seed"
-    tol: float = 1e-8
+    tol: float = Field(1e-8, gt=0)
     tol_type: TolType = "relative"
-    max_iter: int = 5000
-    max_cells: int = 10**8
+    max_iter: int = Field(5000, ge=1)
+    max_cells: int = Field(10**8, ge=1)
     engine: EngineName = "auto"
     chunk_cells: int = 1 << 24
-    m: int = 1
-    k: int | None = None
-    seed: int | None = None
+    k: int | None = Field(None, ge=1, description="records per synthetic set")
     numeric_output: NumericOutput = "uniform"
     dp: DpParams | None = None
-    output_format: list[OutputFormat] = Field(default_factory=lambda: ["parquet"])
+
+    @model_validator(mode="after")
+    def _margins_and_dp(self) -> MarginsParams:
+        margins = margin_sets(list(self.variables), self.margins, self.extra_margins)
+        if self.dp is not None:
+            if self.dp.order == "noise_only" and self.variant != "none":
+                raise ParameterError(
+                    f"dp.order 'noise_only' releases the noisy margins as they are: set variant: none "
+                    f"(got {self.variant!r}), or use order 'noise_then_coarsen' to coarsen them"
+                )
+            if self.dp.order == "noise_then_coarsen" and self.variant == "none":
+                raise ParameterError("dp.order 'noise_then_coarsen' needs a variant V1, V2 or V3 (got 'none')")
+            check_dp(self.dp, len(margins))
+        return self
+
+    def margin_sets(self) -> list[tuple[str, ...]]:
+        """The margins to release, in fitting order."""
+        return margin_sets(list(self.variables), self.margins, self.extra_margins)
 
 
 @dataclass(frozen=True)
@@ -156,7 +169,7 @@ class SynthesisResult(Result):
     bins : dict
         Breaks/labels/codes of each categorised numeric variable.
     n, k, seed : int
-    params : SynthesiseParams
+    params : MarginsParams
     dp : DpRecord, optional
         The privacy budget the release spent and the noise of each margin.
     """
@@ -173,7 +186,7 @@ class SynthesisResult(Result):
     n: int
     k: int
     seed: int
-    params: SynthesiseParams
+    params: MarginsParams
     dp: DpRecord | None = None
 
     def datasets(self, prefix: str = "syn") -> list[Dataset]:
@@ -265,38 +278,8 @@ def _synthetic_margin_fits(
     return tuple(out)
 
 
-def check_settings(params: SynthesiseParams) -> list[tuple[str, ...]]:
-    """The checks of the settings that need no data (``validate`` runs them); return the margins.
-
-    Raises
-    ------
-    ParameterError
-        m or k below 1, no output format, a limit that is not a positive integer, an unknown
-        variable or a repeat in the margins, an IPF setting out of range.
-    """
-    if params.m < 1:
-        raise ParameterError(f"m: the number of synthetic sets must be >= 1, got {params.m}")
-    if params.k is not None and params.k < 1:
-        raise ParameterError(f"k: the number of records per synthetic set must be >= 1, got {params.k}")
-    if not params.output_format:
-        raise ParameterError("output_format: give at least one of 'parquet', 'csv'")
-    check_limit(params.limit)
-    check_fit_settings(params.priorn, params.tol, params.tol_type, params.max_iter, params.max_cells)
-    margins = margin_sets(list(params.variables), params.margins, params.extra_margins)
-    if params.dp is not None:
-        if params.dp.order == "noise_only" and params.variant != "none":
-            raise ParameterError(
-                f"dp.order 'noise_only' releases the noisy margins as they are: set variant: none "
-                f"(got {params.variant!r}), or use order 'noise_then_coarsen' to coarsen them"
-            )
-        if params.dp.order == "noise_then_coarsen" and params.variant == "none":
-            raise ParameterError("dp.order 'noise_then_coarsen' needs a variant V1, V2 or V3 (got 'none')")
-        check_dp(params.dp, len(margins))
-    return margins
-
-
 def _noisy_release(
-    gt_tables: Sequence[MarginTable], n: int, params: SynthesiseParams, seed: int
+    gt_tables: Sequence[MarginTable], n: int, params: MarginsParams, seed: int
 ) -> tuple[ControlledMargins, DpRecord, float]:
     """DP margins: the released margins, the budget record and the prior the fit still adds.
 
@@ -320,65 +303,18 @@ def _noisy_release(
     return released, record, params.priorn
 
 
-def _sdc(frame: Frame, schema: Schema, params: SynthesiseParams, executor: Executor) -> tuple[Frame, SdcResult]:
+def _sdc(frame: Frame, schema: Schema, params: MarginsParams, executor: Executor) -> tuple[Frame, SdcResult]:
     """The ground truth in the executor's chosen form, and the SDC steps resolved on it."""
     frame = executor.prepare(EvalData((frame,), schema)).original
     return frame, apply_sdc(frame, schema, list(params.variables), params.sdc, executor)
 
 
-def _settings_kind(settings: Any) -> str:
-    return settings.get("kind", "margins") if isinstance(settings, dict) else getattr(settings, "kind", "margins")
-
-
-#: a ``synthesise`` section: its ``kind`` chooses the model (default the coarsened margins)
-SynthesisSettings = Annotated[
-    Annotated[SynthesiseParams, Tag("margins")] | Annotated[PartialParams, Tag("partial")],
-    Discriminator(_settings_kind),
-]
-_SETTINGS = TypeAdapter(SynthesisSettings)
-
-
-def synthesis_params(settings: Mapping[str, Any]) -> SynthesiseParams | PartialParams:
-    """Validate a task's ``synthesise`` section into the model of its ``kind``.
-
-    Raises
-    ------
-    pydantic.ValidationError
-        An unknown ``kind`` or invalid settings for it.
-    """
-    return _SETTINGS.validate_python(dict(settings))
-
-
-def synthesised_schema(
-    original: Dataset, params: SynthesiseParams | PartialParams, executor: Executor | None = None
-) -> Schema:
-    """The schema of the synthetic sets ``params`` would make from ``original``, without synthesising.
-
-    The variables and their levels after SDC: the settings fix them, except where a step
-    derives them from the data (quantile or equal-width breaks, merging levels below
-    ``min_count``); for those only the aggregates the step needs (value counts of the original)
-    are computed — no margins, no IPF, no draws. Runs the same checks of the settings and of
-    the SDC steps as :func:`synthesise`.
-
-    Raises
-    ------
-    ParameterError
-        As :func:`check_settings` and :func:`~pipeline.synth.sdc.apply_sdc`.
-    """
-    if isinstance(params, PartialParams):
-        return partial_schema(original, params)
-    executor = executor or Executor.current()
-    check_settings(params)
-    _, sdc = _sdc(original.frame, original.schema, params, executor)
-    return output_schema(sdc, params.numeric_output)
-
-
 def synthesise_frame(
-    frame: Frame, schema: Schema, params: SynthesiseParams, executor: Executor | None = None
+    frame: Frame, schema: Schema, params: MarginsParams, executor: Executor | None = None
 ) -> SynthesisResult:
     """:func:`synthesise` on a frame in ``schema``'s in-memory form."""
     executor = executor or Executor.current()
-    margins = check_settings(params)
+    margins = params.margin_sets()
     names = list(params.variables)
     frame, sdc = _sdc(frame, schema, params, executor)
     layout, gt_tables, n = tabulate(frame, names, [sdc.levels[v] for v in names], margins, executor, sdc.transform)
@@ -428,17 +364,32 @@ def synthesise_frame(
     )
 
 
-def synthesise(
-    original: Dataset, params: SynthesiseParams | PartialParams, executor: Executor | None = None
-) -> SynthesisResult | PartialSynthesisResult:
-    """Make synthetic data from coarsened margins of ``original`` (or, for :class:`PartialParams`,
-    partially synthetic data: :func:`~pipeline.synth.partial.syn.synthesise_partial`).
+def synthesised_schema(original: Dataset, params: MarginsParams, executor: Executor | None = None) -> Schema:
+    """The schema of the synthetic sets ``params`` would make from ``original``, without synthesising.
+
+    The variables and their levels after SDC: the settings fix them, except where a step
+    derives them from the data (quantile or equal-width breaks, merging levels below
+    ``min_count``); for those only the aggregates the step needs (value counts of the original)
+    are computed — no margins, no IPF, no draws. Runs the same checks of the SDC steps as
+    :func:`synthesise`.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`~pipeline.synth.sdc.apply_sdc`.
+    """
+    _, sdc = _sdc(original.frame, original.schema, params, executor or Executor.current())
+    return output_schema(sdc, params.numeric_output)
+
+
+def synthesise(original: Dataset, params: MarginsParams, executor: Executor | None = None) -> SynthesisResult:
+    """Make synthetic data from coarsened margins of ``original``.
 
     Parameters
     ----------
     original : Dataset
         The ground truth.
-    params : SynthesiseParams
+    params : MarginsParams
     executor : Executor, optional
         Where the counting (and a Dask IPF fit) runs: in memory or over the partitions, by its
         policy; default :meth:`Executor.current`.
@@ -450,9 +401,30 @@ def synthesise(
     Raises
     ------
     ParameterError
-        Unknown variables, invalid SDC steps or margin rules, L <= 0, structural zeros that
-        contradict a released margin, a table over the size guard.
+        Unknown variables, invalid SDC steps, structural zeros that contradict a released
+        margin, a table over the size guard.
     """
-    if isinstance(params, PartialParams):
-        return synthesise_partial(original, params, executor)
     return synthesise_frame(original.frame, original.schema, params, executor)
+
+
+class MarginsSynthesiser(Synthesiser):
+    """The coarsened-margins synthesiser (Raab) as a :class:`~pipeline.synth.base.Synthesiser`."""
+
+    kind = "margins"
+    params_model = MarginsParams
+    description = "safe synthetic data from coarsened margins (Raab): SDC, V1/V2/V3 or DP margins, IPF, draws"
+    params: MarginsParams
+
+    def privacy_spend(self) -> tuple[float, float, str] | None:
+        dp = self.params.dp
+        if dp is None:
+            return None
+        q = len(self.params.margin_sets())
+        delta = dp.delta * q if dp.noise == "gaussian" else 0.0
+        return float(check_dp(dp, q).sum()), float(delta), dp.noise
+
+    def schema_of(self, original: Dataset, executor: Executor) -> Schema:
+        return synthesised_schema(original, self.params, executor)
+
+    def synthesise_frame(self, frame: Frame, schema: Schema, executor: Executor) -> SynthesisResult:
+        return synthesise_frame(frame, schema, self.params, executor)

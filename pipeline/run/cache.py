@@ -1,0 +1,78 @@
+"""What running a unit gives (:class:`UnitOutput`) and the caches under ``<out>/.units``.
+
+* a measure unit: ``<fingerprint>.parquet`` (its rows) + ``<fingerprint>.json`` (summary and
+  seconds, written last: the unit is complete);
+* a synthesis unit: ``synthesis/<fingerprint>/`` with ``release/`` (the m sets as Parquet, the
+  released margins, the report), ``rows.parquet`` and ``summary.json`` (written last).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pipeline.data.dataset import Dataset, read_dataset
+from pipeline.results import atomic_write_parquet, atomic_write_text
+from pipeline.synth.base import SynthesisOutput
+from pipeline.tasks import SynthesisUnit, Unit
+
+
+@dataclass(frozen=True)
+class UnitOutput:
+    """What running a unit gives: its rows, its public summary, seconds, whether it came from the cache."""
+
+    table: pd.DataFrame
+    summary: dict[str, Any]
+    seconds: float
+    cached: bool = False
+
+
+def unit_paths(cache: Path, unit: Unit) -> tuple[Path, Path]:
+    return cache / f"{unit.fingerprint}.parquet", cache / f"{unit.fingerprint}.json"
+
+
+def synthesis_folder(cache: Path, unit: SynthesisUnit) -> Path:
+    """Where a synthesis unit's output is cached."""
+    return cache / "synthesis" / unit.fingerprint
+
+
+def synthesis_paths(cache: Path, unit: SynthesisUnit) -> tuple[Path, Path]:
+    folder = synthesis_folder(cache, unit)
+    return folder / "rows.parquet", folder / "summary.json"
+
+
+def cached_output(table_path: Path, summary_path: Path) -> UnitOutput | None:
+    """A finished unit's output from the cache (its summary is written last), else None."""
+    if table_path.exists() and summary_path.exists():
+        cached = json.loads(summary_path.read_text(encoding="utf-8"))
+        return UnitOutput(pd.read_parquet(table_path), cached["summary"], cached["seconds"], cached=True)
+    return None
+
+
+def store_output(output: UnitOutput, table_path: Path, summary_path: Path) -> UnitOutput:
+    """Cache a unit's table and summary (the summary last: the unit is complete)."""
+    atomic_write_parquet(output.table, table_path)
+    atomic_write_text(json.dumps({"summary": output.summary, "seconds": output.seconds}), summary_path)
+    return replace(output, cached=False)
+
+
+def store_synthesis(unit: SynthesisUnit, result: SynthesisOutput, output: UnitOutput, cache: Path) -> UnitOutput:
+    """Cache a synthesis: its release (always with Parquet sets: the measure units read them
+    back), then its rows and, last, its summary."""
+    formats = ["parquet", *unit.params.output_format]
+    result.write(synthesis_folder(cache, unit) / "release", overwrite=True, formats=formats)
+    return store_output(output, *synthesis_paths(cache, unit))
+
+
+def synthesised_sets(unit: SynthesisUnit, cache: Path) -> list[Dataset]:
+    """The m synthetic sets of a finished synthesis unit, read back from its cached Parquet files
+    (with the synthesised schema written beside them)."""
+    synthetic = synthesis_folder(cache, unit) / "release" / "synthetic"
+    return [
+        read_dataset(synthetic / f"syn{i + 1}.parquet", name=f"{unit.source}_{i + 1}")
+        for i in range(unit.synthesiser.m)
+    ]

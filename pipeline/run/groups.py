@@ -1,0 +1,169 @@
+"""Repetition groups: a synthesis that collects its original (the partial synthesiser) of data
+the executor keeps in memory, and the measure units on its sets, run as one task on a worker.
+
+Synthesis, checks and measures run on pandas frames with an in-memory executor — no data set
+goes through the driver between the steps — and the outputs are cached unit by unit as if each
+had run alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pipeline.data.schema import Schema
+from pipeline.errors import PipelineError
+from pipeline.evaluation.data import EvalData, as_eval_data
+from pipeline.evaluation.execution import Executor
+from pipeline.run.cache import (
+    UnitOutput,
+    cached_output,
+    store_output,
+    store_synthesis,
+    synthesis_paths,
+    synthesised_sets,
+    unit_paths,
+)
+from pipeline.run.inputs import SourceKey, TaskInputs
+from pipeline.run.units import check_unit, evaluated, synthesis_output, unit_context
+from pipeline.synth.base import SynthesisOutput
+from pipeline.tasks import LoadedTask, SynthesisUnit, Unit
+
+
+@dataclass(frozen=True)
+class RepetitionGroup:
+    """A synthesis that collects its in-memory original and the measure units on its sets (in
+    unit order): one task on a worker."""
+
+    synthesis: SynthesisUnit
+    units: tuple[Unit, ...]
+
+
+def repetition_groups(inputs: TaskInputs, units: Sequence[Unit], executor: Executor) -> list[RepetitionGroup]:
+    """The syntheses that run with their measure units as one task: those whose synthesiser
+    collects the original (:attr:`~pipeline.synth.base.Synthesiser.collects_original`) when the
+    executor evaluates that original in memory (its sets have the same records)."""
+    in_memory: dict[str, bool] = {}
+    by_source: dict[SourceKey, list[Unit]] = {}
+    for u in units:
+        if u.source is not None:
+            by_source.setdefault((u.dataset, u.source, u.repetition), []).append(u)
+    groups = []
+    for s in inputs.syntheses:
+        if not s.synthesiser.collects_original:
+            continue
+        if s.dataset not in in_memory:
+            original = inputs.originals[s.dataset]
+            in_memory[s.dataset] = executor.in_memory(EvalData((original.frame,), original.schema))
+        if in_memory[s.dataset]:
+            groups.append(RepetitionGroup(s, tuple(by_source.get(s.key, ()))))
+    return groups
+
+
+@contextmanager
+def _named(what: str) -> Iterator[None]:
+    """Errors inside the block name ``what`` (a unit), as the runner's errors do."""
+    try:
+        yield
+    except PipelineError as e:
+        raise type(e)(f"{what}: {e}") from e
+    except Exception as e:
+        raise PipelineError(f"{what} failed: {type(e).__name__}: {e}") from e
+
+
+@dataclass(frozen=True)
+class RepetitionOutput:
+    """What a repetition task gives back to the driver."""
+
+    #: the synthesis result (None when its sets came from the cache)
+    result: SynthesisOutput | None
+    #: the synthesis unit's output (None when its sets came from the cache)
+    synthesis: UnitOutput | None
+    #: each finished measure unit's output, in unit order
+    evaluated: tuple[UnitOutput, ...]
+    #: the error that stopped the rest (None when every unit finished)
+    error: PipelineError | None
+
+
+def repetition_task(
+    schema: Schema,
+    execution: dict[str, Any],
+    frames: list[pd.DataFrame],
+    synthesis: SynthesisUnit,
+    sets: list[pd.DataFrame] | None,
+    units: list[tuple[Unit, str]],
+    against: Schema | None,
+) -> RepetitionOutput:
+    """A :class:`RepetitionGroup` on a worker: the synthesis (unless its ``sets`` are given, from
+    the cache), then each measure unit's checks (with its error ``context``) and evaluation on
+    the original restricted to ``against`` (the synthesised schema) and the sets, until one fails.
+
+    Raises
+    ------
+    PipelineError
+        The synthesis failed (naming it).
+    """
+    executor = Executor(None, **execution)
+    original = frames[0]
+    result, synthesised = None, None
+    if sets is None:
+        with _named(f"{synthesis.where}: synthesise"):
+            t0 = time.perf_counter()
+            result = synthesis.synthesiser.synthesise_frame(original, schema, executor)
+            synthesised = synthesis_output(synthesis, result, time.perf_counter() - t0)
+        sets = list(result.synthetic)
+    outputs: list[UnitOutput] = []
+    try:
+        if units:
+            assert against is not None
+            data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False)
+        for u, context in units:
+            check_unit(u.measure, data, executor, context)
+            with _named(f"measure {u.label}"):
+                outputs.append(evaluated(u, data, executor))
+    except PipelineError as e:
+        return RepetitionOutput(result, synthesised, tuple(outputs), e)  # what finished is cached first
+    return RepetitionOutput(result, synthesised, tuple(outputs), None)
+
+
+def run_repetition(
+    task: LoadedTask, group: RepetitionGroup, inputs: TaskInputs, cache: Path, executor: Executor
+) -> list[UnitOutput]:
+    """Run (or reuse from the cache) a :class:`RepetitionGroup` as one task on the cluster; cache
+    its synthesis and then each finished measure unit. Returns the outputs, the synthesis's first.
+
+    Raises
+    ------
+    PipelineError
+        The synthesis or a measure unit failed (the units finished before it are cached).
+    """
+    syn = group.synthesis
+    done = cached_output(*synthesis_paths(cache, syn))
+    outputs = [cached_output(*unit_paths(cache, u)) for u in group.units]
+    todo = [u for u, out in zip(group.units, outputs, strict=True) if out is None]
+    if done is not None and not todo:
+        return [done, *(o for o in outputs if o is not None)]
+    # a resumed run evaluates the sets it synthesised before
+    sets = None if done is None else [d.to_pandas() for d in synthesised_sets(syn, cache)]
+    against = inputs.synthetic[syn.key][0].schema if todo else None
+    original = inputs.originals[syn.dataset]
+    job = ((0,), syn, sets, [(u, unit_context(task, u, inputs)) for u in todo], against)
+    shared = (original.schema, task.spec.execution.model_dump())
+    (out,) = executor.map_frame_tasks(repetition_task, [job], [original.frame], shared)
+    if done is None:
+        assert out.result is not None and out.synthesis is not None
+        done = store_synthesis(syn, out.result, out.synthesis, cache)
+    finished = {u.index: o for u, o in zip(todo, out.evaluated, strict=False)}
+    stored = [
+        store_output(finished[u.index], *unit_paths(cache, u)) if u.index in finished else o
+        for u, o in zip(group.units, outputs, strict=True)
+    ]
+    if out.error is not None:
+        raise out.error
+    return [done, *(o for o in stored if o is not None)]

@@ -1,0 +1,195 @@
+"""The data of a task: originals and sources read, aligned and kept in cluster memory once.
+
+A synthesised source enters as its :class:`~pipeline.tasks.SynthesisUnit`; until it has run
+it is a schema-only stand-in (:func:`stand_in_syntheses`) so that every measure unit can be
+checked before any work.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pipeline.data.compare import align_synthetic
+from pipeline.data.dataset import Dataset, read_dataset
+from pipeline.errors import PipelineError
+from pipeline.evaluation.execution import Executor
+from pipeline.tasks import DatasetSpec, LoadedTask, SourceSpec, SynthesisUnit, content_hash, synthesis_units
+
+log = logging.getLogger("pipeline")
+
+#: (dataset, source, repetition)
+SourceKey = tuple[str, str, int]
+
+
+@dataclass
+class TaskInputs:
+    """The data of a task: originals, the synthetic sets per source, and the syntheses to run."""
+
+    originals: dict[str, Dataset] = field(default_factory=dict)
+    #: (dataset, source, repetition) -> (original aligned to the source, synthetic sets); a
+    #: synthesised source is a schema-only stand-in until its synthesis unit has run
+    synthetic: dict[SourceKey, tuple[Dataset, list[Dataset]]] = field(default_factory=dict)
+    hashes: dict[tuple[str, str | None, int], str] = field(default_factory=dict)
+    syntheses: list[SynthesisUnit] = field(default_factory=list)
+
+    def data(self, dataset: str, source: str | None, repetition: int) -> tuple[Dataset, list[Dataset]]:
+        """The original (aligned to the source) and the synthetic sets of a unit's data."""
+        if source is None:
+            return self.originals[dataset], []
+        return self.synthetic[(dataset, source, repetition)]
+
+
+def _data_hash(datasets: list[Dataset]) -> str:
+    """Content hash of the data files plus the schemas they are read with (levels, missing codes)."""
+    schemas = json.dumps([d.schema.to_dict() for d in datasets], sort_keys=True)
+    return content_hash([Path(d.source) for d in datasets]) + schemas
+
+
+def _read_original(task: LoadedTask, spec: DatasetSpec) -> Dataset:
+    from pipeline.datasets import load_demo
+
+    o = spec.original
+    if o.demo is not None:
+        ds = load_demo(o.demo)
+    else:
+        schema = task.resolve(o.schema_file) if o.schema_file else None
+        ds = read_dataset(task.resolve(o.path), schema=schema, name=spec.name, encoding=o.encoding)
+    if o.columns:
+        ds = ds.select(o.columns)
+    if o.missing_codes:
+        ds = replace(ds, schema=ds.schema.with_missing_codes(o.missing_codes))
+    return ds
+
+
+def _read_source(task: LoadedTask, original: Dataset, src: SourceSpec) -> tuple[Dataset, list[Dataset]]:
+    from pipeline.datasets import load_demo_synthetic
+
+    if src.demo is not None:
+        sets = load_demo_synthetic(src.demo)
+    else:
+        # a source's own schema gets the original's special missing codes; by default it is the original's
+        schema = task.resolve(src.schema_file) if src.schema_file else original.schema
+        codes = original.schema.cont_na if src.schema_file else None
+        encoding = src.encoding or (None if src.schema_file else _original_encoding(task, original))
+        sets = [
+            read_dataset(p, schema=schema, name=f"{src.name}_{i + 1}", missing_codes=codes, encoding=encoding)
+            for i, p in enumerate(task.source_paths(src))
+        ]
+    original, sets, changes = align_synthetic(original, sets, src.compatibility)
+    for c in changes:
+        log.warning("aligned: %s", c)
+    return original, sets
+
+
+def _original_encoding(task: LoadedTask, original: Dataset) -> str | None:
+    """The encoding the original was read with (its dataset entry's), for its sources' files."""
+    for d in task.spec.datasets:
+        if d.name == original.name and d.original.path is not None:
+            return d.original.encoding
+    return None
+
+
+def against_synthesised(original: Dataset, sets: list[Dataset]) -> tuple[Dataset, list[Dataset]]:
+    """The original restricted to the synthesised variables, levels aligned with the sets (which
+    hold the variables after SDC: merged levels, coded tails), and the sets."""
+    aligned, sets, _ = align_synthetic(original.select(sets[0].schema.names), sets, "align")
+    return aligned, sets
+
+
+def read_inputs(task: LoadedTask, with_sources: bool = True) -> TaskInputs:
+    """Read every original and (``with_sources``) every file or demo source; list the syntheses.
+
+    Nothing is synthesised: a synthesised source enters as its :class:`SynthesisUnit`, whose
+    fingerprint is the input hash of the measure units on it.
+    """
+    inputs = TaskInputs()
+    for d in task.spec.datasets:
+        original = _read_original(task, d)
+        h = _data_hash([original])
+        inputs.originals[d.name] = original
+        inputs.hashes[(d.name, None, 0)] = h
+        for src in d.synthetic:
+            if src.synthesise is None and with_sources:
+                aligned, sets = _read_source(task, original, src)
+                inputs.synthetic[(d.name, src.name, 0)] = (aligned, sets)
+                inputs.hashes[(d.name, src.name, 0)] = h + _data_hash(sets)
+    inputs.syntheses = synthesis_units(task, {d: inputs.hashes[(d, None, 0)] for d in inputs.originals})
+    for s in inputs.syntheses:
+        inputs.hashes[s.key] = s.fingerprint
+    return inputs
+
+
+def in_context(task: LoadedTask, unit: SynthesisUnit, e: PipelineError) -> PipelineError:
+    """``e`` naming the task file and the synthesis."""
+    return type(e)(f"{task.path}: {unit.where}: synthesise: {e}")
+
+
+def planned_spend(task: LoadedTask, inputs: TaskInputs, history: str | Path | None) -> list[dict[str, Any]]:
+    """The privacy-budget ledger entries of the run's DP releases, after checking the task's cap
+    against them and the spend already in ``history`` (see :mod:`pipeline.synth.dp_ledger`).
+
+    Raises
+    ------
+    TaskError
+        The run would take a dataset over its cap (nothing has been written yet).
+    """
+    from pipeline.synth.dp_ledger import check_cap, history_entries, ledger_entries, release_spend
+
+    spends = []
+    for u in inputs.syntheses:
+        s = release_spend(
+            u.dataset, inputs.hashes[(u.dataset, None, 0)], u.source, u.repetition, u.fingerprint, u.synthesiser
+        )
+        if s is not None:
+            spends.append(s)
+    check_cap(task.spec.privacy_budget, spends, history_entries(history), str(task.path))
+    return ledger_entries(spends)
+
+
+def stand_in_syntheses(task: LoadedTask, inputs: TaskInputs, executor: Executor) -> None:
+    """Give every synthesised source its schema without synthesising: the original aligned to
+    the synthesised schema and m empty sets of it, for the checks that precede any work."""
+    # the repetitions of a source share one stand-in (same schema and m)
+    stand_ins: dict[tuple[str, str, str, int], tuple[Dataset, list[Dataset]]] = {}
+    for u in inputs.syntheses:
+        original = inputs.originals[u.dataset]
+        try:
+            schema = u.synthesiser.schema(original, executor)
+        except PipelineError as e:
+            raise in_context(task, u, e) from None
+        key = (u.dataset, u.source, json.dumps(schema.to_dict(), sort_keys=True), u.synthesiser.m)
+        if key not in stand_ins:
+            empty = pd.DataFrame({v.name: pd.Series(dtype=v.dtype) for v in schema})
+            sets = [Dataset.from_pandas(empty, schema, name=f"{u.source}_{i + 1}") for i in range(u.synthesiser.m)]
+            stand_ins[key] = against_synthesised(original, sets)
+        inputs.synthetic[u.key] = stand_ins[key]
+
+
+def _persisted(datasets: Iterable[Dataset], executor: Executor) -> dict[int, Dataset]:
+    """Each distinct data set (by frame) kept in cluster memory, keyed by the id of its old frame."""
+    unique = list({id(d.frame): d for d in datasets}.values())
+    frames = executor.persist(*[d.frame for d in unique])
+    return {id(d.frame): replace(d, frame=f) for d, f in zip(unique, frames, strict=True)}
+
+
+def persist_inputs(inputs: TaskInputs, executor: Executor, keys: Sequence[SourceKey] | None = None) -> None:
+    """Read inputs once into cluster memory, so that units share them instead of re-reading files:
+    the originals and every source, or only the sources ``keys`` (e.g. finished syntheses)."""
+    chosen = list(inputs.synthetic) if keys is None else list(keys)
+    datasets = list(inputs.originals.values()) if keys is None else []
+    for k in chosen:
+        original, sets = inputs.synthetic[k]
+        datasets += [original, *sets]
+    by_id = _persisted(datasets, executor)
+    if keys is None:
+        inputs.originals = {k: by_id[id(v.frame)] for k, v in inputs.originals.items()}
+    for k in chosen:
+        original, sets = inputs.synthetic[k]
+        inputs.synthetic[k] = (by_id[id(original.frame)], [by_id[id(s.frame)] for s in sets])

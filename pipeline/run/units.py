@@ -1,0 +1,131 @@
+"""One unit of work: its checks before any work, its evaluation, its table of rows."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline.data.dataset import Dataset
+from pipeline.errors import PipelineError, TaskError
+from pipeline.evaluation.base import Measure, Row, canonical_json, setting_text
+from pipeline.evaluation.data import EvalData, as_eval_data
+from pipeline.evaluation.execution import Executor
+from pipeline.results import check_tidy, jsonable
+from pipeline.run.cache import (
+    UnitOutput,
+    cached_output,
+    store_output,
+    store_synthesis,
+    synthesis_paths,
+    unit_paths,
+)
+from pipeline.run.inputs import SourceKey, TaskInputs
+from pipeline.synth.base import SynthesisOutput
+from pipeline.tasks import LoadedTask, SynthesisUnit, Unit
+
+
+def unit_eval_data(unit: Unit, inputs: TaskInputs) -> EvalData:
+    original, sets = inputs.data(*unit.source_key)
+    return as_eval_data(original, sets, require_synthetic=False)
+
+
+def unit_context(task: LoadedTask, unit: Unit, inputs: TaskInputs) -> str:
+    """How check errors name a measure unit: the task file, the measure and the data."""
+    source = f" source {unit.source!r}" if unit.source else ""
+    data = f"{unit.dataset!r}{source} ({inputs.originals[unit.dataset].source})"
+    return f"{task.path}: measure {unit.measure_name!r} on {data}"
+
+
+def check_unit(measure: Measure, data: EvalData, executor: Executor | None, context: str) -> None:
+    """:meth:`Measure.check` and, with an ``executor``, :meth:`Measure.check_aggregates`.
+
+    Raises
+    ------
+    TaskError
+        A failed check, after ``context``.
+    """
+    try:
+        measure.check(data)
+        if executor is not None:
+            measure.check_aggregates(data, executor)
+    except PipelineError as e:
+        raise TaskError(f"{context}: {e}") from None
+
+
+def validate_units(
+    task: LoadedTask,
+    units: Sequence[Unit],
+    inputs: TaskInputs,
+    executor: Executor,
+    stand_ins: Collection[SourceKey] = (),
+) -> None:
+    """Run every unit's checks before any work starts — the same for a run and ``validate``:
+    :meth:`Measure.check` and, except on the ``stand_ins`` (synthesised sources not synthesised
+    yet), :meth:`Measure.check_aggregates` with ``executor``.
+
+    A check depends only on the measure's params and the data, so units with equal params on
+    the same data (the repetitions of a synthesised source share one stand-in) are checked once.
+    """
+    checked: set[tuple[str, str, int]] = set()
+    for u in units:
+        data_id = id(inputs.originals[u.dataset]) if u.source is None else id(inputs.synthetic[u.source_key])
+        memo = (u.type, canonical_json(u.canonical_params), data_id)
+        if memo in checked:
+            continue
+        try:
+            data = unit_eval_data(u, inputs)
+        except PipelineError as e:
+            raise TaskError(f"{unit_context(task, u, inputs)}: {e}") from None
+        stand_in = u.source_key in stand_ins
+        check_unit(u.measure, data, None if stand_in else executor, unit_context(task, u, inputs))
+        checked.add(memo)
+
+
+def unit_table(rows: Sequence[Row], unit: Unit | SynthesisUnit) -> pd.DataFrame:
+    """A unit's rows as a tidy frame: the display setting and the structured params of each row
+    (the unit's canonical params updated with the row's inner setting)."""
+    frame = pd.DataFrame(
+        {
+            # the row's inner setting refines the grid point's (e.g. one table of a grid over vars)
+            "setting": [setting_text({**unit.grid_point, **r.params}) for r in rows],
+            "params": [canonical_json({**unit.canonical_params, **r.params}) for r in rows],
+            "synthetic": [str(r.synthetic) for r in rows],
+            "measure": [str(r.measure) for r in rows],
+            "value": [float(r.value) for r in rows],
+        }
+    )
+    return check_tidy(frame, unit.label)
+
+
+def evaluated(unit: Unit, data: EvalData, executor: Executor) -> UnitOutput:
+    """Evaluate a measure unit on ``data``: its table, public summary and seconds."""
+    t0 = time.perf_counter()
+    result = unit.measure.evaluate(data, executor)
+    seconds = time.perf_counter() - t0
+    return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds)
+
+
+def evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Executor) -> UnitOutput:
+    """Evaluate a measure unit (or reuse its cached output) and cache it."""
+    paths = unit_paths(cache, unit)
+    cached = cached_output(*paths)
+    if cached is not None:
+        return cached
+    return store_output(evaluated(unit, unit_eval_data(unit, inputs), executor), *paths)
+
+
+def synthesis_output(unit: SynthesisUnit, result: SynthesisOutput, seconds: float) -> UnitOutput:
+    return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds)
+
+
+def run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor: Executor) -> UnitOutput:
+    """Synthesise (or reuse the cached synthesis): the release, the unit's rows and summary."""
+    cached = cached_output(*synthesis_paths(cache, unit))
+    if cached is not None:
+        return cached
+    t0 = time.perf_counter()
+    result = unit.synthesiser.synthesise(original, executor)
+    return store_synthesis(unit, result, synthesis_output(unit, result, time.perf_counter() - t0), cache)
