@@ -103,7 +103,7 @@ def _read_original(task: LoadedTask, spec: Any) -> Dataset:
 
     o = spec.original
     if o.demo is not None:
-        ds = load_demo(o.demo)
+        ds = load_demo(o.demo, o.rows)
     else:
         schema = task.resolve(o.schema_file) if o.schema_file else None
         ds = read_dataset(task.resolve(o.path), schema=schema, name=spec.name, encoding=o.encoding)
@@ -118,7 +118,7 @@ def _read_source(task: LoadedTask, original: Dataset, src: Any) -> tuple[Dataset
     from pipeline.datasets import load_demo_synthetic
 
     if src.demo is not None:
-        sets = load_demo_synthetic(src.demo)
+        sets = load_demo_synthetic(src.demo, _generated_rows(task, original))
     else:
         # a source's own schema gets the original's special missing codes; by default it is the original's
         schema = task.resolve(src.schema_file) if src.schema_file else original.schema
@@ -132,6 +132,11 @@ def _read_source(task: LoadedTask, original: Dataset, src: Any) -> tuple[Dataset
     for c in changes:
         log.warning("aligned: %s", c)
     return original, sets
+
+
+def _generated_rows(task: LoadedTask, original: Dataset) -> int | None:
+    """The ``rows`` of the original's dataset entry (a generated demo's twin has the same size)."""
+    return next((d.original.rows for d in task.spec.datasets if d.name == original.name), None)
 
 
 def _original_encoding(task: LoadedTask, original: Dataset) -> str | None:
