@@ -76,6 +76,11 @@ EDU = ("none", "primary", "lower_secondary", "upper_secondary", "post_secondary"
        "master_doctorate")  # fmt: skip
 MARITAL = ("single", "married", "divorced", "widowed")
 EMPLOYMENT = ("child", "student", "employed", "unemployed", "retired", "inactive")
+HHSIZE = ("1", "2", "3", "4", "5+")
+TENURE = ("owner", "private_rent", "social_rent")
+CITIZENSHIP = ("national", "eu", "non_eu")
+HEALTH = ("very_good", "good", "fair", "bad")
+CAR = ("no", "yes")
 MUNICIPALITIES = tuple(f"M{i:03d}" for i in range(1, N_MUNICIPALITIES + 1))
 REGIONS = tuple(f"R{i:02d}" for i in range(1, N_REGIONS + 1))
 #: edu levels of a 30-year-old (cumulative shares give the probit thresholds)
@@ -84,7 +89,15 @@ EDU_SHARES_AT_30 = (0.005, 0.04, 0.12, 0.38, 0.08, 0.08, 0.18, 0.115)
 EDU_CAP_FROM_AGE = ((0, 0), (6, 1), (12, 2), (16, 3), (19, 4), (21, 6), (23, 7))
 #: the variables the twin keeps from the original, and those it synthesises (in order)
 KEPT = ("sex", "age", "municipality", "region")
-SYNTHESISED = ("edu", "marital", "employment", "income", "expenditure")
+#: the twin's categorical models, in synthesis order: variable | sex, age, parent
+TWIN_CATEGORICAL = (
+    ("edu", "region"), ("marital", "edu"), ("employment", "edu"), ("hhsize", "marital"), ("tenure", "region"),
+    ("citizenship", "region"), ("health", "employment"), ("car", "region"),
+)  # fmt: skip
+SYNTHESISED = (*(v for v, _ in TWIN_CATEGORICAL), "income", "expenditure")
+LEVELS = {"sex": SEX, "municipality": MUNICIPALITIES, "region": REGIONS, "edu": EDU, "marital": MARITAL,
+          "employment": EMPLOYMENT, "hhsize": HHSIZE, "tenure": TENURE, "citizenship": CITIZENSHIP, "health": HEALTH,
+          "car": CAR}  # fmt: skip
 
 
 def register_schema() -> Schema:
@@ -98,6 +111,11 @@ def register_schema() -> Schema:
         factor("edu", EDU, ordered=True),
         factor("marital", MARITAL),
         factor("employment", EMPLOYMENT),
+        factor("hhsize", HHSIZE, ordered=True),
+        factor("tenure", TENURE),
+        factor("citizenship", CITIZENSHIP),
+        factor("health", HEALTH, ordered=True),
+        factor("car", CAR),
         Variable("income", "numeric"),
         Variable("expenditure", "numeric"),
     ])  # fmt: skip
@@ -176,6 +194,23 @@ def _employment_probs(female: np.ndarray, age: np.ndarray, edu: np.ndarray) -> n
     return np.stack([child, student, employed, unemployed, retired * (1 - student), inactive], axis=1)
 
 
+def _hhsize_probs(age: np.ndarray, marital: np.ndarray) -> np.ndarray:
+    """Household size by age and marital status: children in families, couples, people alone."""
+    a = age.astype(float)
+    child = a < 18
+    young_single = (marital == 0) & ~child & (a < 30)
+    couple = marital == 1
+    alone = (marital >= 2) | ((marital == 0) & (a >= 30))
+    p = np.zeros((len(a), len(HHSIZE)))
+    p[child] = (0.0, 0.12, 0.30, 0.38, 0.20)
+    p[young_single] = (0.35, 0.25, 0.20, 0.14, 0.06)
+    p[couple] = (0.0, 0.52, 0.2, 0.2, 0.08)
+    p[alone] = (0.62, 0.25, 0.08, 0.04, 0.01)
+    older_couple = couple & (a >= 60)
+    p[older_couple] = (0.0, 0.85, 0.1, 0.04, 0.01)
+    return p
+
+
 EMPLOYMENT_INCOME = np.array([0.0, -0.2, 0.1, -0.35, -0.1, -0.2])
 
 
@@ -197,8 +232,18 @@ def original_chunk(pop: Population, seed: int, chunk: int, n: int) -> dict[str, 
                   + 0.04 * ~female + EMPLOYMENT_INCOME[employment] + pop.income_effect[muni]
                   + rng.normal(0.0, 0.5, n))  # fmt: skip
     log_exp = 1.9 + 0.78 * log_income + 0.05 * (a >= 65) + rng.normal(0.0, 0.3, n)
+    hhsize = _draw(rng, np.cumsum(_hhsize_probs(age, marital), axis=1))
+    owner = expit(-0.2 + 0.05 * np.clip(a - 20, 0, 50) + 0.6 * (marital == 1) - 0.5 * urban + 0.3 * (log_income - 10))
+    social = (1 - owner) * expit(-0.8 - 0.8 * (log_income - 10))
+    tenure = _draw(rng, np.cumsum(np.stack([owner, 1 - owner - social, social], axis=1), axis=1))
+    foreign = (0.05 + 0.04 * np.clip(urban, 0, None)) * (1 + 0.8 * np.exp(-(((a - 33) / 12) ** 2)))
+    citizenship = _draw(rng, np.cumsum(np.stack([1 - foreign, 0.45 * foreign, 0.55 * foreign], axis=1), axis=1))
+    health_latent = 1.2 - 0.035 * a + 0.08 * (edu - 3.0) - 0.4 * (employment == 3) + rng.standard_normal(n)
+    health = (3 - np.searchsorted(np.array([-1.9, -0.8, 0.5]), health_latent)).astype(np.int8)
+    car = (rng.random(n) < expit(0.6 + 1.1 * (log_income - 10) - 0.6 * urban + 0.3 * (hhsize >= 2))).astype(np.int8)
     return {"sex": female.astype(np.int8), "age": age, "municipality": muni, "region": pop.region_of[muni],
-            "edu": edu, "marital": marital, "employment": employment,
+            "edu": edu, "marital": marital, "employment": employment, "hhsize": hhsize, "tenure": tenure,
+            "citizenship": citizenship, "health": health, "car": car,
             "income": np.round(np.exp(log_income)), "expenditure": np.round(np.exp(log_exp))}  # fmt: skip
 
 
@@ -286,9 +331,8 @@ def _cell(c: dict[str, np.ndarray], third: str, levels: int) -> np.ndarray:
 class TwinModel:
     """The conditional models of the twin, fitted on the original."""
 
-    edu: np.ndarray  # (2 * 101 * regions, 8) counts
-    marital: np.ndarray  # (2 * 101 * 8, 4) counts
-    employment: np.ndarray  # (2 * 101 * 8, 6) counts
+    #: variable -> counts of its levels by (sex, age, parent) cell, (2 * 101 * parent levels, levels)
+    categorical: dict[str, np.ndarray]
     income: FittedLinear  # log income
     expenditure: FittedLinear  # log expenditure
 
@@ -296,24 +340,22 @@ class TwinModel:
 class _TwinFit:
     def __init__(self) -> None:
         cells = 2 * (MAX_AGE + 1)
-        self.edu = np.zeros((cells * N_REGIONS, len(EDU)), dtype=np.int64)
-        self.marital = np.zeros((cells * len(EDU), len(MARITAL)), dtype=np.int64)
-        self.employment = np.zeros((cells * len(EDU), len(EMPLOYMENT)), dtype=np.int64)
+        self.counts = {v: np.zeros((cells * len(LEVELS[parent]), len(LEVELS[v])), dtype=np.int64)
+                       for v, parent in TWIN_CATEGORICAL}  # fmt: skip
         self.income = _CellLeastSquares(INCOME_PREDICTORS, continuous=False)
         self.expenditure = _CellLeastSquares(EXPENDITURE_PREDICTORS, continuous=True)
 
     def add(self, c: dict[str, np.ndarray]) -> None:
-        for table, cell, var in ((self.edu, _cell(c, "region", N_REGIONS), "edu"),
-                                 (self.marital, _cell(c, "edu", len(EDU)), "marital"),
-                                 (self.employment, _cell(c, "edu", len(EDU)), "employment")):  # fmt: skip
-            levels = table.shape[1]
-            table += np.bincount(cell * levels + c[var], minlength=table.size).reshape(table.shape)
+        for v, parent in TWIN_CATEGORICAL:
+            table = self.counts[v]
+            cell = _cell(c, parent, len(LEVELS[parent])) * table.shape[1] + c[v]
+            table += np.bincount(cell, minlength=table.size).reshape(table.shape)
         log_income = np.log(c["income"])
         self.income.add(c, log_income)
         self.expenditure.add(c, np.log(c["expenditure"]), log_income)
 
     def model(self) -> TwinModel:
-        return TwinModel(self.edu, self.marital, self.employment, self.income.solve(), self.expenditure.solve())
+        return TwinModel(self.counts, self.income.solve(), self.expenditure.solve())
 
 
 def _draw_from_counts(rng: np.random.Generator, counts: np.ndarray, cell: np.ndarray) -> np.ndarray:
@@ -326,9 +368,8 @@ def twin_chunk(model: TwinModel, original: dict[str, np.ndarray], seed: int, chu
     """The twin of one chunk of the original: kept variables copied, the others synthesised in order."""
     rng = np.random.default_rng([seed, 1, chunk])
     c = {v: original[v] for v in KEPT}
-    c["edu"] = _draw_from_counts(rng, model.edu, _cell(c, "region", N_REGIONS))
-    c["marital"] = _draw_from_counts(rng, model.marital, _cell(c, "edu", len(EDU)))
-    c["employment"] = _draw_from_counts(rng, model.employment, _cell(c, "edu", len(EDU)))
+    for v, parent in TWIN_CATEGORICAL:
+        c[v] = _draw_from_counts(rng, model.categorical[v], _cell(c, parent, len(LEVELS[parent])))
     log_income = model.income.draw(rng, c)
     log_exp = model.expenditure.draw(rng, c, log_income)
     c["income"], c["expenditure"] = np.round(np.exp(log_income)), np.round(np.exp(log_exp))
