@@ -114,11 +114,12 @@ def _read_original(task: LoadedTask, spec: Any) -> Dataset:
     return ds
 
 
-def _read_source(task: LoadedTask, original: Dataset, src: Any) -> tuple[Dataset, list[Dataset]]:
+def _read_source(task: LoadedTask, spec: Any, original: Dataset, src: Any) -> tuple[Dataset, list[Dataset]]:
     from pipeline.datasets import load_demo_synthetic
 
     if src.demo is not None:
-        sets = load_demo_synthetic(src.demo, _generated_rows(task, original))
+        # a generated twin has its original's size
+        sets = load_demo_synthetic(src.demo, spec.original.rows)
     else:
         # a source's own schema gets the original's special missing codes; by default it is the original's
         schema = task.resolve(src.schema_file) if src.schema_file else original.schema
@@ -132,11 +133,6 @@ def _read_source(task: LoadedTask, original: Dataset, src: Any) -> tuple[Dataset
     for c in changes:
         log.warning("aligned: %s", c)
     return original, sets
-
-
-def _generated_rows(task: LoadedTask, original: Dataset) -> int | None:
-    """The ``rows`` of the original's dataset entry (a generated demo's twin has the same size)."""
-    return next((d.original.rows for d in task.spec.datasets if d.name == original.name), None)
 
 
 def _original_encoding(task: LoadedTask, original: Dataset) -> str | None:
@@ -182,7 +178,7 @@ def read_inputs(task: LoadedTask, with_sources: bool = True) -> TaskInputs:
         inputs.hashes[(d.name, None, 0)] = h
         for src in d.synthetic:
             if src.synthesise is None and with_sources:
-                aligned, sets = _read_source(task, original, src)
+                aligned, sets = _read_source(task, d, original, src)
                 inputs.synthetic[(d.name, src.name, 0)] = (aligned, sets)
                 inputs.hashes[(d.name, src.name, 0)] = h + _fingerprint(sets)
     inputs.syntheses = synthesis_units(task, {d: inputs.hashes[(d, None, 0)] for d in inputs.originals})

@@ -15,7 +15,7 @@ from pipeline.tasks import load_task
 TASK = """
 name: reg
 datasets:
-  - name: register
+  - name: people  # not the demo's name: the twin takes the rows of its own dataset entry
     original: {{demo: register, rows: {rows}}}
     synthetic:
       - {{name: twin, demo: register_twin}}
