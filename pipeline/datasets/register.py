@@ -7,7 +7,7 @@ Parquet folders (``original/``, ``syn1/``) with a schema and a manifest, and reu
 
 * **municipality**: ``N_MUNICIPALITIES`` (300) areas with a heavy-tailed size law
   (Zipf–Mandelbrot, size of the i-th largest ``∝ (i + ZIPF_OFFSET) ** -ZIPF_EXPONENT``: the
-  largest holds ~7 % of the people, the smallest ~0.05 %), labels in a seeded random order;
+  largest holds ~7 % of the people, the smallest ~0.07 %), labels in a seeded random order;
   **region**: the municipalities grouped into ``N_REGIONS`` (12) regions;
 * **sex** and **age** (single years 0-100) drawn jointly from a pyramid: Gompertz survival with
   higher male mortality, a baby-boom cohort around 58 and low recent fertility, 105 boys per
@@ -21,13 +21,16 @@ Parquet folders (``original/``, ``syn1/``) with a schema and a manifest, and reu
 * **employment** (child, student, employed, unemployed, retired, inactive): by age, sex and edu;
 * **income**: equivalised household income, log-normal with a life-cycle curve, effects of
   sex, edu, employment and a municipality effect (random plus size), whole units;
-* **expenditure**: log-normal, elasticity 0.78 on income, whole units.
+* **expenditure**: log-normal, elasticity 0.78 on income, whole units;
+* **hhsize**, **tenure**, **citizenship**, **health**, **car**: household size by age and
+  marital status; owning or renting by age, marital status, income and size; citizenship by
+  size and age; health by age, edu and unemployment; a car by income, size and household.
 
 The **synthetic twin** (``syn1``) is row-aligned with the original: sex, age, municipality and
-region are the original's; edu, marital, employment, income and expenditure are synthesised in
-that order (as synthpop's sequential ``syn`` would) from conditional models *fitted on the
-original*: edu | sex, age, region; marital | sex, age, edu; employment | sex, age, edu
-(empirical conditional distributions); log income and log expenditure by least squares
+region are the original's; the other variables are synthesised in the order of
+``TWIN_CATEGORICAL``, then income and expenditure (as synthpop's sequential ``syn`` would),
+from conditional models *fitted on the original*: each categorical | sex, age and one parent
+(empirical conditional distributions, e.g. edu | sex, age, region); log income and log expenditure by least squares
 (income on sex, five-year age group, edu, employment, region; expenditure on log income, sex
 and age group) with normal residuals of the fitted variance.  The synthetic values are neither
 copies nor the generating model's draws (different predictors, another seed).
