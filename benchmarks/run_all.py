@@ -12,11 +12,17 @@ Side by side in the same run: a DuckDB formulation of the disclosure core counts
 DiSCO, on the same records in the driver), plain numpy IPF (and ipfn / humanleague on a 10^6-cell
 table when installed); the R anchors are constants (``ANCHORS``) with their source.
 
+The register rows of issue 19 (``bench_register``: the generated population register and its
+model-based twin, hundreds of thousands of key cells) run beside them: ``--register`` selects
+only those, ``--register-rows`` their sizes (default N; ``--big``: 1M and 5M).
+
 Usage::
 
     .venv/bin/python benchmarks/run_all.py            # N = 500,000 (goals are stated at 5M: not judged)
     .venv/bin/python benchmarks/run_all.py --big      # N = 5,000,000, IPF 5x10^7 cells too: judged
     .venv/bin/python benchmarks/run_all.py --only disclosure ipf
+    .venv/bin/python benchmarks/run_all.py --register --register-rows 1000000 3000000
+    .venv/bin/python benchmarks/run_all.py --only register_utility --register-rows 200000
 
 Writes the table as JSON (``--json``, default ``benchmarks/results/run_all[_big].json``).
 """
@@ -41,6 +47,8 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench_register import SECTIONS as REGISTER_SECTIONS
+from bench_register import run_register
 from harness import Bench, Measurement, PeakSampler, bench_client
 
 from pipeline.data.dataset import read_dataset
@@ -455,7 +463,8 @@ def run_ipf(big: bool) -> list[Row]:
     return rows
 
 
-SECTIONS = ["disclosure", "multi_disclosure", "utility", "idrisk", "idrisk3", "idrisk50k", "scaling", "ipf"]
+SURVEY_SECTIONS = ["disclosure", "multi_disclosure", "utility", "idrisk", "idrisk3", "idrisk50k", "scaling", "ipf"]
+SECTIONS = SURVEY_SECTIONS + REGISTER_SECTIONS
 
 
 def main() -> None:
@@ -467,17 +476,20 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="2GiB", help="per worker")
     parser.add_argument("--scaling-rows", type=int, help="records for the 1 -> 2 workers row (default N / 2.5)")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=SECTIONS)
+    parser.add_argument("--register", action="store_true", help="only the register rows (issue 19)")
+    parser.add_argument("--register-rows", type=int, nargs="+", help="register sizes (default N; --big: 1M and 5M)")
     parser.add_argument("--data", type=Path, default=Path(os.environ.get(
         "SDC_BENCH_DATA", Path.home() / ".cache" / "sdc-pipeline" / "bench")))  # fmt: skip
     parser.add_argument("--json", type=Path, help="output (default benchmarks/results/run_all[_big].json)")
     args = parser.parse_args()
     n = args.rows or (BIG if args.big else 500_000)
     judged = n == BIG
-    sections = set(args.only)
+    sections = set(REGISTER_SECTIONS if args.register else args.only)
+    register_sizes = args.register_rows or ([1_000_000, BIG] if args.big else [n])
     warnings.simplefilter("ignore")
 
     t0 = time.perf_counter()
-    sd = write_scaled(args.data, "sd2011", n)
+    sd = write_scaled(args.data, "sd2011", n) if sections & set(SURVEY_SECTIONS) else None
     print(f"data: {args.data} ({time.perf_counter() - t0:.1f} s to write or find); N = {n:,}; best of {args.repeat};"
           f" {args.workers} workers x 1 thread, memory_limit {args.memory_limit}; {os.cpu_count()} cores;"
           f" load {os.getloadavg()}")  # fmt: skip
@@ -498,13 +510,23 @@ def main() -> None:
         rows += run_scaling(args.data, args.scaling_rows or int(n / 2.5), args.memory_limit, judged)
     if "ipf" in sections:
         rows += run_ipf(args.big)
+    if sections & (set(REGISTER_SECTIONS) - {"register_task"}):
+        with bench_client(args.workers, args.memory_limit) as client:
+            rows += run_register(Bench(client), args.data, register_sizes, args.repeat, sections)
+    if "register_task" in sections:
+        rows += run_register(None, args.data, register_sizes, args.repeat, {"register_task"})
 
     print("\nanchors: " + "; ".join(f"{k}: {a['source']}" for k, a in ANCHORS.items()))
     print("\nnot met:" if any(r.met == "NOT met" for r in rows) else "")
     for r in rows:
         if r.met == "NOT met":
             print(f"  {r.work}: " + "; ".join(f"{w} {v:.2f} (limit {lim:.2f})" for w, v, lim in r.checks if v >= lim))
-    out = args.json or Path(__file__).resolve().parent / "results" / f"run_all{'_big' if args.big else ''}.json"
+    out = (
+        args.json
+        or Path(__file__).resolve().parent
+        / "results"
+        / f"run_all{'_big' if args.big else ''}{'_register' if args.register else ''}.json"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"records": n, "workers": args.workers, "memory_limit": args.memory_limit,
                                "repeat": args.repeat, "cores": os.cpu_count(), "anchors": {

@@ -229,12 +229,16 @@ def measures() -> None:
 @main.command("demo-data")
 def demo_data() -> None:
     """List the bundled demo data sets."""
-    from pipeline.datasets import ORIGINALS, SYNTHETIC
+    from pipeline.datasets import GENERATED, GENERATED_SYNTHETIC, ORIGINALS, SYNTHETIC
 
     for name, (file, _, codes) in sorted(ORIGINALS.items()):
         click.echo(f"original   {name:20s} {file}  missing codes: {codes or '-'}")
+    for name, what in sorted(GENERATED.items()):
+        click.echo(f"original   {name:20s} {what}")
     for name, (pattern, m, orig) in sorted(SYNTHETIC.items()):
         click.echo(f"synthetic  {name:20s} {m} sets ({pattern}) of {orig}")
+    for name, orig in sorted(GENERATED_SYNTHETIC.items()):
+        click.echo(f"synthetic  {name:20s} 1 set, model-based, row-aligned (generated with {orig}, same rows)")
 
 
 if __name__ == "__main__":

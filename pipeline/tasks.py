@@ -40,9 +40,13 @@ class _Spec(BaseModel):
 
 
 class OriginalSpec(_Spec):
-    """The original (confidential) data: a bundled demo name or a file (+ schema)."""
+    """The original (confidential) data: a bundled demo name or a file (+ schema).
+
+    ``rows`` is the size of a generated demo (``demo: register``), the only kind that has one.
+    """
 
     demo: str | None = None
+    rows: int | None = Field(None, ge=1_000, le=50_000_000, strict=True)
     path: str | None = None
     schema_file: str | None = Field(None, alias="schema")
     missing_codes: dict[str, float | list[float]] = {}
@@ -54,6 +58,10 @@ class OriginalSpec(_Spec):
     def _one_source(self) -> OriginalSpec:
         if (self.demo is None) == (self.path is None):
             raise ValueError("give exactly one of 'demo' or 'path'")
+        from pipeline.datasets import GENERATED
+
+        if self.rows is not None and self.demo not in GENERATED:
+            raise ValueError(f"'rows' is only for a generated demo ({', '.join(sorted(GENERATED))})")
         return self
 
 
@@ -157,6 +165,15 @@ class TaskSpec(_Spec):
             srcs = [s.name for s in d.synthetic]
             if len(set(srcs)) != len(srcs):
                 raise ValueError(f"dataset {d.name!r}: synthetic source names must be unique")
+            from pipeline.datasets import GENERATED_SYNTHETIC
+
+            for s in d.synthetic:
+                of = GENERATED_SYNTHETIC.get(s.demo or "")
+                if of is not None and d.original.demo != of:
+                    raise ValueError(
+                        f"dataset {d.name!r} source {s.name!r}: demo {s.demo!r} is generated with its original: "
+                        f"the dataset's original must be 'demo: {of}'"
+                    )
         for m in self.measures:
             unknown = [n for n in m.datasets or [] if n not in names]
             if unknown:

@@ -57,7 +57,7 @@ def _read_original(task: LoadedTask, spec: DatasetSpec) -> Dataset:
 
     o = spec.original
     if o.demo is not None:
-        ds = load_demo(o.demo)
+        ds = load_demo(o.demo, o.rows)
     else:
         schema = task.resolve(o.schema_file) if o.schema_file else None
         ds = read_dataset(task.resolve(o.path), schema=schema, name=spec.name, encoding=o.encoding)
@@ -68,11 +68,14 @@ def _read_original(task: LoadedTask, spec: DatasetSpec) -> Dataset:
     return ds
 
 
-def _read_source(task: LoadedTask, original: Dataset, src: SourceSpec) -> tuple[Dataset, list[Dataset]]:
+def _read_source(
+    task: LoadedTask, spec: DatasetSpec, original: Dataset, src: SourceSpec
+) -> tuple[Dataset, list[Dataset]]:
     from pipeline.datasets import load_demo_synthetic
 
     if src.demo is not None:
-        sets = load_demo_synthetic(src.demo)
+        # a generated twin has its original's size
+        sets = load_demo_synthetic(src.demo, spec.original.rows)
     else:
         # a source's own schema gets the original's special missing codes; by default it is the original's
         schema = task.resolve(src.schema_file) if src.schema_file else original.schema
@@ -117,7 +120,7 @@ def read_inputs(task: LoadedTask, with_sources: bool = True) -> TaskInputs:
         inputs.hashes[(d.name, None, 0)] = h
         for src in d.synthetic:
             if src.synthesise is None and with_sources:
-                aligned, sets = _read_source(task, original, src)
+                aligned, sets = _read_source(task, d, original, src)
                 inputs.synthetic[(d.name, src.name, 0)] = (aligned, sets)
                 inputs.hashes[(d.name, src.name, 0)] = h + _data_hash(sets)
     inputs.syntheses = synthesis_units(task, {d: inputs.hashes[(d, None, 0)] for d in inputs.originals})
