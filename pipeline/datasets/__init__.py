@@ -7,10 +7,9 @@ data are written once to :func:`~pipeline.datasets.register.cache_folder` and re
 
 from __future__ import annotations
 
-from importlib.resources import files
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.datasets.bundled import demo_path
 from pipeline.errors import DataError
 
 if TYPE_CHECKING:  # listing the bundled data (sdc-pipeline demo-data) imports no Dask
@@ -38,11 +37,6 @@ GENERATED: dict[str, str] = {
 GENERATED_SYNTHETIC: dict[str, str] = {"register_twin": "register"}
 #: records of a generated demo when the task gives no ``rows``
 DEFAULT_GENERATED_ROWS = 1_000_000
-
-
-def demo_path(filename: str) -> Path:
-    """Path of a bundled file."""
-    return Path(str(files("pipeline.datasets").joinpath(filename)))
 
 
 def load_demo(name: str, rows: int | None = None) -> Dataset:

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.data.schema import Schema
-from pipeline.datasets import demo_path
+from pipeline.datasets.bundled import demo_path
 
 #: bump when the generated values change, so stale folders are rebuilt
 GENERATOR_VERSION = 1

@@ -46,10 +46,10 @@ def _write(tmp_path: Path, text: str) -> Path:
 @pytest.mark.parametrize(
     "rows, message",
     [
-        ("10", "datasets.0.original.rows: Input should be greater than or equal to 1000"),
-        ("60000000", "datasets.0.original.rows: Input should be less than or equal to 50000000"),
-        ("many", "datasets.0.original.rows: Input should be a valid integer"),
-        ("2500.5", "datasets.0.original.rows: Input should be a valid integer"),
+        ("10", "datasets[1].original.rows: Input should be greater than or equal to 1000"),
+        ("60000000", "datasets[1].original.rows: Input should be less than or equal to 50000000"),
+        ("many", "datasets[1].original.rows: Input should be a valid integer"),
+        ("2500.5", "datasets[1].original.rows: Input should be a valid integer"),
     ],
 )
 def test_bad_rows_are_task_errors(tmp_path: Path, rows: str, message: str) -> None:
@@ -63,7 +63,7 @@ def test_rows_only_for_a_generated_demo_and_twin_only_with_its_register(tmp_path
     with pytest.raises(TaskError, match="'rows' is only for a generated demo \\(register\\)"):
         load_task(_write(tmp_path, text))
     text = TASK.format(rows=2000).replace("demo: register, rows: 2000", "demo: cedata")
-    with pytest.raises(TaskError, match="demo 'register_twin' is generated with its original: .*'demo: register'"):
+    with pytest.raises(TaskError, match=r"demo 'register_twin' is generated with its original: .*'demo: register'"):
         load_task(_write(tmp_path, text))
 
 
