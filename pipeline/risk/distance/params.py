@@ -1,0 +1,33 @@
+"""Parameters of the ``dcr`` measure (the only validation of them)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from pipeline.evaluation.base import Params
+
+
+class DCRParams(Params):
+    """Parameters of ``dcr``.
+
+    Attributes
+    ----------
+    vars : list of str, optional
+        Variables the distance compares (factors: mismatch 1; numeric: difference scaled by the
+        reference's range, at most 1); default every factor and numeric variable.
+    baseline_records : int
+        Random records of the DCRBaselineProtection baseline (SDMetrics draws as many as there
+        are synthetic records; we draw that many up to this bound: the median barely moves beyond it).
+    seed : int
+        Seed of the random baseline.
+    confidence_level : float
+        Level of the Wilson interval of the share of synthetic records closer to training.
+    """
+
+    vars: list[str] | None = Field(None, min_length=1)
+    baseline_records: int = Field(10_000, ge=1)
+    seed: int = 0
+    confidence_level: float = Field(0.95, gt=0, lt=1)
+
+    def variables(self) -> list[str]:
+        return list(dict.fromkeys(self.vars or []))
