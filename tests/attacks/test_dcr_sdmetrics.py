@@ -49,11 +49,12 @@ def test_distances_and_shares_equal_sdmetrics(name):
     case, schema, train, hold, syn = _case(name)
     variables = case["categorical"] + case["numerical"]
     data = as_eval_data(train, [syn], schema=schema, holdout=hold).select(variables)
-    (got,) = set_distances(data, Executor(policy="memory"), case["categorical"], case["numerical"], 10, 0)
+    executor = Executor(policy="memory")
+    (got,) = set_distances(data, executor, case["categorical"], case["numerical"], 10, 0, "holdout")
     np.testing.assert_allclose(got.to_training, case["dcr_training"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(got.to_holdout, case["dcr_holdout"], rtol=0, atol=1e-12)
 
-    result = dcr(train, [syn], holdout=hold, schema=schema, vars=variables, executor=Executor(policy="memory"))
+    result = dcr(train, [syn], holdout=hold, schema=schema, vars=variables, executor=executor, holdout_scale="holdout")
     values = {r.measure: r.value for r in result.rows()}
     overfit, base = case["overfitting_protection"], case["baseline_protection"]
     assert values["closer_to_training"] == pytest.approx(

@@ -23,7 +23,14 @@ import pandas as pd
 
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Deferred, Executor
-from pipeline.risk.nearest.compute import gather, nearest_neighbours, space_from_ranges, split_kinds, value_ranges
+from pipeline.risk.nearest.compute import (
+    DistanceSpace,
+    gather,
+    nearest_neighbours,
+    space_from_ranges,
+    split_kinds,
+    value_ranges,
+)
 
 #: roles of the random streams drawn from the seed
 MAIN, CONTROL, BASELINE_TARGETS, BASELINE_GUESSES = 0, 1, 2, 3
@@ -80,12 +87,40 @@ def column_values(executor: Executor, frame: Frame, column: str) -> Deferred:
     return executor.map_reduce(frame[[column]], _values, _concat, column)
 
 
-def _space(data: EvalData, executor: Executor, variables: list[str], frames: Sequence[Frame], where: str):
-    """The distance space of ``variables`` scaled by their range over ``frames`` together."""
-    factors, numerics = split_kinds(data.schema, variables, where)
+def attack_space(data: EvalData, executor: Executor, variables: list[str], frames: Sequence[Frame]) -> DistanceSpace:
+    """The distance space of ``variables``, numeric ones scaled by their range over ``frames`` together."""
+    factors, numerics = split_kinds(data.schema, variables, "attack")
     codes = {v: data.schema[v].missing_codes for v in numerics if data.schema[v].missing_codes}
     ranges = executor.compute(*value_ranges(executor, frames, numerics, codes))
     return space_from_ranges(factors, numerics, ranges, codes)
+
+
+def link_searches(
+    data: EvalData, executor: Executor, targets: Frame, syn: Frame, aux: tuple[list[str], list[str]], n_neighbors: int
+) -> list[Deferred]:
+    """The two searches of a linkability attack (deferred, one per column set; :func:`links` reads them)."""
+    return [
+        nearest_neighbours(executor, targets, syn, attack_space(data, executor, half, [syn, targets]), n_neighbors)
+        for half in aux
+    ]
+
+
+def links(first: Sequence, second: Sequence, n_neighbors: int) -> np.ndarray:
+    """Whether each target (in record order) is linked, from the computed :func:`link_searches`."""
+    return _linked(gather(first, n_neighbors).positions, gather(second, n_neighbors).positions)
+
+
+def inference_guesses(
+    data: EvalData, executor: Executor, targets: Frame, syn: Frame, aux: list[str], secret: str
+) -> Deferred:
+    """The secret of each target's nearest synthetic record on ``aux`` (deferred; factor: level code)."""
+    space = attack_space(data, executor, aux, [syn, targets])
+    return nearest_neighbours(executor, targets, syn, space, 1, payload=secret)
+
+
+def guesses(found: Sequence) -> np.ndarray:
+    """The computed value of :func:`inference_guesses`: one guess per target."""
+    return gather(found, 1).payload[:, 0]
 
 
 def target_sets(data: EvalData, executor: Executor, n_attacks: int | None, seed: int) -> list[Targets]:
@@ -129,17 +164,14 @@ def linkability_counts(
     sizes = executor.rows(data)[1:]
     out = []
     for i, syn in enumerate(data.synthetic, start=1):
-        lazy = []
-        for t in targets:
-            for half in aux:
-                space = _space(data, executor, half, [syn, t.frame], "linkability")
-                lazy.append(nearest_neighbours(executor, t.frame, syn, space, n_neighbors))
-        got = [gather(parts, n_neighbors).positions for parts in executor.compute(*lazy)]
-        links = [int(_linked(got[2 * j], got[2 * j + 1]).sum()) for j in range(len(targets))]
+        found = executor.compute(
+            *[search for t in targets for search in link_searches(data, executor, t.frame, syn, aux, n_neighbors)]
+        )
+        linked = [int(links(found[2 * j], found[2 * j + 1], n_neighbors).sum()) for j in range(len(targets))]
         rng = np.random.default_rng([seed, i, BASELINE_GUESSES])
         baseline = int(rng.binomial(targets[0].count, random_link_probability(sizes[i - 1], n_neighbors)))
-        control = (targets[1].count, links[1]) if len(targets) > 1 else (None, None)
-        out.append(AttackCounts(targets[0].count, links[0], *control, targets[0].count, baseline))
+        control = (targets[1].count, linked[1]) if len(targets) > 1 else (None, None)
+        out.append(AttackCounts(targets[0].count, linked[0], *control, targets[0].count, baseline))
     return out
 
 
@@ -177,11 +209,8 @@ def inference_counts(
     sizes = executor.rows(data)[1:]
     out = []
     for i, syn in enumerate(data.synthetic, start=1):
-        lazy = []
-        for t in targets:
-            space = _space(data, executor, aux, [syn, t.frame], "inference")
-            lazy.append(nearest_neighbours(executor, t.frame, syn, space, 1, payload=secret))
-        guessed = [gather(parts, 1).payload[:, 0] for parts in executor.compute(*lazy)]
+        found = executor.compute(*[inference_guesses(data, executor, t.frame, syn, aux, secret) for t in targets])
+        guessed = [guesses(f) for f in found]
         hits = [int(inference_successes(g, s, numeric, tolerance).sum()) for g, s in zip(guessed, secrets, strict=True)]
         n_base = min(sizes[i - 1], targets[0].count)
         base_targets = draw_targets(executor, data.original, n_train, n_base, seed, BASELINE_TARGETS)

@@ -2,8 +2,8 @@
 
 For every synthetic set: its two nearest training records (DCR and NNDR), its nearest holdout
 record (when there is a holdout), and the nearest training record of random records drawn as
-SDMetrics' baseline.  Ranges are those of the reference searched (the training records, resp.
-the holdout), as SDMetrics scales them.  All searches run in one pass of the executor.
+SDMetrics' baseline.  Numeric differences are scaled by the training records' ranges (or,
+as SDMetrics does, by the range of the reference searched: ``holdout_scale="holdout"``).  All searches run in one pass of the executor.
 """
 
 from __future__ import annotations
@@ -38,15 +38,29 @@ def _ratio(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
 
 def set_distances(
-    data: EvalData, executor: Executor, factors: list[str], numerics: list[str], baseline_records: int, seed: int
+    data: EvalData,
+    executor: Executor,
+    factors: list[str],
+    numerics: list[str],
+    baseline_records: int,
+    seed: int,
+    holdout_scale: str = "training",
 ) -> list[SetDistances]:
-    """Distances of every synthetic set of ``data`` (prepared by the caller; holdout optional)."""
+    """Distances of every synthetic set of ``data`` (prepared by the caller; holdout optional).
+
+    ``holdout_scale``: "training" scales the distances to the holdout by the training records'
+    ranges, "holdout" by the holdout's own (SDMetrics).
+    """
     codes = {v: data.schema[v].missing_codes for v in numerics if data.schema[v].missing_codes}
     training, holdout = data.original, data.holdout
     references = [training] if holdout is None else [training, holdout]
     ranges = executor.compute(*value_ranges(executor, references, numerics, codes))
     train_space = space_from_ranges(factors, numerics, ranges[:1], codes)
-    hold_space = space_from_ranges(factors, numerics, ranges[1:], codes) if holdout is not None else None
+    hold_space = None
+    if holdout is not None:
+        hold_space = (
+            train_space if holdout_scale == "training" else space_from_ranges(factors, numerics, ranges[1:], codes)
+        )
     space = DistanceSpace(factors, numerics, np.zeros(len(numerics)), codes)
     (summary,) = executor.compute(
         executor.map_reduce(training[space.variables], summarise_part, combine_summaries, space)

@@ -42,7 +42,9 @@ class DCRMeasure(Measure):
         frames = prepared.frames[: len(selected.frames)]
         holdout = prepared.frames[len(selected.frames)] if selected.holdout is not None else None
         ready = EvalData(tuple(frames), selected.schema, holdout)
-        distances = set_distances(ready, executor, factors, numerics, params.baseline_records, params.seed)
+        distances = set_distances(
+            ready, executor, factors, numerics, params.baseline_records, params.seed, params.holdout_scale
+        )
         rows = [
             row
             for i, d in enumerate(distances, start=1)

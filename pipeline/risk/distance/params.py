@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from pipeline.evaluation.base import Params
@@ -22,12 +24,18 @@ class DCRParams(Params):
         Seed of the random baseline.
     confidence_level : float
         Level of the Wilson interval of the share of synthetic records closer to training.
+    holdout_scale : {"training", "holdout"}
+        Ranges that scale the distances to the holdout: the training records' (default: both
+        distances of a synthetic record on one scale, so an independent draw gives a share near
+        0.5) or the holdout's own (SDMetrics 0.32 scales each distance by its reference's range;
+        a holdout with a wider range then looks closer).
     """
 
     vars: list[str] | None = Field(None, min_length=1)
     baseline_records: int = Field(10_000, ge=1)
     seed: int = 0
     confidence_level: float = Field(0.95, gt=0, lt=1)
+    holdout_scale: Literal["training", "holdout"] = "training"
 
     def variables(self) -> list[str]:
         return list(dict.fromkeys(self.vars or []))
