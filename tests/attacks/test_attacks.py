@@ -33,7 +33,7 @@ def _cedata():
         frame.iloc[1800:3600].reset_index(drop=True),
         frame.iloc[3600:].reset_index(drop=True),
         d.schema,
-    )  # noqa: E501
+    )
 
 
 def _values(result) -> dict[str, float]:
@@ -120,7 +120,7 @@ def test_all_categorical_and_all_numeric(params):
             executor=MEMORY,
             n_attacks=300,
             aux_cols=[params["aux_cols"][:1], params["aux_cols"][1:]],
-        )  # fmt: skip
+        )
     )
     assert 0 <= links["main_successes"] <= 300 and 0 <= links["risk"] <= 1
 
@@ -136,7 +136,7 @@ def test_seeded():
 
 
 def test_parameter_errors():
-    train, hold, other, schema = _cedata()
+    train, _hold, other, schema = _cedata()
     with pytest.raises(ParameterError, match="secret 'Income' cannot be one of the auxiliary columns"):
         inference(train, [other], schema=schema, aux_cols=["Income"], secret="Income")
     with pytest.raises(ParameterError, match="n_neighbors = 50 exceeds the records of a synthetic set"):

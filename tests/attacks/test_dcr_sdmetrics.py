@@ -68,7 +68,7 @@ def test_distances_and_shares_equal_sdmetrics(name):
 @pytest.mark.parametrize("name", ["sd2011", "cedata"])
 def test_random_baseline_distances_equal_sdmetrics(name):
     # SDMetrics' random records (vendored) measured with our search give its random median and score
-    case, schema, train, hold, syn = _case(name)
+    case, schema, train, _hold, _syn = _case(name)
     variables = case["categorical"] + case["numerical"]
     random = pd.DataFrame(case["random_records"])[variables]
     random = schema.select(variables).apply(random, "random records")
@@ -82,7 +82,7 @@ def test_random_baseline_distances_equal_sdmetrics(name):
 
 
 def test_nndr_is_the_ratio_of_the_two_nearest_training_records():
-    case, schema, train, hold, syn = _case("cedata")
+    case, schema, train, _hold, syn = _case("cedata")
     variables = case["categorical"] + case["numerical"]
     data = as_eval_data(train, [syn], schema=schema).select(variables)
     (got,) = set_distances(data, Executor(policy="memory"), case["categorical"], case["numerical"], 10, 0)
