@@ -155,3 +155,20 @@ def test_dcr_of_a_copy_and_of_an_independent_draw():
     assert fresh["closer_to_training_lower"] < 0.5 + 0.05 and fresh["closer_to_training_upper"] > 0.5 - 0.05
     assert fresh["dcr_median"] > 0 and 0 < fresh["nndr_median"] <= 1
     assert np.isfinite(fresh["random_dcr_median"]) and fresh["random_dcr_median"] > fresh["dcr_median"]
+
+
+def test_plots_show_the_rows():
+    from pipeline.risk.attacks.plots import plot_attack_rows
+    from pipeline.risk.distance.plots import plot_dcr_rows
+
+    train, hold, other, schema = _cedata()
+    rows = inference(train, [other, train], holdout=hold, schema=schema, executor=MEMORY, **INFER_TENURE).tidy()
+    lines = plot_attack_rows(rows).axes[0].lines
+    main = rows[rows["measure"] == "main_rate"]["value"].tolist()
+    assert list(lines[0].get_ydata()) == main  # the first series is the main attack, one point per set
+    dcr_rows = dcr(train, [other], holdout=hold, schema=schema, executor=MEMORY, vars=["Age", "Urban"]).tidy()
+    points = plot_dcr_rows(dcr_rows).axes[0].lines
+    assert [list(p.get_ydata()) for p in points] == [
+        dcr_rows.loc[dcr_rows["measure"] == m, "value"].tolist()
+        for m in ("dcr_median", "holdout_dcr_median", "random_dcr_median")
+    ]

@@ -3,7 +3,8 @@
 For every synthetic set: its two nearest training records (DCR and NNDR), its nearest holdout
 record (when there is a holdout), and the nearest training record of random records drawn as
 SDMetrics' baseline.  Numeric differences are scaled by the training records' ranges (or,
-as SDMetrics does, by the range of the reference searched: ``holdout_scale="holdout"``).  All searches run in one pass of the executor.
+as SDMetrics does, by the range of the reference searched: ``holdout_scale="holdout"``).
+All searches run in one pass of the executor.
 """
 
 from __future__ import annotations
