@@ -137,7 +137,7 @@ def test_seeded():
 
 def test_parameter_errors():
     train, _hold, other, schema = _cedata()
-    with pytest.raises(ParameterError, match="secret 'Income' cannot be one of the auxiliary columns"):
+    with pytest.raises(ParameterError, match="secret 'Income' cannot be one of the auxiliary or block_on columns"):
         inference(train, [other], schema=schema, aux_cols=["Income"], secret="Income")
     with pytest.raises(ParameterError, match="n_neighbors = 50 exceeds the records of a synthetic set"):
         linkability(
@@ -172,3 +172,18 @@ def test_plots_show_the_rows():
         dcr_rows.loc[dcr_rows["measure"] == m, "value"].tolist()
         for m in ("dcr_median", "holdout_dcr_median", "random_dcr_median")
     ]
+
+
+def test_block_on_exact_factors():
+    train, hold, other, schema = _cedata()
+    params = {**INFER_TENURE, "block_on": ["Urban", "Marital"]}
+    result = inference(train, [train.copy()], holdout=hold, schema=schema, executor=MEMORY, **params)
+    got = _values(result)
+    assert got["risk"] > 0.9 and result.rows()[0].params["block_on"] == ["Urban", "Marital"]
+    # a guess from the same Urban x Marital block only: never worse than without blocking on a copy
+    plain = _values(inference(train, [train.copy()], holdout=hold, schema=schema, executor=MEMORY, **INFER_TENURE))
+    assert got["main_successes"] >= plain["main_successes"] - 5
+    copy = _values(dcr(train, [train], holdout=hold, schema=schema, executor=MEMORY, vars=["Age"], block_on=["Urban"]))
+    assert copy["dcr_zero_pct"] == 100.0
+    with pytest.raises(ParameterError, match="block_on variable\\(s\\) 'Age' must be factors"):
+        dcr(train, [other], schema=schema, executor=MEMORY, block_on=["Age"])

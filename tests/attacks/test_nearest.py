@@ -16,8 +16,9 @@ from pipeline.risk.nearest.compute import DistanceSpace, gather, nearest_neighbo
 from pipeline.risk.nearest.kernel import build_reference, empty_best, encode, search_block
 
 
-def _brute(q_codes, q_numbers, r_codes, r_numbers, scale, k):
-    """Every pair's distance with plain numpy, then the k smallest by (distance, position)."""
+def _brute(q_codes, q_numbers, r_codes, r_numbers, scale, k, exact=0):
+    """Every pair's distance with plain numpy, then the k smallest by (distance, position); pairs
+    that differ on one of the first ``exact`` codes are no candidates (inf, position -1)."""
     numeric = np.zeros((len(q_numbers), len(r_numbers)))
     for j in range(q_numbers.shape[1]):
         a, b = q_numbers[:, j][:, None], r_numbers[:, j][None, :]
@@ -27,8 +28,11 @@ def _brute(q_codes, q_numbers, r_codes, r_numbers, scale, k):
         numeric = numeric + coord
     mismatch = (q_codes[:, None, :] != r_codes[None, :, :]).sum(axis=2)
     dist = numeric + mismatch
+    barred = (q_codes[:, None, :exact] != r_codes[None, :, :exact]).any(axis=2)
+    dist = np.where(barred, np.inf, dist)
     order = np.lexsort((np.broadcast_to(np.arange(len(r_numbers)), dist.shape), dist), axis=1)[:, :k]
-    return np.take_along_axis(dist, order, axis=1), order
+    best = np.take_along_axis(dist, order, axis=1)
+    return best, np.where(np.isinf(best), -1, order)
 
 
 def _random_records(rng, n, c, p, levels=3, missing=0.1, ties=False):
@@ -38,12 +42,26 @@ def _random_records(rng, n, c, p, levels=3, missing=0.1, ties=False):
     return codes, numbers
 
 
-def _search(q_codes, q_numbers, r_codes, r_numbers, scale, k, cuts=()):
+def _search(q_codes, q_numbers, r_codes, r_numbers, scale, k, cuts=(), exact=0):
     d, i = empty_best(len(q_codes), k)
     edges = [0, *cuts, len(r_codes)]
     for a, b in itertools.pairwise(edges):
-        search_block(build_reference(r_codes[a:b], r_numbers[a:b], a), q_codes, q_numbers, scale, d, i)
+        search_block(build_reference(r_codes[a:b], r_numbers[a:b], a), q_codes, q_numbers, scale, d, i, exact)
     return d, i
+
+
+@pytest.mark.parametrize(("c", "p", "exact"), [(3, 2, 1), (3, 0, 2), (2, 1, 2)])
+def test_exact_match_variables_bar_other_records(c, p, exact):
+    rng = np.random.default_rng(c + p + exact)
+    q_codes, q_numbers = _random_records(rng, 60, c, p, levels=8, missing=0.1)
+    r_codes, r_numbers = _random_records(rng, 40, c, p, levels=8, missing=0.1)
+    scale = np.ones(p)
+    want_d, want_i = _brute(q_codes, q_numbers, r_codes, r_numbers, scale, 3, exact)
+    assert (want_i == -1).any()  # some queries lack a third record in their block
+    for cuts in [(), (20, 21)]:
+        d, i = _search(q_codes, q_numbers, r_codes, r_numbers, scale, 3, cuts, exact)
+        np.testing.assert_array_equal(i, want_i)
+        np.testing.assert_array_equal(d, want_d)
 
 
 @pytest.mark.parametrize(
@@ -136,3 +154,23 @@ def test_the_same_neighbours_on_partitions_and_workers(two_workers):
         np.testing.assert_array_equal(got.positions, want_i)
         np.testing.assert_array_equal(got.distances, want_d)
         np.testing.assert_array_equal(got.payload, reference["m"].to_numpy()[want_i])
+
+
+def test_blocked_on_exact_factors_on_partitions_and_workers(two_workers):
+    rng = np.random.default_rng(6)
+    queries, reference = _frame(rng, 150), _frame(rng, 400)
+    space = DistanceSpace(["b", "a"], ["n", "m"], np.array([0.25, 0.5]), exact=1)
+    q_codes, q_numbers = space.encode(queries)
+    r_codes, r_numbers = space.encode(reference)
+    want_d, want_i = _brute(q_codes, q_numbers, r_codes, r_numbers, space.scale, 2, exact=1)
+    runs = [(Executor(policy="memory"), queries, reference)]
+    for qp, rp in ((1, 3), (3, 2)):
+        dq, dr = dd.from_pandas(queries, npartitions=qp), dd.from_pandas(reference, npartitions=rp)
+        runs.append((Executor(two_workers, policy="blocks", block_rows=100), dq, dr))
+    for executor, q, r in runs:
+        (found,) = executor.compute(nearest_neighbours(executor, q, r, space, 2, payload="a"))
+        got = gather(found, 2)
+        np.testing.assert_array_equal(got.positions, want_i)
+        np.testing.assert_array_equal(got.distances, want_d)
+        codes = reference["a"].cat.codes.to_numpy().astype(float)
+        np.testing.assert_array_equal(got.payload, np.where(codes < 0, np.nan, codes)[want_i])

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Deferred, Executor
@@ -27,6 +26,7 @@ from pipeline.risk.nearest.compute import (
     DistanceSpace,
     gather,
     nearest_neighbours,
+    reported_values,
     space_from_ranges,
     split_kinds,
     value_ranges,
@@ -69,38 +69,41 @@ def draw_targets(
     return Targets(executor.keep_rows(frame, keep), count)
 
 
-def _values(part: pd.DataFrame, column: str) -> np.ndarray:
-    """A variable's values in one partition (a factor's level codes, NaN missing)."""
-    s = part[column]
-    if isinstance(s.dtype, pd.CategoricalDtype):
-        codes = s.cat.codes.to_numpy().astype(np.float64)
-        return np.where(codes < 0, np.nan, codes)
-    return s.to_numpy(dtype=np.float64, na_value=np.nan)
-
-
 def _concat(parts: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate(list(parts)) if parts else np.zeros(0)
 
 
 def column_values(executor: Executor, frame: Frame, column: str) -> Deferred:
     """A variable's values over all partitions, in record order (deferred)."""
-    return executor.map_reduce(frame[[column]], _values, _concat, column)
+    return executor.map_reduce(frame[[column]], reported_values, _concat, column)
 
 
-def attack_space(data: EvalData, executor: Executor, variables: list[str], frames: Sequence[Frame]) -> DistanceSpace:
-    """The distance space of ``variables``, numeric ones scaled by their range over ``frames`` together."""
+def attack_space(
+    data: EvalData, executor: Executor, variables: list[str], frames: Sequence[Frame], block_on: Sequence[str] = ()
+) -> DistanceSpace:
+    """The distance space of ``variables`` and the exact-match ``block_on`` factors, numeric ones
+    scaled by their range over ``frames`` together."""
+    variables = [*block_on, *(v for v in variables if v not in block_on)]
     factors, numerics = split_kinds(data.schema, variables, "attack")
     codes = {v: data.schema[v].missing_codes for v in numerics if data.schema[v].missing_codes}
     ranges = executor.compute(*value_ranges(executor, frames, numerics, codes))
-    return space_from_ranges(factors, numerics, ranges, codes)
+    return space_from_ranges(factors, numerics, ranges, codes, block_on)
 
 
 def link_searches(
-    data: EvalData, executor: Executor, targets: Frame, syn: Frame, aux: tuple[list[str], list[str]], n_neighbors: int
+    data: EvalData,
+    executor: Executor,
+    targets: Frame,
+    syn: Frame,
+    aux: tuple[list[str], list[str]],
+    n_neighbors: int,
+    block_on: Sequence[str] = (),
 ) -> list[Deferred]:
     """The two searches of a linkability attack (deferred, one per column set; :func:`links` reads them)."""
     return [
-        nearest_neighbours(executor, targets, syn, attack_space(data, executor, half, [syn, targets]), n_neighbors)
+        nearest_neighbours(
+            executor, targets, syn, attack_space(data, executor, half, [syn, targets], block_on), n_neighbors
+        )
         for half in aux
     ]
 
@@ -111,10 +114,16 @@ def links(first: Sequence, second: Sequence, n_neighbors: int) -> np.ndarray:
 
 
 def inference_guesses(
-    data: EvalData, executor: Executor, targets: Frame, syn: Frame, aux: list[str], secret: str
+    data: EvalData,
+    executor: Executor,
+    targets: Frame,
+    syn: Frame,
+    aux: list[str],
+    secret: str,
+    block_on: Sequence[str] = (),
 ) -> Deferred:
     """The secret of each target's nearest synthetic record on ``aux`` (deferred; factor: level code)."""
-    space = attack_space(data, executor, aux, [syn, targets])
+    space = attack_space(data, executor, aux, [syn, targets], block_on)
     return nearest_neighbours(executor, targets, syn, space, 1, payload=secret)
 
 
@@ -152,6 +161,7 @@ def linkability_counts(
     n_neighbors: int,
     n_attacks: int | None,
     seed: int,
+    block_on: Sequence[str] = (),
 ) -> list[AttackCounts]:
     """Linkability of every synthetic set: a target is linked when the ``n_neighbors`` nearest
     synthetic records of its two column sets share a record.
@@ -165,7 +175,11 @@ def linkability_counts(
     out = []
     for i, syn in enumerate(data.synthetic, start=1):
         found = executor.compute(
-            *[search for t in targets for search in link_searches(data, executor, t.frame, syn, aux, n_neighbors)]
+            *[
+                search
+                for t in targets
+                for search in link_searches(data, executor, t.frame, syn, aux, n_neighbors, block_on)
+            ]
         )
         linked = [int(links(found[2 * j], found[2 * j + 1], n_neighbors).sum()) for j in range(len(targets))]
         rng = np.random.default_rng([seed, i, BASELINE_GUESSES])
@@ -198,6 +212,7 @@ def inference_counts(
     tolerance: float,
     n_attacks: int | None,
     seed: int,
+    block_on: Sequence[str] = (),
 ) -> list[AttackCounts]:
     """Inference of every synthetic set: the secret of the target's nearest synthetic record
     (on ``aux``) is the guess.  The baseline guesses the secret of a random synthetic record
@@ -209,7 +224,9 @@ def inference_counts(
     sizes = executor.rows(data)[1:]
     out = []
     for i, syn in enumerate(data.synthetic, start=1):
-        found = executor.compute(*[inference_guesses(data, executor, t.frame, syn, aux, secret) for t in targets])
+        found = executor.compute(
+            *[inference_guesses(data, executor, t.frame, syn, aux, secret, block_on) for t in targets]
+        )
         guessed = [guesses(f) for f in found]
         hits = [int(inference_successes(g, s, numeric, tolerance).sum()) for g, s in zip(guessed, secrets, strict=True)]
         n_base = min(sizes[i - 1], targets[0].count)

@@ -11,7 +11,7 @@ from pipeline.evaluation.execution import Executor
 from pipeline.risk.attacks.compute import inference_counts, linkability_counts
 from pipeline.risk.attacks.params import InferenceParams, LinkabilityParams
 from pipeline.risk.attacks.result import AttackResult, attack_rows
-from pipeline.risk.nearest.compute import split_kinds
+from pipeline.risk.nearest.compute import check_block_on, split_kinds
 
 
 def _prepared(data: EvalData, variables: list[str], executor: Executor) -> EvalData:
@@ -21,6 +21,11 @@ def _prepared(data: EvalData, variables: list[str], executor: Executor) -> EvalD
     prepared = executor.prepare(selected.with_frames([*selected.frames, *extra]))
     n = len(selected.frames)
     return EvalData(tuple(prepared.frames[:n]), selected.schema, prepared.frames[n] if extra else None)
+
+
+def _blocked(block_on: list[str]) -> dict[str, list[str]]:
+    """The rows' params entry of exact-match factors (absent when there are none)."""
+    return {"block_on": list(block_on)} if block_on else {}
 
 
 class LinkabilityMeasure(Measure):
@@ -34,6 +39,7 @@ class LinkabilityMeasure(Measure):
     def check(self, data: EvalData) -> None:
         super().check(data)
         split_kinds(data.schema, self.params.variables(), self.type)
+        check_block_on(data.schema, self.params.block_on, self.type)
 
     def evaluate(self, data: EvalData, executor: Executor) -> AttackResult:
         params: LinkabilityParams = self.params  # type: ignore[assignment]
@@ -44,8 +50,10 @@ class LinkabilityMeasure(Measure):
                 f"linkability: n_neighbors = {params.n_neighbors} exceeds the records of a synthetic set ({smallest})"
             )
         aux = (list(params.aux_cols[0]), list(params.aux_cols[1]))
-        counts = linkability_counts(ready, executor, aux, params.n_neighbors, params.n_attacks, params.seed)
-        p = {"aux_cols": [aux[0], aux[1]], "n_neighbors": params.n_neighbors}
+        counts = linkability_counts(
+            ready, executor, aux, params.n_neighbors, params.n_attacks, params.seed, params.block_on
+        )
+        p = {"aux_cols": [aux[0], aux[1]], "n_neighbors": params.n_neighbors, **_blocked(params.block_on)}
         rows = [r for i, c in enumerate(counts, start=1) for r in attack_rows(str(i), c, params.confidence_level, p)]
         return AttackResult(self.type, tuple(rows))
 
@@ -61,13 +69,21 @@ class InferenceMeasure(Measure):
     def check(self, data: EvalData) -> None:
         super().check(data)
         split_kinds(data.schema, self.params.variables(), self.type)
+        check_block_on(data.schema, self.params.block_on, self.type)
 
     def evaluate(self, data: EvalData, executor: Executor) -> AttackResult:
         params: InferenceParams = self.params  # type: ignore[assignment]
         ready = _prepared(data, params.variables(), executor)
         counts = inference_counts(
-            ready, executor, list(params.aux_cols), params.secret, params.tolerance, params.n_attacks, params.seed
+            ready,
+            executor,
+            list(params.aux_cols),
+            params.secret,
+            params.tolerance,
+            params.n_attacks,
+            params.seed,
+            params.block_on,
         )
-        p = {"aux_cols": list(params.aux_cols), "secret": params.secret}
+        p = {"aux_cols": list(params.aux_cols), "secret": params.secret, **_blocked(params.block_on)}
         rows = [r for i, c in enumerate(counts, start=1) for r in attack_rows(str(i), c, params.confidence_level, p)]
         return AttackResult(self.type, tuple(rows))

@@ -19,11 +19,16 @@ class AttackParams(Params):
     seed : int
     confidence_level : float
         Level of the Wilson intervals and of the risk's interval.
+    block_on : list of str
+        Factors the attacker knows exactly (added to every auxiliary column set): a target's
+        nearest synthetic records are searched only among those with the same values of these
+        (on key blocks of them, so the search scales with the block sizes).
     """
 
     n_attacks: int | None = Field(500, ge=1)
     seed: int = 0
     confidence_level: float = Field(0.95, gt=0, lt=1)
+    block_on: list[str] = Field(default_factory=list)
 
 
 def _distinct(names: list[str]) -> list[str]:
@@ -45,7 +50,7 @@ class LinkabilityParams(AttackParams):
         return (_distinct(value[0]), _distinct(value[1]))
 
     def variables(self) -> list[str]:
-        return _distinct([*self.aux_cols[0], *self.aux_cols[1]])
+        return _distinct([*self.block_on, *self.aux_cols[0], *self.aux_cols[1]])
 
 
 class InferenceParams(AttackParams):
@@ -63,9 +68,9 @@ class InferenceParams(AttackParams):
 
     @model_validator(mode="after")
     def _secret_not_known(self) -> InferenceParams:
-        if self.secret in self.aux_cols:
-            raise ValueError(f"the secret {self.secret!r} cannot be one of the auxiliary columns")
+        if self.secret in self.aux_cols or self.secret in self.block_on:
+            raise ValueError(f"the secret {self.secret!r} cannot be one of the auxiliary or block_on columns")
         return self
 
     def variables(self) -> list[str]:
-        return [*self.aux_cols, self.secret]
+        return _distinct([*self.block_on, *self.aux_cols, self.secret])

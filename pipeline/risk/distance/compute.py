@@ -9,6 +9,7 @@ All searches run in one pass of the executor.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,21 +47,24 @@ def set_distances(
     baseline_records: int,
     seed: int,
     holdout_scale: str = "training",
+    block_on: Sequence[str] = (),
 ) -> list[SetDistances]:
     """Distances of every synthetic set of ``data`` (prepared by the caller; holdout optional).
 
     ``holdout_scale``: "training" scales the distances to the holdout by the training records'
-    ranges, "holdout" by the holdout's own (SDMetrics).
+    ranges, "holdout" by the holdout's own (SDMetrics).  ``block_on``: factors compared exactly.
     """
     codes = {v: data.schema[v].missing_codes for v in numerics if data.schema[v].missing_codes}
     training, holdout = data.original, data.holdout
     references = [training] if holdout is None else [training, holdout]
     ranges = executor.compute(*value_ranges(executor, references, numerics, codes))
-    train_space = space_from_ranges(factors, numerics, ranges[:1], codes)
+    train_space = space_from_ranges(factors, numerics, ranges[:1], codes, block_on)
     hold_space = None
     if holdout is not None:
         hold_space = (
-            train_space if holdout_scale == "training" else space_from_ranges(factors, numerics, ranges[1:], codes)
+            train_space
+            if holdout_scale == "training"
+            else space_from_ranges(factors, numerics, ranges[1:], codes, block_on)
         )
     space = DistanceSpace(factors, numerics, np.zeros(len(numerics)), codes)
     (summary,) = executor.compute(

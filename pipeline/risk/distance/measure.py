@@ -10,7 +10,7 @@ from pipeline.evaluation.execution import Executor
 from pipeline.risk.distance.compute import set_distances
 from pipeline.risk.distance.params import DCRParams
 from pipeline.risk.distance.result import DCRResult, set_rows
-from pipeline.risk.nearest.compute import split_kinds
+from pipeline.risk.nearest.compute import check_block_on, split_kinds
 
 
 class DCRMeasure(Measure):
@@ -27,11 +27,15 @@ class DCRMeasure(Measure):
         params: DCRParams = self.params  # type: ignore[assignment]
         if params.vars:
             return params.variables()
-        return [v.name for v in data.schema if v.is_factor or v.is_numeric]
+        return [
+            *params.block_on,
+            *(v.name for v in data.schema if (v.is_factor or v.is_numeric) and v.name not in params.block_on),
+        ]
 
     def check(self, data: EvalData) -> None:
         super().check(data)
         split_kinds(data.schema, self.compared(data), self.type)
+        check_block_on(data.schema, self.params.block_on, self.type)
 
     def evaluate(self, data: EvalData, executor: Executor) -> DCRResult:
         params: DCRParams = self.params  # type: ignore[assignment]
@@ -43,12 +47,19 @@ class DCRMeasure(Measure):
         holdout = prepared.frames[len(selected.frames)] if selected.holdout is not None else None
         ready = EvalData(tuple(frames), selected.schema, holdout)
         distances = set_distances(
-            ready, executor, factors, numerics, params.baseline_records, params.seed, params.holdout_scale
+            ready,
+            executor,
+            factors,
+            numerics,
+            params.baseline_records,
+            params.seed,
+            params.holdout_scale,
+            params.block_on,
         )
         rows = [
             row
             for i, d in enumerate(distances, start=1)
-            for row in set_rows(str(i), d, variables, params.confidence_level)
+            for row in set_rows(str(i), d, variables, params.confidence_level, params.block_on)
         ]
         return DCRResult(tuple(rows), tuple(variables))
 

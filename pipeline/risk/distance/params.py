@@ -24,6 +24,10 @@ class DCRParams(Params):
         Seed of the random baseline.
     confidence_level : float
         Level of the Wilson interval of the share of synthetic records closer to training.
+    block_on : list of str
+        Factors compared exactly: a record's nearest neighbours are searched only among the
+        records with the same values of these (and the search runs on key blocks of them, so it
+        scales with the block sizes instead of the data size).
     holdout_scale : {"training", "holdout"}
         Ranges that scale the distances to the holdout: the training records' (default: both
         distances of a synthetic record on one scale, so an independent draw gives a share near
@@ -35,7 +39,8 @@ class DCRParams(Params):
     baseline_records: int = Field(10_000, ge=1)
     seed: int = 0
     confidence_level: float = Field(0.95, gt=0, lt=1)
+    block_on: list[str] = Field(default_factory=list)
     holdout_scale: Literal["training", "holdout"] = "training"
 
     def variables(self) -> list[str]:
-        return list(dict.fromkeys(self.vars or []))
+        return list(dict.fromkeys([*self.block_on, *(self.vars or [])]))

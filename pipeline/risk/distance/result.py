@@ -17,9 +17,11 @@ def _median(x: np.ndarray) -> float:
     return float(np.median(x)) if len(x) else math.nan
 
 
-def set_rows(label: str, d: SetDistances, variables: list[str], confidence: float) -> list[Row]:
-    """The rows of one synthetic set (``label``)."""
-    p = {"vars": variables}
+def set_rows(
+    label: str, d: SetDistances, variables: list[str], confidence: float, block_on: list[str] | None = None
+) -> list[Row]:
+    """The rows of one synthetic set (``label``); params ``{"vars": [...]}`` (and ``block_on``)."""
+    p = {"vars": variables, **({"block_on": block_on} if block_on else {})}
     syn_median, random_median = _median(d.to_training), _median(d.random_to_training)
     rows = [
         Row(label, "dcr_median", syn_median, p),

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from pipeline.blocks import ROW_COLUMN
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
-from pipeline.evaluation.data import Frame
+from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Deferred, Executor
 from pipeline.risk.nearest.kernel import ReferenceBlock, build_reference, empty_best, encode, search_block
 
@@ -35,12 +36,16 @@ class DistanceSpace:
         ``1 / range`` per numeric variable, 0 where the range is 0 or unknown.
     missing_codes : dict
         Special missing codes (cont.na) of numeric variables: compared as missing values.
+    exact : int
+        The first ``exact`` factors must match exactly (``block_on``): records that differ on
+        one are never neighbours, and the search runs on key blocks of those factors.
     """
 
     factors: list[str]
     numerics: list[str]
     scale: np.ndarray
     missing_codes: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    exact: int = 0
 
     def encode(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """Codes and numeric values of a block's records in this space."""
@@ -62,6 +67,13 @@ def split_kinds(schema: Schema, variables: Sequence[str], where: str) -> tuple[l
             "a distance compares factors and numeric variables only (declare them as factors)"
         )
     return factors, numerics
+
+
+def check_block_on(schema: Schema, block_on: Sequence[str], where: str) -> None:
+    """``block_on`` variables must be factors (they are compared by their level codes)."""
+    wrong = [v for v in block_on if not schema[v].is_factor]
+    if wrong:
+        raise ParameterError(f"{where}: block_on variable(s) {', '.join(map(repr, wrong))} must be factors")
 
 
 def _min_max(part: pd.DataFrame, numerics: list[str], missing_codes: dict[str, tuple[float, ...]]) -> np.ndarray:
@@ -92,16 +104,19 @@ def space_from_ranges(
     numerics: list[str],
     min_max: Sequence[np.ndarray],
     missing_codes: dict[str, tuple[float, ...]],
+    exact: Sequence[str] = (),
 ) -> DistanceSpace:
-    """The space whose numeric scales are ``1 / (max - min)``, max and min over all given pairs."""
+    """The space whose numeric scales are ``1 / (max - min)``, max and min over all given pairs;
+    the factors ``exact`` (put first) must match exactly."""
+    factors = [*exact, *(f for f in factors if f not in exact)]
     if not numerics:
-        return DistanceSpace(factors, numerics, np.zeros(0), missing_codes)
+        return DistanceSpace(factors, numerics, np.zeros(0), missing_codes, len(exact))
     lo = np.stack([m[0] for m in min_max]).min(axis=0)
     hi = np.stack([m[1] for m in min_max]).max(axis=0)
     with np.errstate(invalid="ignore"):
         span = hi - lo
         scale = np.where(np.isfinite(span) & (span > 0), 1.0 / span, 0.0)
-    return DistanceSpace(factors, numerics, scale, missing_codes)
+    return DistanceSpace(factors, numerics, scale, missing_codes, len(exact))
 
 
 @dataclass(frozen=True)
@@ -113,18 +128,21 @@ class PreparedReference:
     payload: np.ndarray | None
 
 
+def reported_values(part: pd.DataFrame, payload: str | None) -> np.ndarray | None:
+    """A variable's values as neighbours report them: a factor's level codes (NaN missing) or
+    numeric values; None without a variable."""
+    if payload is None:
+        return None
+    column = part[payload]
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()
+        return np.where(codes < 0, np.nan, codes.astype(np.float64))
+    return column.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
 def _prepare(part: pd.DataFrame, offset: int, space: DistanceSpace, k: int, payload: str | None) -> PreparedReference:
     codes, numbers = space.encode(part)
-    values = None
-    if payload is not None:
-        column = part[payload]
-        values = (
-            column.cat.codes.to_numpy().astype(np.float64)
-            if isinstance(column.dtype, pd.CategoricalDtype)
-            else column.to_numpy(dtype=np.float64, na_value=np.nan)
-        )
-        values = np.where(values < 0, np.nan, values) if isinstance(column.dtype, pd.CategoricalDtype) else values
-    return PreparedReference(build_reference(codes, numbers, offset), offset, values)
+    return PreparedReference(build_reference(codes, numbers, offset), offset, reported_values(part, payload))
 
 
 @dataclass
@@ -149,7 +167,9 @@ def _step(
         distances, positions = empty_best(len(queries), k)
         state = _Running(codes, numbers, distances, positions, np.full((len(queries), k), np.nan))
     before, carried = state.positions.copy(), state.payload
-    search_block(reference.block, state.codes, state.numbers, space.scale, state.distances, state.positions)
+    search_block(
+        reference.block, state.codes, state.numbers, space.scale, state.distances, state.positions, space.exact
+    )
     if reference.payload is not None:
         # neighbours found before keep their value (they may have moved down the list) ...
         same = state.positions[:, :, None] == before[:, None, :]
@@ -193,15 +213,65 @@ def nearest_neighbours(
     k: int,
     payload: str | None = None,
 ) -> Deferred:
-    """The exact ``k`` nearest records of ``reference`` for every record of ``queries`` (deferred
-    list of per-partition arrays; :func:`gather` joins them into :class:`Neighbours`)."""
+    """The exact ``k`` nearest records of ``reference`` for every record of ``queries``
+    (deferred; :func:`gather` turns the computed value into :class:`Neighbours`).
+
+    Without exact-match factors, every query partition is folded over the reference partitions
+    (:meth:`~pipeline.evaluation.execution.Executor.map_fold`).  With them (``space.exact``), the
+    queries and the reference are co-partitioned on those factors
+    (:meth:`~pipeline.evaluation.execution.Executor.key_blocks`) and each block is searched once:
+    no record outside a query's block can be its neighbour.
+    """
     columns = space.variables + ([payload] if payload is not None and payload not in space.variables else [])
-    return executor.map_fold(queries[space.variables], reference[columns], _prepare, _step, _finish, space, k, payload)
+    if not space.exact:
+        return executor.map_fold(
+            queries[space.variables], reference[columns], _prepare, _step, _finish, space, k, payload
+        )
+    pair = EvalData((reference[columns], queries[space.variables]), Schema(()))
+    keys = space.factors[: space.exact]
+    blocks = executor.key_blocks(executor.prepare(pair), keys, with_row_id=True)
+    return blocks.map(_blocked_search, _blocked_meta(k), space=space, k=k, payload=payload)
 
 
-def gather(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], k: int) -> Neighbours:
-    """Per-partition results of :func:`nearest_neighbours` as one :class:`Neighbours`."""
-    if not parts:
+def _blocked_meta(k: int) -> pd.DataFrame:
+    cols = {"row": pd.Series(dtype="int64")}
+    cols.update({f"d{j}": pd.Series(dtype="float64") for j in range(k)})
+    cols.update({f"p{j}": pd.Series(dtype="int64") for j in range(k)})
+    cols.update({f"v{j}": pd.Series(dtype="float64") for j in range(k)})
+    return pd.DataFrame(cols)
+
+
+def _blocked_search(
+    reference: pd.DataFrame, queries: pd.DataFrame, space: DistanceSpace, k: int, payload: str | None
+) -> pd.DataFrame:
+    """One key block: the k nearest reference records of each query (rows named by ``__row__``)."""
+    rows = reference[ROW_COLUMN].to_numpy(dtype=np.int64)
+    reported = reported_values(reference, payload)
+    codes, numbers = space.encode(queries)
+    distances, positions = empty_best(len(queries), k)
+    block = build_reference(*space.encode(reference), rows)
+    search_block(block, codes, numbers, space.scale, distances, positions, space.exact)
+    values = np.full((len(queries), k), np.nan)
+    if reported is not None:
+        order = np.argsort(rows)
+        at = np.searchsorted(rows, positions, sorter=order)
+        found = positions >= 0
+        values[found] = reported[order[np.minimum(at, len(rows) - 1)]][found]
+    out = {"row": queries[ROW_COLUMN].to_numpy(dtype=np.int64)}
+    out.update({f"d{j}": distances[:, j] for j in range(k)})
+    out.update({f"p{j}": positions[:, j] for j in range(k)})
+    out.update({f"v{j}": values[:, j] for j in range(k)})
+    return pd.DataFrame(out)
+
+
+def gather(found: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] | pd.DataFrame, k: int) -> Neighbours:
+    """The computed value of :func:`nearest_neighbours` as one :class:`Neighbours` in query order."""
+    if isinstance(found, pd.DataFrame):
+        found = found.sort_values("row", kind="stable")
+        return Neighbours(
+            *(found[[f"{c}{j}" for j in range(k)]].to_numpy() for c in ("d", "p", "v")),
+        )
+    if not found:
         empty = np.zeros((0, k))
         return Neighbours(empty, empty.astype(np.int64), empty)
-    return Neighbours(*(np.concatenate([p[j] for p in parts]) for j in range(3)))
+    return Neighbours(*(np.concatenate([p[j] for p in found]) for j in range(3)))

@@ -20,7 +20,8 @@ The search (:func:`search_block`) is exact and prunes without approximation:
    sort order, stopping on each side once ``min(|dx0| * s0, 1)`` alone exceeds the current
    k-th best distance (every further record of that side is at least that far);
 3. groups of other combinations are scanned only when their mismatch count (a lower bound of
-   every distance to them) does not exceed the k-th best, in order of that count.
+   every distance to them) does not exceed the k-th best, in order of that count; groups that
+   differ on an exact-match variable (``exact``) are never scanned.
 
 Candidates are kept by (distance, global position): ties go to the earlier reference record,
 so the result is the same whatever the blocks; only candidates whose lower bound is strictly
@@ -74,7 +75,7 @@ def _row_keys(codes: np.ndarray) -> np.ndarray:
     return codes.view(np.dtype((np.void, 4 * codes.shape[1]))).ravel()
 
 
-def build_reference(codes: np.ndarray, numbers: np.ndarray, offset: int) -> ReferenceBlock:
+def build_reference(codes: np.ndarray, numbers: np.ndarray, offset: int | np.ndarray) -> ReferenceBlock:
     """Group and sort one block of reference records.
 
     Parameters
@@ -83,8 +84,8 @@ def build_reference(codes: np.ndarray, numbers: np.ndarray, offset: int) -> Refe
         Categorical codes (``-1`` missing).
     numbers : float array (n, p)
         Numeric values (NaN missing), unscaled.
-    offset : int
-        Global position of the block's first record.
+    offset : int or int array (n,)
+        Global position of the block's first record (records consecutive), or of every record.
     """
     n = len(numbers)
     if codes.shape[1]:
@@ -105,7 +106,7 @@ def build_reference(codes: np.ndarray, numbers: np.ndarray, offset: int) -> Refe
         starts=starts,
         missing_starts=starts[:-1] + present,
         numbers=np.ascontiguousarray(numbers[order], dtype=np.float64),
-        positions=(order + offset).astype(np.int64),
+        positions=(order + offset if np.ndim(offset) == 0 else np.asarray(offset)[order]).astype(np.int64),
     )
 
 
@@ -216,7 +217,9 @@ def _scan_group(row, q_numbers, penalty, start, missing_start, stop, numbers, po
 
 
 @numba.njit(cache=True, nogil=True)
-def _search(q_codes, q_numbers, q_group, combos, starts, missing_starts, numbers, positions, scale, best_d, best_i):
+def _search(
+    q_codes, q_numbers, q_group, combos, starts, missing_starts, numbers, positions, scale, exact, best_d, best_i
+):
     n_groups, c = combos.shape
     k = best_d.shape[1]
     penalties = np.empty(n_groups, dtype=np.int64)
@@ -234,6 +237,9 @@ def _search(q_codes, q_numbers, q_group, combos, starts, missing_starts, numbers
             for j in range(c):
                 if combos[g, j] != q_codes[row, j]:
                     m += 1
+                    if j < exact:  # an exact-match variable differs: never a candidate
+                        m = -1
+                        break
             penalties[g] = m
         for penalty in range(1, c + 1):
             if penalty > best_d[row, k - 1]:
@@ -258,6 +264,7 @@ def search_block(
     scale: np.ndarray,
     best_d: np.ndarray,
     best_i: np.ndarray,
+    exact: int = 0,
 ) -> None:
     """Update the queries' k best (``best_d``, ``best_i``, in place) with one reference block.
 
@@ -270,6 +277,9 @@ def search_block(
         ``1 / range`` per numeric variable (0: the range is 0, values equal or not).
     best_d, best_i : arrays (nq, k)
         The running best: distances ascending, ties by global position; updated in place.
+    exact : int
+        The first ``exact`` categorical variables must match: records that differ on one are
+        never neighbours (a query without such records keeps empty slots: inf, -1).
     """
     if len(reference.positions) == 0 or len(codes) == 0:
         return
@@ -283,6 +293,7 @@ def search_block(
         reference.numbers,
         reference.positions,
         np.ascontiguousarray(scale, dtype=np.float64),
+        exact,
         best_d,
         best_i,
     )
