@@ -4,6 +4,7 @@ anonymeter pins numpy < 1.27, so it cannot share the project's environment; buil
 
     python3.11 -m venv /tmp/anon-venv && /tmp/anon-venv/bin/pip install 'anonymeter==1.1.0'
     /tmp/anon-venv/bin/python tests/reference/anonymeter/make_anonymeter_references.py
+    /tmp/anon-venv/bin/python tests/reference/anonymeter/make_anonymeter_references.py --repeated
 
 Deterministic configuration: every record is attacked (the training slice and the control
 slice each in full), so the counts do not depend on anonymeter's unseeded sampling; only the
@@ -38,6 +39,10 @@ from anonymeter.preprocessing.type_detection import detect_consistent_col_types
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "pipeline" / "datasets"
 OUT = Path(__file__).with_name("anonymeter_attacks.json")
+REPEATED_OUT = Path(__file__).with_name("anonymeter_repeated.json")
+#: repeated sampled runs (``--repeated``): n_attacks targets per run, seeds 0 .. SEEDS - 1
+N_ATTACKS, SEEDS = 500, 30
+REPEATED = ["cedata_infer_income", "cedata_infer_tenure"]
 
 DATASETS = {
     "cedata": {
@@ -91,7 +96,7 @@ def _outcomes(case: dict, targets: pd.DataFrame, syn: pd.DataFrame) -> tuple[np.
     if case["attack"] == "linkability":
         k = case["n_neighbors"]
         (i0, a0), (i1, a1) = (_neighbours(targets[cols], syn[cols], k) for cols in case["aux_cols"])
-        linked = np.array([len(set(r0) & set(r1)) > 0 for r0, r1 in zip(i0, i1)])
+        linked = np.array([len(set(r0) & set(r1)) > 0 for r0, r1 in zip(i0, i1, strict=True)])
         return linked, a0 | a1
     idx, ambiguous = _neighbours(targets[case["aux_cols"]], syn[case["aux_cols"]], 1)
     guesses = syn[case["secret"]].iloc[idx[:, 0]]
@@ -121,7 +126,36 @@ def _bits(x: np.ndarray) -> str:
     return "".join("1" if v else "0" for v in x)
 
 
+def repeated() -> None:
+    """Sampled runs as users make them (``n_attacks`` = 500, control given), numpy's global
+    generator seeded before each (pandas samples from it): counts per seed, for a test that our
+    rates are statistically indistinguishable from anonymeter's."""
+    out = {"made_with": {"anonymeter": version("anonymeter"), "numpy": version("numpy")}, "n_attacks": N_ATTACKS,
+           "datasets": DATASETS, "cases": {}}  # fmt: skip
+    for case in (c for c in CASES if c["name"] in REPEATED):
+        spec = DATASETS[case["data"]]
+        original = _read(DATA / spec["original"], spec["factors"])
+        syn = _read(DATA / spec["synthetic"], spec["factors"])
+        train = original.iloc[slice(*spec["training"])].reset_index(drop=True)
+        control = original.iloc[slice(*spec["control"])].reset_index(drop=True)
+        runs = []
+        for seed in range(SEEDS):
+            np.random.seed(seed)
+            evaluator = InferenceEvaluator(
+                ori=train, syn=syn, aux_cols=case["aux_cols"], secret=case["secret"],
+                regression=case["regression"], n_attacks=N_ATTACKS, control=control,
+            )  # fmt: skip
+            r = evaluator.evaluate(n_jobs=1).results()
+            runs.append({"seed": seed, "main": int(r.n_success), "control": int(r.n_control),
+                         "baseline": int(r.n_baseline)})  # fmt: skip
+        out["cases"][case["name"]] = {**case, "runs": runs}
+    REPEATED_OUT.write_text(json.dumps(out, indent=1) + "\n")
+
+
 def main() -> None:
+    if "--repeated" in sys.argv:
+        repeated()
+        return
     out = {
         "made_with": {
             "anonymeter": version("anonymeter"),
