@@ -68,9 +68,13 @@ def main() -> None:
     parser.add_argument("--all-attacks-up-to", type=int, default=200_000)
     parser.add_argument("--register-module", default="/work/wt/reg-gen/pipeline/datasets/register.py")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--write-inputs", metavar="DIR", help="only write the inputs as CSV for anonymeter's timing")
     args = parser.parse_args()
     register = register_module(args.register_module)
     schema = register.register_schema()
+    if args.write_inputs:
+        write_inputs(register, args.sizes, Path(args.write_inputs))
+        return
     with bench_client(args.workers, args.memory_limit) as client:
         executor = Executor(client, policy="blocks")
         for n in args.sizes:
@@ -102,6 +106,19 @@ def main() -> None:
                 values = {r.measure: r.value for r in got.rows()}
                 shown = {k: round(v, 4) for k, v in values.items() if k in SHOWN}
                 print(f"n={n:>9,}  {label:<16} {timing.line()}  {shown}", flush=True)
+
+
+def write_inputs(register, sizes: list[int], folder: Path) -> None:
+    """training / holdout / synthetic CSVs of each size (what bench_attacks_anonymeter.py reads)."""
+    for n in sizes:
+        original, twin = register.register_frames(2 * n)
+        target = folder / str(n)
+        target.mkdir(parents=True, exist_ok=True)
+        columns = sorted({*DCR_VARS, *INFER_AUX, *LINK_AUX[0], *LINK_AUX[1], "income"})
+        original.iloc[:n][columns].to_csv(target / "training.csv", index=False)
+        original.iloc[n:][columns].to_csv(target / "holdout.csv", index=False)
+        twin.iloc[:n][columns].to_csv(target / "synthetic.csv", index=False)
+        print(f"wrote {target}", flush=True)
 
 
 SHOWN = {"dcr_median", "closer_to_training", "dcr_zero_pct", "main_rate", "control_rate", "risk", "risk_upper"}
