@@ -15,10 +15,11 @@ differs on missing numeric values, see docs/attacks.md).
 The search (:func:`search_block`) is exact and prunes without approximation:
 
 1. the reference records are grouped by their combination of categorical codes, and inside a
-   group sorted by the first numeric variable (missing values last), then by position;
+   group sorted by one numeric variable (the one with the most distinct values; missing values
+   last), then by position;
 2. a query first scans its own combination's group (penalty 0) outwards from its place in the
-   sort order, stopping on each side once ``min(|dx0| * s0, 1)`` alone exceeds the current
-   k-th best distance (every further record of that side is at least that far);
+   sort order, stopping on each side once that variable's term ``min(|dx| * s, 1)`` alone
+   exceeds the current k-th best distance (every further record of that side is at least that far);
 3. groups of other combinations are scanned only when their mismatch count (a lower bound of
    every distance to them) does not exceed the k-th best, in order of that count; groups that
    differ on an exact-match variable (``exact``) are never scanned.
@@ -54,11 +55,14 @@ class ReferenceBlock:
     starts : int64 array (G + 1,)
         Each group's first position in ``numbers``/``positions``.
     missing_starts : int64 array (G,)
-        Where each group's records with a missing first numeric value begin.
+        Where each group's records with a missing value of the sort variable begin.
     numbers : float64 array (n, p)
         Numeric values in group order.
     positions : int64 array (n,)
         Global position (in the whole reference data set) of each record, in group order.
+    sort_on : int
+        The numeric variable records are sorted by inside a group (the one with the most
+        distinct values: the narrower its ties, the sooner a scan stops).
     """
 
     combos: np.ndarray
@@ -67,6 +71,7 @@ class ReferenceBlock:
     missing_starts: np.ndarray
     numbers: np.ndarray
     positions: np.ndarray
+    sort_on: int = 0
 
 
 def _row_keys(codes: np.ndarray) -> np.ndarray:
@@ -93,7 +98,8 @@ def build_reference(codes: np.ndarray, numbers: np.ndarray, offset: int | np.nda
         group = group.ravel()
     else:
         keys, group = np.zeros(min(n, 1), dtype="V1"), np.zeros(n, dtype=np.int64)
-    first = numbers[:, 0] if numbers.shape[1] else np.zeros(n)
+    sort_on = _most_distinct(numbers)
+    first = numbers[:, sort_on] if numbers.shape[1] else np.zeros(n)
     missing = np.isnan(first)
     order = np.lexsort((np.arange(n), np.where(missing, 0.0, first), missing, group))
     sorted_group = group[order]
@@ -107,7 +113,14 @@ def build_reference(codes: np.ndarray, numbers: np.ndarray, offset: int | np.nda
         missing_starts=starts[:-1] + present,
         numbers=np.ascontiguousarray(numbers[order], dtype=np.float64),
         positions=(order + offset if np.ndim(offset) == 0 else np.asarray(offset)[order]).astype(np.int64),
+        sort_on=sort_on,
     )
+
+
+def _most_distinct(numbers: np.ndarray) -> int:
+    """The numeric column with the most distinct non-missing values (the first of equals; 0 without any)."""
+    counts = [len(np.unique(col[~np.isnan(col)])) for col in numbers.T]
+    return int(np.argmax(counts)) if counts else 0
 
 
 def query_groups(reference: ReferenceBlock, codes: np.ndarray) -> np.ndarray:
@@ -167,7 +180,7 @@ def _offer(best_d, best_i, row, d, i) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_group(row, q_numbers, penalty, start, missing_start, stop, numbers, positions, scale, best_d, best_i):
+def _scan_group(row, q_numbers, penalty, start, missing_start, stop, numbers, positions, scale, s, best_d, best_i):
     """Offer the records of one group to query ``row`` (all its records differ in ``penalty`` codes)."""
     k = best_d.shape[1]
     p = numbers.shape[1]
@@ -177,7 +190,7 @@ def _scan_group(row, q_numbers, penalty, start, missing_start, stop, numbers, po
                 break
             _offer(best_d, best_i, row, penalty, positions[at])
         return
-    q0 = q_numbers[0]
+    q0 = q_numbers[s]
     q0_missing = np.isnan(q0)
     # records with a value of the first variable: outwards from the query's place in their order
     if missing_start > start:
@@ -187,16 +200,16 @@ def _scan_group(row, q_numbers, penalty, start, missing_start, stop, numbers, po
                     d = penalty + _numeric_distance(q_numbers, numbers[at], scale)
                     _offer(best_d, best_i, row, d, positions[at])
         else:
-            mid = start + np.searchsorted(numbers[start:missing_start, 0], q0)
+            mid = start + np.searchsorted(numbers[start:missing_start, s], q0)
             left, right = mid - 1, mid
             while left >= start or right < missing_start:
                 go_left = False
                 if left >= start and right < missing_start:
-                    go_left = q0 - numbers[left, 0] <= numbers[right, 0] - q0
+                    go_left = q0 - numbers[left, s] <= numbers[right, s] - q0
                 elif left >= start:
                     go_left = True
                 at = left if go_left else right
-                bound = penalty + _coordinate(q0, numbers[at, 0], scale[0])
+                bound = penalty + _coordinate(q0, numbers[at, s], scale[s])
                 if bound > best_d[row, k - 1]:
                     if go_left:
                         left = start - 1
@@ -218,37 +231,45 @@ def _scan_group(row, q_numbers, penalty, start, missing_start, stop, numbers, po
 
 @numba.njit(cache=True, nogil=True)
 def _search(
-    q_codes, q_numbers, q_group, combos, starts, missing_starts, numbers, positions, scale, exact, best_d, best_i
+    q_codes, q_numbers, q_group, combos, starts, missing_starts, numbers, positions, scale, s, exact, best_d, best_i
 ):
     n_groups, c = combos.shape
     k = best_d.shape[1]
     penalties = np.empty(n_groups, dtype=np.int64)
+    candidates = np.empty(n_groups, dtype=np.int64)
     for row in range(len(q_numbers)):
         own = q_group[row]
         if own >= 0:
             _scan_group(
                 row, q_numbers[row], 0.0, starts[own], missing_starts[own], starts[own + 1],
-                numbers, positions, scale, best_d, best_i,
+                numbers, positions, scale, s, best_d, best_i,
             )  # fmt: skip
         if c == 0 or best_d[row, k - 1] < 1.0:
             continue
+        # groups that may still hold a neighbour: mismatch count (a lower bound) within the k-th best
+        worst = best_d[row, k - 1]
+        count = 0
         for g in range(n_groups):
             m = 0
             for j in range(c):
                 if combos[g, j] != q_codes[row, j]:
                     m += 1
-                    if j < exact:  # an exact-match variable differs: never a candidate
+                    if j < exact or m > worst:  # an exact-match variable differs, or too far already
                         m = -1
                         break
-            penalties[g] = m
-        for penalty in range(1, c + 1):
+            if m > 0:
+                candidates[count] = g
+                penalties[count] = m
+                count += 1
+        for penalty in range(1, c + 1):  # nearest combinations first: they lower the bound soonest
             if penalty > best_d[row, k - 1]:
                 break
-            for g in range(n_groups):
-                if penalties[g] == penalty:
+            for t in range(count):
+                if penalties[t] == penalty:
+                    g = candidates[t]
                     _scan_group(
                         row, q_numbers[row], float(penalty), starts[g], missing_starts[g], starts[g + 1],
-                        numbers, positions, scale, best_d, best_i,
+                        numbers, positions, scale, s, best_d, best_i,
                     )  # fmt: skip
 
 
@@ -293,6 +314,7 @@ def search_block(
         reference.numbers,
         reference.positions,
         np.ascontiguousarray(scale, dtype=np.float64),
+        reference.sort_on,
         exact,
         best_d,
         best_i,
