@@ -39,7 +39,7 @@ from harness import Bench
 
 from pipeline.data.schema import Schema
 from pipeline.evaluation.execution import Executor
-from pipeline.utility.synds import utility_synds
+from pipeline.utility.api import utility_synds
 
 VARS = ["sex", "age", "edu", "marital", "income"]
 PARTITION_ROWS = 250_000

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from pipeline.config_io import YamlLines, read_yaml, validation_message
 from pipeline.errors import PipelineError, TaskError
@@ -52,7 +52,10 @@ class LocalConfig(_Config):
     threads_per_worker: int = Field(1, ge=1)
     memory_limit: str | Literal["auto"] = "auto"
     processes: bool = True
+    #: the scheduler's dashboard (e.g. "127.0.0.1:8787"); none unless asked for
     dashboard_address: str | None = None
+    #: plain TCP without authentication instead of TLS with per-run credentials (debugging only)
+    insecure: bool = False
 
 
 class SlurmConfig(_Config):
@@ -78,6 +81,11 @@ class SlurmConfig(_Config):
     adaptive: Adaptive | None = None
     wait_for_workers: int = Field(1, ge=0)
     timeout_s: float = Field(300, gt=0)
+    #: a folder the compute nodes also see, for the workers' copy of the run's TLS credentials
+    #: (files readable by the owner only, removed when the run ends); default: the current folder
+    shared_temp_directory: str | None = None
+    #: plain TCP without authentication instead of TLS with per-run credentials
+    insecure: bool = False
 
 
 #: a Kubernetes resource quantity ("2", "500m", "4Gi", "1.5", "1e3")
@@ -123,6 +131,8 @@ class SchedulerConfig(_Config):
     address: str
     tls: TLSConfig | None = None
     timeout_s: float = Field(30, gt=0)
+    #: allow an unencrypted, unauthenticated tcp:// connection to a scheduler on another host
+    insecure: bool = False
 
     @field_validator("address")
     @classmethod
@@ -130,6 +140,18 @@ class SchedulerConfig(_Config):
         if not re.fullmatch(r"(tcp|tls|ucx|inproc)://.+:\d+", v):
             raise ValueError(f"expected tcp://host:port or tls://host:port, got {v!r}")
         return v
+
+    @model_validator(mode="after")
+    def _encrypted(self) -> SchedulerConfig:
+        if self.address.startswith("tls://") and self.tls is None:
+            raise ValueError("a tls:// scheduler needs a 'tls' section with ca_file, cert and key")
+        host = self.address.split("://", 1)[1].rsplit(":", 1)[0].strip("[]")
+        if self.address.startswith("tcp://") and not _is_loopback(host) and not self.insecure:
+            raise ValueError(
+                f"tcp:// to {host} sends the data unencrypted to anyone who can reach the scheduler: use tls:// "
+                "with a 'tls' section, or set 'insecure: true' if the network is trusted"
+            )
+        return self
 
 
 class SSHConfig(_Config):
@@ -141,6 +163,18 @@ class SSHConfig(_Config):
     worker_options: dict[str, Any] = {}
     scheduler_options: dict[str, Any] = {}
     remote_python: str | None = None
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine (by name or address), without a DNS lookup."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 ClusterConfig = Annotated[
@@ -216,6 +250,17 @@ def slurm_cluster_kwargs(cfg: SlurmConfig) -> dict[str, Any]:
     return kw
 
 
+def slurm_security_kwargs(cfg: SlurmConfig) -> dict[str, Any]:
+    """TLS with credentials made for this run (``SLURMCluster`` keywords); dask-jobqueue writes the
+    workers' copy to files in ``shared_temp_directory`` that only the owner can read."""
+    if cfg.insecure:
+        return {}
+    from distributed.security import Security
+
+    folder = cfg.shared_temp_directory or str(Path.cwd())
+    return {"security": Security.temporary(), "protocol": "tls://", "shared_temp_directory": folder}
+
+
 def kubernetes_spec(cfg: KubernetesConfig) -> dict[str, Any]:
     """The DaskCluster custom resource for this config (no cluster needed to build it)."""
     from dask_kubernetes.operator import make_cluster_spec
@@ -258,7 +303,7 @@ def _start_slurm(cfg: SlurmConfig, stack: contextlib.ExitStack) -> Any:
     if shutil.which("sbatch") is None:
         raise TaskError("slurm cluster: 'sbatch' is not on PATH; run on a Slurm login/submit node")
     try:
-        cluster = SLURMCluster(**slurm_cluster_kwargs(cfg))
+        cluster = SLURMCluster(**slurm_cluster_kwargs(cfg), **slurm_security_kwargs(cfg))
     except (ValueError, TypeError, OSError) as e:
         raise TaskError(f"slurm cluster: cannot start the Dask scheduler for the jobs: {e}") from None
     stack.callback(close_cluster, cluster, "slurm", cancel=_scancel)
@@ -307,12 +352,51 @@ def close_cluster(cluster: Any, kind: str, cancel: Any = None) -> None:
                 log.warning("%s cluster: cancelling its jobs failed (%s: %s)", kind, type(e2).__name__, e2)
 
 
+#: settings whose values are secrets, by name (SSH passwords and passphrases, tokens, keys)
+_SECRET = re.compile(r"pass(word|phrase)?|token|secret|key|credential", re.IGNORECASE)
+REDACTED = "<redacted>"
+
+
 def describe(cfg: Any) -> dict[str, Any]:
-    """A JSON-able description of the config for run manifests (no secrets)."""
+    """A JSON-able description of the config for run manifests and the history: TLS files by
+    name only, and no secret — values of settings named like a password, passphrase, token,
+    secret or key, and every value of an environment (``env``), are replaced by ``<redacted>``."""
     d = cfg.model_dump()
     if d.get("tls"):
         d["tls"] = {k: Path(v).name for k, v in d["tls"].items()}
-    return d
+    return _redacted(d)
+
+
+def _redacted(value: Any, name: str = "") -> Any:
+    if isinstance(value, dict):
+        if name == "env":
+            return dict.fromkeys(value, REDACTED)
+        return {k: _redacted(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v, name) for v in value]
+    if name != "tls" and _SECRET.search(name) and value is not None:
+        return REDACTED
+    return value
+
+
+def _local_security(cfg: LocalConfig) -> dict[str, Any]:
+    """TLS with credentials made for this run: a process of another user (or of this one) that
+    finds the scheduler's port cannot connect, read the workers' data or run code on them."""
+    if not cfg.processes:  # threads in this process talk without a network
+        return {}
+    if cfg.insecure:
+        return {"host": "127.0.0.1"}
+    from distributed.security import Security
+
+    return {"host": "127.0.0.1", "protocol": "tls://", "security": Security.temporary()}
+
+
+def _local_dashboard(cfg: LocalConfig) -> dict[str, Any]:
+    """The dashboard only where asked for; otherwise the scheduler's HTTP endpoint (health
+    checks) on a free loopback port, never on every interface."""
+    if cfg.dashboard_address is not None:
+        return {"dashboard_address": cfg.dashboard_address}
+    return {"dashboard_address": "127.0.0.1:0", "scheduler_kwargs": {"dashboard": False}}
 
 
 @contextlib.contextmanager
@@ -338,8 +422,8 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
                     threads_per_worker=cfg.threads_per_worker,
                     memory_limit=mem,
                     processes=cfg.processes,
-                    # no fixed port unless asked for: ":0" picks a free one (8787 clashes between runs)
-                    dashboard_address=cfg.dashboard_address or ":0",
+                    **_local_security(cfg),
+                    **_local_dashboard(cfg),
                     # a failed task's traceback goes to the worker log file, not the terminal
                     silence_logs=logging.CRITICAL,
                 )

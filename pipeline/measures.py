@@ -55,37 +55,37 @@ _ENTRIES = [
     MeasureEntry(
         "disclosure",
         "disclosure",
-        "pipeline.risk.disclosure.task:DisclosureMeasure",
+        "pipeline.risk.disclosure.measure:DisclosureMeasure",
         "synthpop disclosure() / multi.disclosure(): repU, DiSCO, UiO, Dorig, CAPs, flags",
     ),
     MeasureEntry(
         "identification_risk",
         "identification_risk",
-        "pipeline.risk.idrisk.task:IdentificationRiskMeasure",
+        "pipeline.risk.idrisk.measure:IdentificationRiskMeasure",
         "Hornby & Hu identification risk with radius matching and radius sweeps",
     ),
     MeasureEntry(
         "utility_gen",
         "utility",
-        "pipeline.utility.task:UtilityGenMeasure",
+        "pipeline.utility.measure:UtilityGenMeasure",
         "synthpop utility.gen(): propensity pMSE, S_pMSE, pMSE ratio (logit or CART)",
     ),
     MeasureEntry(
         "utility_tab",
         "utility",
-        "pipeline.utility.task:UtilityTabMeasure",
+        "pipeline.utility.measure:UtilityTabMeasure",
         "synthpop utility.tab(): table utility (pMSE, S_pMSE, VW, FT, JSD, SPECKS, ...)",
     ),
     MeasureEntry(
         "utility_tables",
         "utility",
-        "pipeline.utility.task:UtilityTablesMeasure",
+        "pipeline.utility.measure:UtilityTablesMeasure",
         "synthpop utility.tables(): every low-order table and the heat map",
     ),
     MeasureEntry(
         "utility_synds",
         "utility",
-        "pipeline.utility.synds:UtilitySyndsMeasure",
+        "pipeline.utility.measure:UtilitySyndsMeasure",
         "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null",
     ),
     MeasureEntry(
@@ -108,10 +108,3 @@ _ENTRIES = [
     ),
 ]
 REGISTRY: dict[str, MeasureEntry] = {e.type: e for e in _ENTRIES}
-
-
-def lookup(type_: str, where: str) -> MeasureEntry:
-    """The registry entry of a measure type (a clear error listing the known types)."""
-    if type_ not in REGISTRY:
-        raise TaskError(f"{where}: unknown measure type {type_!r}; available: {', '.join(sorted(REGISTRY))}")
-    return REGISTRY[type_]

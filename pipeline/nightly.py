@@ -17,18 +17,13 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from pipeline.errors import TaskError
-from pipeline.results import jsonable, per_set
+from pipeline.gates import GATE_GROUP, gate_value
+from pipeline.results import jsonable
 from pipeline.store import ResultsStore
 from pipeline.tasks import GateSpec, LoadedTask
-
-#: what one gate value is computed over: one measure entry at one params on one dataset × source
-#: (its synthetic sets, over every repetition); ``params`` is the rows' canonical JSON, so two
-#: entries differing in any parameter are never pooled
-GROUP = ["dataset", "source", "measure_name", "params"]
 
 
 @dataclass(frozen=True)
@@ -50,24 +45,6 @@ class GateCheck:
     reason: str
 
 
-def _statistic(rows: pd.DataFrame, statistic: str) -> float:
-    """``max`` or ``mean`` of one gate group's values over its synthetic sets (every repetition).
-
-    ``mean`` takes the measure's own ``mean`` rows where it emits them (averaged over the
-    repetitions); rows with no per-set values (a measure's summary such as ``r_star``) are used
-    as they are.
-    """
-    means = rows.loc[rows["synthetic"] == "mean", "value"]
-    if statistic == "mean" and len(means):
-        return float(means.mean())
-    sets = per_set(rows)
-    vals = (sets if len(sets) else rows)["value"].to_numpy(dtype=float)
-    vals = vals[~np.isnan(vals)]
-    if not len(vals):
-        return float("nan")
-    return float(vals.max() if statistic == "max" else vals.mean())
-
-
 def _select(results: pd.DataFrame, gate: GateSpec) -> pd.DataFrame:
     """The rows of the gate's measure (of its family, when the gate names one)."""
     sel = results[results["measure"] == gate.measure]
@@ -79,10 +56,10 @@ def _select(results: pd.DataFrame, gate: GateSpec) -> pd.DataFrame:
 def check_gates(current: pd.DataFrame, previous: pd.DataFrame | None, gates: list[GateSpec]) -> list[GateCheck]:
     """Apply every gate to the current results (and the previous run's, for ``rise_above``).
 
-    The previous value is the previous run's at the same :data:`GROUP` key. Runs stored before the
-    results had ``params`` read with unknown params (None, see :meth:`ResultsStore.read_run`): they
-    match no key, so their gates have no previous value (``rise_above`` cannot fire) rather than
-    being compared by the display setting.
+    The previous value is the previous run's at the same :data:`~pipeline.gates.GATE_GROUP` key.
+    Runs stored before the results had ``params`` read with unknown params (None, see
+    :meth:`ResultsStore.read_run`): they match no key, so their gates have no previous value
+    (``rise_above`` cannot fire) rather than being compared by the display setting.
     """
     checks: list[GateCheck] = []
     for gate in gates:
@@ -90,10 +67,10 @@ def check_gates(current: pd.DataFrame, previous: pd.DataFrame | None, gates: lis
         if sel.empty:
             known = ", ".join(sorted(current["measure"].unique()))
             raise TaskError(f"gate names measure {gate.measure!r}, which this run did not produce; measures: {known}")
-        before = dict(list(_select(previous, gate).groupby(GROUP, sort=False))) if previous is not None else {}
-        for key, rows in sel.groupby(GROUP, sort=True):
-            value = _statistic(rows, gate.statistic)
-            prev = _statistic(before[key], gate.statistic) if key in before else None
+        before = dict(list(_select(previous, gate).groupby(GATE_GROUP, sort=False))) if previous is not None else {}
+        for key, rows in sel.groupby(GATE_GROUP, sort=True):
+            value = gate_value(rows, gate.statistic)
+            prev = gate_value(before[key], gate.statistic) if key in before else None
             reasons = []
             if gate.above is not None and value > gate.above:
                 reasons.append(f"{gate.statistic} {gate.measure} = {value:.6g} > {gate.above:g}")

@@ -94,7 +94,15 @@ def atomic_write_text(text: str, path: Path) -> None:
 
 
 def jsonable(obj: Any) -> Any:
-    """Convert numpy/pandas values inside a summary to JSON types (NaN -> None)."""
+    """Convert numpy/pandas values inside a summary to JSON types: the package's one rule for
+    non-finite numbers in every JSON file it writes.
+
+    NaN (and None, pandas' NA) -> ``null``: a value that is missing or undefined.  +Inf / -Inf
+    -> the strings ``"Inf"`` / ``"-Inf"`` (as R's jsonlite and the vendored references write
+    them): an infinite statistic, e.g. S_pMSE of a perfectly separated table, is a result, not
+    a missing value.  The output is strict JSON (``json.dumps(..., allow_nan=False)`` accepts it).
+    Result objects' ``to_dict`` return plain floats; the writers apply this rule.
+    """
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -107,6 +115,8 @@ def jsonable(obj: Any) -> Any:
         return jsonable(obj.tolist())
     if isinstance(obj, np.generic):
         obj = obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
+    if obj is pd.NA or obj is pd.NaT or (isinstance(obj, float) and np.isnan(obj)):
         return None
+    if isinstance(obj, float) and np.isinf(obj):
+        return "Inf" if obj > 0 else "-Inf"
     return obj

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -19,8 +18,22 @@ LOGGER = "distributed.worker"
 
 
 def worker_log_path() -> Path:
-    """The log file of the local workers of this user (appended to by every run)."""
-    return Path(tempfile.gettempdir()) / f"sdc-pipeline-workers-{os.getuid()}.log"
+    """The log file of this user's workers (appended to by every run).
+
+    It lives in the user's own state folder (``$XDG_STATE_HOME``, else ``~/.local/state``), not in
+    a shared ``/tmp`` where another account could read it or plant a symlink under its name.
+    """
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "sdc-pipeline" / "workers.log"
+
+
+def open_private_log(path: Path) -> TextIO:
+    """Open ``path`` for appending, creating it (and its folder) readable by the owner only; a
+    symlink in its place is refused rather than followed."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "a", encoding="utf-8")
 
 
 class WorkerLogFile(WorkerPlugin):
@@ -29,9 +42,11 @@ class WorkerLogFile(WorkerPlugin):
     def __init__(self, path: str) -> None:
         self.path = path
         self.handler: logging.Handler | None = None
+        self.stream: TextIO | None = None
 
     def setup(self, worker: Any) -> None:
-        self.handler = logging.FileHandler(self.path, encoding="utf-8")
+        self.stream = open_private_log(Path(self.path))
+        self.handler = logging.StreamHandler(self.stream)
         self.handler.setLevel(logging.WARNING)
         self.handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
         logging.getLogger(LOGGER).addHandler(self.handler)
@@ -40,3 +55,5 @@ class WorkerLogFile(WorkerPlugin):
         if self.handler is not None:
             logging.getLogger(LOGGER).removeHandler(self.handler)
             self.handler.close()
+            if self.stream is not None:
+                self.stream.close()

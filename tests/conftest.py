@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pandas as pd
@@ -27,9 +28,10 @@ def load_json(path: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def dask_client():
-    """A small in-process LocalCluster with two workers."""
+    """The tests' one Dask cluster: in-process, two single-threaded workers, no fixed dashboard port."""
     from distributed import Client, LocalCluster
 
+    logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
     with (
         LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster,
         Client(cluster) as client,

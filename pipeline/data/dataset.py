@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 import dask.dataframe as dd
 import pandas as pd
 
-from pipeline.data.schema import Schema
+from pipeline.data.schema import Schema, finite_numbers
 from pipeline.errors import DataError, PipelineError, SchemaError
 
 NA_VALUES = ["", "NA"]
@@ -104,6 +104,7 @@ def read_raw(path: str | Path, encoding: str = DEFAULT_ENCODING) -> tuple[dd.Dat
     suffix = _suffix(p)
     try:
         if suffix in CSV_SUFFIXES:
+            encoding = _without_bom(p, encoding)
             _check_csv(p, encoding)
             # every column as text first: the schema decides kinds, so "15" stays the level "15"
             frame = dd.read_csv(
@@ -125,6 +126,22 @@ def read_raw(path: str | Path, encoding: str = DEFAULT_ENCODING) -> tuple[dd.Dat
     raise DataError(
         f"{p}: unsupported format {suffix!r}; expected one of .csv, .parquet, .dta, .sav, .sas7bdat, .rds, .RData"
     )
+
+
+def _without_bom(p: Path, encoding: str) -> str:
+    """``utf-8-sig`` for a UTF-8 file that starts with a byte-order mark (as spreadsheet programs
+    write them), so that the mark is not read into the first column's name."""
+    import codecs
+
+    try:
+        utf8 = codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return encoding  # _check_encoding names the unknown encoding
+    if utf8:
+        with _open_binary(p) as f:
+            if f.read(3) == codecs.BOM_UTF8:
+                return "utf-8-sig"
+    return encoding
 
 
 def _open_binary(p: Path) -> BinaryIO:
@@ -346,7 +363,7 @@ def _typed_sample(raw: dd.DataFrame) -> pd.DataFrame:
     pdf = raw.compute()
     out = {}
     for c in pdf.columns:
-        num = pd.to_numeric(pdf[c], errors="coerce")
+        num = finite_numbers(pdf[c])
         out[c] = num if num.notna().sum() == pdf[c].notna().sum() else pdf[c]
     return pd.DataFrame(out)
 

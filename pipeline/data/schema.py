@@ -322,9 +322,22 @@ def cast_series(s: pd.Series, v: Variable, source: str = "data") -> pd.Series:
     if v.kind == "character":
         return s.astype("string")
     if pd.api.types.is_numeric_dtype(s.dtype) and not isinstance(s.dtype, pd.CategoricalDtype):
-        return s.astype("float64")
-    num = pd.to_numeric(s.astype("string").str.strip().replace("", None), errors="coerce")
-    bad = int((num.isna() & s.notna() & (s.astype("string").str.strip() != "")).sum())
+        num = s.astype("float64")
+        bad = infinite = int(np.isinf(num.to_numpy()).sum())
+    else:
+        text = s.astype("string").str.strip().replace("", None)
+        parsed = pd.to_numeric(text, errors="coerce").astype("float64")
+        infinite = int(np.isinf(parsed.to_numpy()).sum())
+        num = finite_numbers(text)
+        bad = int((num.isna() & text.notna()).sum())
     if bad:
-        raise DataError(f"{source}: variable {v.name!r} is {v.kind} but {bad} record(s) are not numbers")
+        why = " (infinite values such as inf or 1e400 are not accepted)" if infinite else ""
+        raise DataError(f"{source}: variable {v.name!r} is {v.kind} but {bad} record(s) are not numbers{why}")
     return num.astype("float64")
+
+
+def finite_numbers(text: pd.Series) -> pd.Series:
+    """Text parsed as numbers; what is not a finite number (``abc``, ``NaN``, ``inf``, ``1e400``)
+    becomes missing, for the caller to count: an infinite value is no more a measurement than NaN."""
+    num = pd.to_numeric(text, errors="coerce").astype("float64")
+    return num.where(~np.isinf(num.to_numpy()))

@@ -32,8 +32,6 @@ from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
 from pipeline.evaluation.public import MIN_RECORDS, LevelCounts, coarsen, public_summary
 
-#: columns of :meth:`Result.rows`
-ROW_COLUMNS = ["synthetic", "params", "measure", "value"]
 #: columns of :meth:`Result.tidy` (the measure-level tidy table the runner stores)
 TIDY_COLUMNS = ["synthetic", "setting", "params", "measure", "value"]
 

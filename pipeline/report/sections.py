@@ -1,7 +1,7 @@
 """Plots per measure family, made from the tidy results only (so cached and resumed units
 report exactly like fresh ones).
 
-Every section reads the rows' structured ``params`` through :mod:`pipeline.report.params` and
+Every section reads the rows' structured ``params`` through :mod:`pipeline.row_params` and
 shows the display ``setting`` only as a label; it shows aggregates only (the rows' values and
 their means or maxima over synthetic sets), never record values.
 """
@@ -11,12 +11,24 @@ from __future__ import annotations
 from typing import Any
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 
-from pipeline.report.html import figure_html, table_html
-from pipeline.report.params import UNIT, param_columns, unit_groups, value_text
+from pipeline.report.markup import figure_html, table_html
 from pipeline.results import per_set
+from pipeline.risk.disclosure.plots import plot_disclosure_rows
+from pipeline.risk.idrisk.plots import (
+    IDRISK_RUN,
+    boxplot_points,
+    plot_2d_boxplot,
+    plot_risk_at_max_radius,
+    plot_risk_by_radius,
+    plot_utility_risk,
+    risk_by_radius,
+    risk_points,
+    utility_points,
+)
+from pipeline.row_params import UNIT, param_columns, unit_groups, value_text
+from pipeline.utility.plots import plot_spmse_by_set, plot_utility_tables
 
 RUN_GROUP = ["dataset", "source", "repetition", "measure_name"]
 
@@ -59,8 +71,6 @@ def profile_section(results: pd.DataFrame, outcome: Any) -> list[str]:
 def disclosure_section(results: pd.DataFrame, outcome: Any) -> list[str]:
     """Per dataset, measure entry and key set: the repU/DiSCO vs UiO/Dorig plot of every source
     (first repetition) and one table of every source, repetition and target."""
-    from pipeline.risk.disclosure.plots import plot_disclosure_rows
-
     out = []
     rows = param_columns(results, "keys", "target")
     rows = rows[rows["target"].notna()]
@@ -93,10 +103,82 @@ def disclosure_section(results: pd.DataFrame, outcome: Any) -> list[str]:
 
 def identification_risk_section(results: pd.DataFrame, outcome: Any) -> list[str]:
     """Risk by radius (r* marked), risk at the maximising radius, and the utility–risk plots."""
-    from pipeline.report.idrisk import identification_risk_figures
-
     utility_gen = [name for name, kind in measure_types(outcome).items() if kind == "utility_gen"]
     return identification_risk_figures(outcome.results, utility_gen)
+
+
+def _idrisk_title(dataset: str, source: str, rep: int, name: str, unit: str) -> str:
+    return f"{name}: {dataset} / {source}" + (f" (repetition {rep})" if rep else "") + (f" [{unit}]" if unit else "")
+
+
+def identification_risk_figures(results: pd.DataFrame, utility_gen: list[str]) -> list[str]:
+    """Figs. 6-10 of the run's identification-risk rows (``utility_gen``: the measure names of the
+    run's utility_gen entries, for the utility axis of Figs. 8-10)."""
+    out: list[str] = []
+    # one Fig. 6 per source and measure entry: a repeated study (the m-study: 3 sources x 100+
+    # repetitions) would otherwise draw hundreds of near-identical sweeps and spend most of the
+    # report's time on them; the other repetitions' sweeps and r* stay in the results table
+    drawn: set[tuple[Any, ...]] = set()
+    not_drawn = 0
+    for (dataset, source, rep, name), unit, sub in unit_groups(risk_by_radius(results), IDRISK_RUN):
+        swept = sub.groupby("scenario", sort=False)["radius"].nunique()
+        sub = sub[sub["scenario"].isin(swept.index[swept > 1])]
+        if sub.empty:
+            continue
+        if (dataset, source, name, unit) in drawn:
+            not_drawn += 1
+            continue
+        drawn.add((dataset, source, name, unit))
+        title = _idrisk_title(dataset, source, rep, name, unit)
+        out.append(
+            figure_html(
+                plot_risk_by_radius(sub, title=title),
+                f"{title}: risk across synthetic sets for each radius, r* marked (Hornby & Hu Fig. 6)",
+            )
+        )
+    if not_drawn:
+        out.append(
+            f"<p>Fig. 6 is drawn for the first repetition of each source; the radius sweeps of {not_drawn} "
+            "further repetitions (and each one's r*) are rows of the results table (measures file_risk, r_star).</p>"
+        )
+    best = risk_points(results)
+    if best.empty:
+        return out
+    labelled = pd.concat(
+        [
+            part.assign(
+                scenario=[f"{dataset}/{source}: {sc}" + (f" [{unit}]" if unit else "") for sc in part["scenario"]]
+            )
+            for (dataset, source, _), unit, part in unit_groups(best, ["dataset", "source", "measure_name"])
+        ]
+    )
+    out.append(
+        figure_html(
+            plot_risk_at_max_radius(labelled),
+            "Identification risk per scenario at its maximising radius (Hornby & Hu Fig. 7)",
+        )
+    )
+    joined = labelled.merge(utility_points(results, utility_gen), on=["dataset", "source", "repetition", "synthetic"])
+    if joined.empty:
+        out.append("<p>Utility–risk plots need a utility_gen measure on the same data and sources.</p>")
+        return out
+    label = "S_pMSE (lower = more useful)"
+    out.append(
+        figure_html(
+            plot_utility_risk(joined[["scenario", "utility", "risk"]], utility_label=label),
+            "Utility–risk trade-off: one point per synthetic set at the maximising "
+            "radius; rectangles span the quartiles of both axes (Hornby & Hu Figs. 8–9)",
+        )
+    )
+    out.append(
+        figure_html(
+            plot_2d_boxplot(boxplot_points(joined), group="source", utility_label=label),
+            "2D boxplot per synthetic source: interquartile rectangles and min–max "
+            "whiskers of utility and risk; a repeated source has one point per repetition, the "
+            "mean over its m sets (Hornby & Hu Fig. 10)",
+        )
+    )
+    return out
 
 
 def utility_section(results: pd.DataFrame, outcome: Any) -> list[str]:
@@ -112,15 +194,7 @@ def utility_section(results: pd.DataFrame, outcome: Any) -> list[str]:
             setting = cell["setting"].iloc[0]
             labels.append(source + (f" #{rep}" if rep else "") + (f" [{setting}]" if setting else ""))
             values.append(cell["value"].to_numpy())
-        fig, ax = plt.subplots(figsize=(7, 1.3 + 0.35 * len(labels)))
-        for i, vals in enumerate(values):
-            ax.scatter(vals, np.full(len(vals), i), color="#d95f02", s=14, zorder=3)
-            ax.plot([vals.mean()] * 2, [i - 0.3, i + 0.3], color="k")
-        ax.set_yticks(range(len(labels)), labels)
-        ax.axvline(1, color="0.5", ls="--", lw=1)
-        ax.set_xlabel("S_pMSE (1 = as expected for a correct synthesis model)")
-        ax.set_title(f"{name}: {dataset}")
-        ax.invert_yaxis()
+        fig = plot_spmse_by_set(labels, values, title=f"{name}: {dataset}")
         out.append(figure_html(fig, f"{name}: {dataset}: S_pMSE of each synthetic set by source (bar: mean)"))
     out += _table_heat_maps(per_set(results[results["measure_name"].isin(tables)]))
     synds = [name for name, kind in measure_types(outcome).items() if kind == "utility_synds"]
@@ -154,8 +228,6 @@ def utility_synds_tables(rows: pd.DataFrame) -> list[str]:
 def _table_heat_maps(rows: pd.DataFrame) -> list[str]:
     """synthpop's utility.tables heat map per entry, setting and source, of the entry's
     ``plot_stat`` (else S_pMSE) averaged over synthetic sets and repetitions."""
-    from pipeline.utility.plots import plot_utility_tables
-
     out = []
     for (dataset, name, source), unit, sub in unit_groups(
         param_columns(rows, "vars"), ["dataset", "measure_name", "source"]

@@ -31,9 +31,10 @@ from typing import Any
 
 import pandas as pd
 
-from pipeline.report.idrisk import r_star
-from pipeline.report.params import value_text
+from pipeline.gates import GATE_GROUP, gate_value
 from pipeline.results import per_set
+from pipeline.risk.idrisk.plots import r_star
+from pipeline.row_params import value_text
 
 RELEASE = ["dataset", "source", "repetition"]
 SUMMARY_COLUMNS = ["dataset", "source", "repetition", "headline", "value", "threshold", "basis", "status", "note"]
@@ -72,15 +73,14 @@ def _entries_of(manifest: dict[str, Any], types: tuple[str, ...]) -> set[str]:
 
 
 def _value(rows: pd.DataFrame, statistic: str) -> tuple[float, str]:
-    """Per setting (measure entry and params), the statistic over the sets; the worst (largest)
-    value and the display text of its setting."""
-    per_setting = rows.groupby(["measure_name", "params"], sort=False).agg(
-        value=("value", statistic), setting=("setting", "first")
-    )
-    worst = per_setting["value"].idxmax()
-    name, _ = worst
-    setting = per_setting.loc[worst, "setting"]
-    return float(per_setting.loc[worst, "value"]), f"worst: {name}" + (f" [{setting}]" if setting else "")
+    """Per gate key (:data:`~pipeline.gates.GATE_GROUP`: measure entry and params within the
+    release) the gate value (:func:`~pipeline.gates.gate_value`, as the nightly gates); the worst
+    (largest) value and the display text of its setting."""
+    groups = list(rows.groupby(GATE_GROUP, sort=False))
+    values = pd.Series([gate_value(part, statistic) for _, part in groups], dtype=float)
+    key, part = groups[values.idxmax()]
+    name, setting = key[GATE_GROUP.index("measure_name")], part["setting"].iloc[0]
+    return float(values.max()), f"worst: {name}" + (f" [{setting}]" if setting else "")
 
 
 def _radius_note(best: pd.DataFrame, key: tuple[Any, ...]) -> tuple[str, bool]:

@@ -12,15 +12,15 @@ utility_by_set
 utility_synds
     synthpop 1.2-1's ``utility.synds``: several propensity models per call, deviance, pairwise null.
 
-The task-file measures (``utility_gen``, ``utility_tab``, ``utility_tables``) are the classes
-of :mod:`pipeline.utility.task`; the functions above are thin wrappers over them.
+The task-file measures (``utility_gen``, ``utility_tab``, ``utility_tables``, ``utility_synds``) are the
+classes of :mod:`pipeline.utility.measure`; the functions above (:mod:`pipeline.utility.api`) are thin
+wrappers over them.
 """
 
+from pipeline.utility.api import utility_gen, utility_synds, utility_tab, utility_tables
 from pipeline.utility.gen import UtilityGenResult, utility_by_set
 from pipeline.utility.params import TAB_STATS
-from pipeline.utility.synds import UtilitySyndsResult, utility_synds
-from pipeline.utility.tab import UtilityTablesResult, UtilityTabResult
-from pipeline.utility.task import utility_gen, utility_tab, utility_tables
+from pipeline.utility.result import UtilitySyndsResult, UtilityTablesResult, UtilityTabResult
 
 __all__ = [
     "TAB_STATS",

@@ -32,9 +32,8 @@ from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
 from pipeline.evaluation.public import LevelCounts
-from pipeline.rpart import fit_rpart
-from pipeline.utility.design import Design, Predictor, n_params
-from pipeline.utility.glm import (
+from pipeline.rmodels.design import Design, Predictor, n_params
+from pipeline.rmodels.glm import (
     IRLS,
     LABEL,
     CodedRecords,
@@ -45,6 +44,7 @@ from pipeline.utility.glm import (
     null_deviance,
     single_threaded_blas,
 )
+from pipeline.rmodels.rpart import fit_rpart
 from pipeline.utility.params import UtilityGenParams, check_unsynthesised, compared_variables
 from pipeline.utility.prepare import GenPlan, build_plan
 from pipeline.utility.scores import ScoreSummary, ScoreTable, propensity_stats, rank_bucket, score_statistics
@@ -232,7 +232,7 @@ def _coded_part(part: pd.DataFrame, plan: GenPlan, compress: bool) -> CodedRecor
 def _labelled_pass(
     part: CodedRecords, label_spec: Any, spec: ModelSpec, mode: str, beta: np.ndarray | None, kept: np.ndarray | None
 ) -> dict[str, Any]:
-    """:func:`~pipeline.utility.glm.logit_pass` with the partition's labels first (its per-partition argument)."""
+    """:func:`~pipeline.rmodels.glm.logit_pass` with the partition's labels first (its per-partition argument)."""
     return logit_pass(part, spec, mode, beta, kept, label_spec)
 
 
@@ -353,7 +353,7 @@ def _fit_in_memory(
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class UtilityGenResult(Result):
-    """Output of :func:`~pipeline.utility.task.utility_gen` (synthpop's ``utility.gen``).
+    """Output of :func:`~pipeline.utility.api.utility_gen` (synthpop's ``utility.gen``).
 
     Per-set statistics are arrays of length m (set ``i`` is ``synthetic[i - 1]``):
     ``pMSE``; ``S_pMSE``, the pMSE ratio ``pMSE / pMSEExp`` (synthpop prints it as

@@ -3,7 +3,7 @@
 Names follow synthpop's, python style (``resamp.method`` -> ``resamp_method``, ``tab.stats``
 -> ``tab_stats``).  Every check that needs only the parameters is a validator here; checks
 that need the data (the variables present, the number of synthetic sets) are the measures'
-``check`` (:mod:`pipeline.utility.task`), and checks that need a pass over the data (levels,
+``check`` (:mod:`pipeline.utility.measure`), and checks that need a pass over the data (levels,
 table sizes, model size) happen while evaluating.
 """
 
@@ -55,7 +55,7 @@ def check_unsynthesised(names: Sequence[str], not_synthesised: Sequence[str]) ->
 class UtilityGenParams(Params):
     """Parameters of synthpop's ``utility.gen`` (task type ``utility_gen``).
 
-    See :func:`pipeline.utility.task.utility_gen` for their meaning.
+    See :func:`pipeline.utility.api.utility_gen` for their meaning.
     """
 
     method: Literal["cart", "logit"] = "cart"
@@ -194,3 +194,53 @@ def with_cont_na(data: EvalData, cont_na: CodeMap | None) -> EvalData:
     if not cont_na:
         return data
     return as_eval_data(data.original, list(data.synthetic), data.schema, cont_na)
+
+
+class UtilitySyndsParams(Params):
+    """Parameters of ``utility_synds`` (synthpop 1.2-1's ``utility.synds``; R names are aliases).
+
+    ``vars`` (not in 1.2-1, whose users restrict the data first) selects the compared
+    variables in data order; ``synthesised`` names the synthesised variables (synthpop reads
+    them from the synthesis' method vector) and is needed by ``syn_only``.  ``minbucket``,
+    ``minsplit`` and ``maxdepth`` are the ``rpart.control`` arguments 1.2-1 forwards through
+    ``...``.  ``r_fill_quirk`` reproduces 1.2-1's ``fill.NA``, which drops every factor when
+    only factors have missing values.
+    """
+
+    method: list[Literal["cart", "logit", "poly"]] = Field(default_factory=lambda: ["cart"], min_length=1)
+    cp: float = Field(1e-4, ge=0)
+    maxorder: int = Field(1, ge=0, le=4)
+    deviance: bool = False
+    null_utility: bool = Field(False, alias="null.utility")
+    syn_only: bool = Field(False, alias="syn.only")
+    all_comb: bool = Field(False, alias="all.comb")
+    synthesised: list[str] | None = None
+    vars: list[str] | None = Field(None, min_length=1)
+    minbucket: int | None = Field(None, ge=1)
+    minsplit: int | None = Field(None, ge=1)
+    maxdepth: int = Field(30, ge=1, le=30)
+    r_fill_quirk: bool = False
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _one_or_several(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("method")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"each method may be named once, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _syn_only_needs_synthesised(self) -> UtilitySyndsParams:
+        if self.syn_only and not self.synthesised:
+            raise ValueError(
+                "syn_only = true needs 'synthesised', the variables the synthesis synthesised "
+                "(synthpop reads them from the synthesis' method vector)"
+            )
+        return self
+
+    def variables(self) -> list[str]:
+        return list(dict.fromkeys([*(self.vars or []), *(self.synthesised or [])]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -13,7 +15,7 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
 from pipeline.errors import ParameterError
-from pipeline.utility.tab import UtilityTablesResult
+from pipeline.utility.result import UtilityTablesResult
 
 _TITLES = {
     "oneway": "One-way utility: {stat} for each variable",
@@ -111,4 +113,20 @@ def plot_utility_tables(
     ax.set_title(title or _TITLES[kind].format(stat=stat or "value", third=third_name), fontsize=11)
     fig.colorbar(im, ax=ax)
     fig.tight_layout()
+    return fig
+
+
+def plot_spmse_by_set(labels: Sequence[str], values: Sequence[np.ndarray], title: str = "") -> Figure:
+    """S_pMSE of every synthetic set, one line per label (a source, repetition and setting): the
+    sets as points, their mean as a bar, and 1 (a correct synthesis model's expectation) dashed."""
+    fig = Figure(figsize=(7, 1.3 + 0.35 * len(labels)))
+    ax = fig.add_subplot()
+    for i, vals in enumerate(values):
+        ax.scatter(vals, np.full(len(vals), i), color="#d95f02", s=14, zorder=3)
+        ax.plot([vals.mean()] * 2, [i - 0.3, i + 0.3], color="k")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.axvline(1, color="0.5", ls="--", lw=1)
+    ax.set_xlabel("S_pMSE (1 = as expected for a correct synthesis model)")
+    ax.set_title(title)
+    ax.invert_yaxis()
     return fig

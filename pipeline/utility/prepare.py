@@ -31,8 +31,8 @@ import pandas as pd
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
+from pipeline.rmodels.glm import CodedRecords
 from pipeline.utility.binning import Binning, make_binning
-from pipeline.utility.glm import CodedRecords
 
 
 @dataclass(frozen=True)

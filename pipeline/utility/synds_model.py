@@ -13,8 +13,8 @@ follow 1.2-1's ``fill.NA(stacked, "zero")`` when the comparison has missing valu
   factors stay, with their NA level.
 
 The fits reuse the package's R ports: the design matrix of ``glm(t ~ .^(maxorder + 1))``
-(:mod:`pipeline.utility.design`), R's IRLS (:mod:`pipeline.utility.glm`, ``maxit = 25`` as in
-1.2-1) and rpart (:mod:`pipeline.rpart`).
+(:mod:`pipeline.rmodels.design`), R's IRLS (:mod:`pipeline.rmodels.glm`, ``maxit = 25`` as in
+1.2-1) and rpart (:mod:`pipeline.rmodels.rpart`).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.rpart import fit_rpart
-from pipeline.utility.design import Design, Predictor
-from pipeline.utility.glm import FREQ, IRLS, LABEL, ModelSpec, logit_pass
-from pipeline.utility.polyclass import MIN_POLY_RECORDS, PolyclassError, polyclass
+from pipeline.rmodels.design import Design, Predictor
+from pipeline.rmodels.glm import FREQ, IRLS, LABEL, ModelSpec, logit_pass
+from pipeline.rmodels.polyclass import MIN_POLY_RECORDS, PolyclassError, polyclass
+from pipeline.rmodels.rpart import fit_rpart
 
 #: glm.control() defaults that 1.2-1 uses (R's glm, not synthpop 1.9-2's maxit = 200)
 GLM_MAXIT = 25

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import logging
-
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-from dask.distributed import Client, LocalCluster
 
 from pipeline.datasets import load_demo, load_demo_synthetic
 from pipeline.evaluation.execution import Executor
@@ -18,16 +15,6 @@ from pipeline.risk.disclosure.uniques import remove_uniques, replicated_uniques
 KEYS = ["sex", "age", "edu", "marital"]
 #: Dask frames carry no schema: the demo's
 SCHEMA = load_demo("sd2011_subset").schema
-
-
-@pytest.fixture(scope="module")
-def client():
-    logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
-    with (
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +58,12 @@ OPTIONS = dict(
         ((3, 2), "auto", None),  # small Dask input is computed in memory
     ],
 )
-def test_dask_equals_pandas(client, data, partitions, policy, block_rows) -> None:
+def test_dask_equals_pandas(dask_client, data, partitions, policy, block_rows) -> None:
     original, synthetic = data
     expected = disclosure(
         original, synthetic, KEYS, "smoke", cont_na={"income": -8}, executor=Executor(policy="memory"), **OPTIONS
     )
-    executor = Executor(client, policy=policy, **({} if block_rows is None else {"block_rows": block_rows}))
+    executor = Executor(dask_client, policy=policy, **({} if block_rows is None else {"block_rows": block_rows}))
     got = disclosure(
         _lazy(original, partitions[0]),
         [_lazy(s, partitions[1]) for s in synthetic],
@@ -97,7 +84,7 @@ def test_dask_equals_pandas(client, data, partitions, policy, block_rows) -> Non
         10**6,  # one block: the cell counts come from the joint counts of the one pass (no shuffle)
     ],
 )
-def test_dask_multi_disclosure_and_binned_target(client, data, block_rows) -> None:
+def test_dask_multi_disclosure_and_binned_target(dask_client, data, block_rows) -> None:
     original, synthetic = data
     kw = dict(
         targets=["ls", "income", "smoke"],
@@ -111,7 +98,7 @@ def test_dask_multi_disclosure_and_binned_target(client, data, block_rows) -> No
         [_lazy(s, 2) for s in synthetic],
         KEYS,
         schema=SCHEMA,
-        executor=Executor(client, policy="blocks", block_rows=block_rows),
+        executor=Executor(dask_client, policy="blocks", block_rows=block_rows),
         **kw,
     )
     pd.testing.assert_frame_equal(got.attrib_table, expected.attrib_table, check_exact=True)
@@ -120,7 +107,7 @@ def test_dask_multi_disclosure_and_binned_target(client, data, block_rows) -> No
         _assert_identical(got.results[t], expected.results[t])
 
 
-def test_dask_replicated_uniques_and_removal(client, data) -> None:
+def test_dask_replicated_uniques_and_removal(dask_client, data) -> None:
     original, synthetic = data
     keys = ["sex", "age", "edu", "income"]
     expected = replicated_uniques(original, synthetic[:2], keys, executor=Executor(policy="memory"))
@@ -129,7 +116,7 @@ def test_dask_replicated_uniques_and_removal(client, data) -> None:
         [_lazy(s, 2) for s in synthetic[:2]],
         keys,
         schema=SCHEMA,
-        executor=Executor(client, policy="blocks", block_rows=1000),
+        executor=Executor(dask_client, policy="blocks", block_rows=1000),
     )
     for a, b in zip(got.res_tab, expected.res_tab, strict=True):
         pd.testing.assert_frame_equal(a, b)
@@ -141,7 +128,7 @@ def test_dask_replicated_uniques_and_removal(client, data) -> None:
         keys,
         schema=SCHEMA,
         rm_replicated_uniques=True,
-        executor=Executor(client, policy="blocks"),
+        executor=Executor(dask_client, policy="blocks"),
     )
     for kept, flags, syn, rep_u in zip(
         removed.synthetic, removed.removed, synthetic[:2], expected.repU_rm, strict=True

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.errors import CompatibilityError, ParameterError
 from pipeline.risk.disclosure import disclosure, multi_disclosure
-from pipeline.risk.disclosure.task import DisclosureMeasure
+from pipeline.risk.disclosure.measure import DisclosureMeasure
 from pipeline.risk.disclosure.uniques import remove_uniques
 
 

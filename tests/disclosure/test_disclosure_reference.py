@@ -23,7 +23,7 @@ from disclosure_refs import (
 )
 
 from pipeline.risk.disclosure import DisclosureResult, disclosure, multi_disclosure
-from pipeline.risk.disclosure.options import NEXCLUSION_COLUMNS, TABLES
+from pipeline.risk.disclosure.params import NEXCLUSION_COLUMNS, TABLES
 
 
 def _flag_tables(value, m: int) -> list:

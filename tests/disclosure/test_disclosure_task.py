@@ -14,8 +14,8 @@ from pipeline.evaluation.base import TIDY_COLUMNS
 from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.risk.disclosure import disclosure, multi_disclosure
+from pipeline.risk.disclosure.measure import DisclosureMeasure, DisclosureParams
 from pipeline.risk.disclosure.plots import plot_disclosure, plot_disclosure_rows, plot_multi_disclosure
-from pipeline.risk.disclosure.task import DisclosureMeasure, DisclosureParams
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from pipeline.risk.disclosure import disclosure
 from pipeline.risk.disclosure.coding import MISSING, build_coders, encode_frame
 from pipeline.risk.disclosure.compute import gather_stats, merge_tallies, tally_records
 from pipeline.risk.disclosure.kernel import COUNT, KernelPlan, Stat, block_summary, cell_counts, combine, joint_counts
-from pipeline.risk.disclosure.options import DisclosureParams, bind_options
+from pipeline.risk.disclosure.params import DisclosureParams, bind_options
 
 
 @pytest.mark.parametrize(

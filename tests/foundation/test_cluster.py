@@ -69,3 +69,92 @@ def test_unreachable_scheduler_is_a_clear_error():
         connect({"type": "scheduler", "address": "tcp://127.0.0.1:1", "timeout_s": 1}),
     ):
         pass
+
+
+# ---- security (issue 25) ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "cfg, message",
+    [
+        (
+            {"type": "scheduler", "address": "tcp://10.1.2.3:8786"},
+            "tcp:// to 10.1.2.3 sends the data unencrypted .* or set 'insecure: true'",
+        ),
+        ({"type": "scheduler", "address": "tcp://hpc-login:8786"}, "tcp:// to hpc-login sends the data unencrypted"),
+        ({"type": "scheduler", "address": "tls://10.1.2.3:8786"}, "a tls:// scheduler needs a 'tls' section"),
+    ],
+)
+def test_unencrypted_remote_schedulers_are_refused(cfg, message):
+    with pytest.raises(TaskError, match=message):
+        load_cluster_config(cfg)
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:8786", "tcp://localhost:8786", "tcp://[::1]:8786"])
+def test_loopback_and_declared_insecure_schedulers_are_accepted(address):
+    assert load_cluster_config({"type": "scheduler", "address": address}).address == address
+    remote = {"type": "scheduler", "address": "tcp://10.1.2.3:8786", "insecure": True}
+    assert load_cluster_config(remote).insecure
+
+
+def test_described_configs_hold_no_secret():
+    """What a manifest and the history store of a cluster config: planted secrets are redacted."""
+    import json
+
+    from pipeline.cluster import REDACTED, describe
+
+    ssh = load_cluster_config(
+        {
+            "type": "ssh",
+            "hosts": ["a", "b"],
+            "connect_options": {"username": "ana", "password": "PLANTED-pw", "passphrase": "PLANTED-pp"},
+            "worker_options": {"nthreads": 2, "api_token": "PLANTED-tok"},
+        }
+    )
+    k8s = load_cluster_config({"type": "kubernetes", "env": {"DB_URL": "PLANTED-env", "MODE": "x"}})
+    for cfg in (ssh, k8s):
+        text = json.dumps(describe(cfg))
+        assert "PLANTED" not in text
+    assert describe(ssh)["connect_options"] == {"username": "ana", "password": REDACTED, "passphrase": REDACTED}
+    assert describe(ssh)["worker_options"] == {"nthreads": 2, "api_token": REDACTED}
+    assert describe(k8s)["env"] == {"DB_URL": REDACTED, "MODE": REDACTED}
+
+
+def test_local_cluster_refuses_clients_without_the_runs_credentials():
+    """Another process that finds the scheduler's port can neither connect in the clear nor with
+    credentials of its own; the dashboard is off and nothing listens beyond loopback."""
+    import psutil
+    from distributed import Client
+    from distributed.security import Security
+
+    with connect({"type": "local", "n_workers": 1}) as client:
+        address = client.scheduler.address
+        assert address.startswith("tls://127.0.0.1:")
+        assert client.submit(sum, [1, 2]).result() == 3
+        for security in (None, Security.temporary()):
+            with pytest.raises((OSError, TypeError)):
+                Client(address.replace("tls://", "tcp://") if security is None else address, security=security,
+                       timeout=2)  # fmt: skip
+        listening = [c.laddr.ip for c in psutil.Process().net_connections(kind="tcp") if c.status == "LISTEN"]
+        assert listening and set(listening) <= {"127.0.0.1"}
+
+
+def test_worker_log_is_private_and_refuses_a_planted_symlink(tmp_path, monkeypatch):
+    import os
+    import stat
+
+    from pipeline.worker_log import open_private_log, worker_log_path
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    log = worker_log_path()
+    assert log == tmp_path / "state" / "sdc-pipeline" / "workers.log"
+    with open_private_log(log) as f:
+        f.write("x\n")
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600 and stat.S_IMODE(log.parent.stat().st_mode) == 0o700
+    log.unlink()
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("theirs")
+    os.symlink(target, log)
+    with pytest.raises(OSError):
+        open_private_log(log)
+    assert target.read_text() == "theirs"

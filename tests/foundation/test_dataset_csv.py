@@ -75,3 +75,26 @@ def test_schema_command_infers_a_latin1_csv_and_records_its_encoding(tmp_path):
     assert schema["columns"][0] == {"name": "town", "type": "factor", "ordered": False, "levels": ["Köln", "München"]}
     # the schema beside the file now reads it without the option
     assert CliRunner().invoke(main, ["schema", str(data)]).exit_code == 0
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_name(tmp_path):
+    p = tmp_path / "excel.csv"
+    p.write_bytes(b"\xef\xbb\xbfsex,age\nM,30\nF,41\n")
+    ds = read_dataset(p)
+    assert list(ds.schema.names) == ["sex", "age"] and ds.frame.compute()["age"].tolist() == [30.0, 41.0]
+
+
+def test_infinite_values_are_not_numbers(tmp_path):
+    import pandas as pd
+
+    from pipeline.data.schema import Schema
+
+    p = tmp_path / "inf.csv"
+    p.write_text("a,b\n1,2.5\n3,inf\n5,1e400\n7,-Infinity\n", encoding="utf-8")
+    # inferred: like a column holding NaN, the column is not numeric
+    assert read_dataset(p).schema["b"].kind == "factor"
+    schema = Schema.from_dict({"columns": [{"name": "a", "type": "integer"}, {"name": "b", "type": "numeric"}]})
+    with pytest.raises(DataError, match=r"variable 'b' is numeric but 3 record\(s\) are not numbers \(infinite"):
+        read_dataset(p, schema=schema).frame.compute()
+    with pytest.raises(DataError, match=r"variable 'b' is numeric but 1 record\(s\) are not numbers \(infinite"):
+        schema.apply(pd.DataFrame({"a": [1.0, 2.0], "b": [1.5, float("inf")]}))

@@ -16,9 +16,10 @@ from pipeline.evaluation.base import TIDY_COLUMNS, Row
 from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.risk.idrisk import plots
+from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
+from pipeline.risk.idrisk.params import IdentificationRiskParams
 from pipeline.risk.idrisk.plan import MatchPlan, RadiusGrid
 from pipeline.risk.idrisk.result import RadiusSweepResult, SetStatistics
-from pipeline.risk.idrisk.task import IdentificationRiskMeasure, IdentificationRiskParams
 
 
 @pytest.fixture(scope="module")

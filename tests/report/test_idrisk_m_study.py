@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.report.idrisk import boxplot_points
+from pipeline.risk.idrisk.plots import boxplot_points
 from pipeline.runner import validate_task
 from pipeline.tasks import SynthesisUnit, load_task
 

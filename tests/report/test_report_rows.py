@@ -18,11 +18,16 @@ from matplotlib.figure import Figure
 from pipeline.evaluation.base import canonical_json
 from pipeline.nightly import check_gates, gates_html
 from pipeline.report import html as report_html
-from pipeline.report.idrisk import identification_risk_figures, risk_by_radius, risk_points
-from pipeline.report.params import param_columns, unit_labels
-from pipeline.report.sections import disclosure_section, profile_section, synthesis_section, utility_section
+from pipeline.report.sections import (
+    disclosure_section,
+    identification_risk_figures,
+    profile_section,
+    synthesis_section,
+    utility_section,
+)
 from pipeline.results import RESULT_COLUMNS
-from pipeline.risk.idrisk.plots import plot_risk_by_radius
+from pipeline.risk.idrisk.plots import plot_risk_by_radius, risk_by_radius, risk_points
+from pipeline.row_params import param_columns, unit_labels
 from pipeline.store import ResultsStore
 from pipeline.tasks import GateSpec
 from pipeline.utility.plots import heatmap_matrix

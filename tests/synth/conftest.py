@@ -32,15 +32,3 @@ def sd2011_subset() -> tuple[pd.DataFrame, Schema]:
     schema = Schema.from_json(DATASETS / "sd2011_subset.schema.json").with_missing_codes({"income": -8})
     raw = pd.read_csv(DATASETS / "sd2011_subset.csv", dtype=str, keep_default_na=False, na_values=[""])
     return schema.apply(raw, "sd2011_subset"), schema
-
-
-@pytest.fixture(scope="module")
-def client2():
-    """An in-process LocalCluster with two single-threaded workers (no fixed dashboard port)."""
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster,
-        Client(cluster) as client,
-    ):
-        yield client

@@ -114,7 +114,7 @@ def test_margin_noise_adds_prior_then_the_seeded_noise_of_each_margin() -> None:
     assert not np.array_equal(noisy[0].counts, noisy[1].counts)  # independent streams per margin
 
 
-def test_same_seed_same_margins_on_one_and_two_workers_and_any_chunking(sd2011_subset, client2) -> None:
+def test_same_seed_same_margins_on_one_and_two_workers_and_any_chunking(sd2011_subset, dask_client) -> None:
     from distributed import Client, LocalCluster
 
     df, schema = sd2011_subset

@@ -115,7 +115,7 @@ def test_auto_uses_sparse_over_the_dense_guard() -> None:
     assert fit.report.full_cells == 360
 
 
-def test_dask_engine_is_the_dense_fit_for_any_blocks_and_workers(client2) -> None:
+def test_dask_engine_is_the_dense_fit_for_any_blocks_and_workers(dask_client) -> None:
     from distributed import Client, LocalCluster
 
     shape = (30, 40, 50, 40)  # 2.4 million cells: three slabs

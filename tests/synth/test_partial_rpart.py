@@ -10,7 +10,7 @@ import pytest
 from reference import reference_path
 
 from pipeline.data.schema import Schema
-from pipeline.rpart import LEFT, RIGHT, fit_rpart, fit_tree
+from pipeline.rmodels.rpart import LEFT, RIGHT, fit_rpart, fit_tree
 
 TREES = json.loads(reference_path("reference/partial_syn/partial_syn_trees.json").read_text(encoding="utf-8"))
 

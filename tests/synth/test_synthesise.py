@@ -109,7 +109,7 @@ def test_same_seed_same_data_and_different_seed_differs(sd2011_subset) -> None:
     assert not a.equals(c)
 
 
-def test_workers_and_chunking_do_not_change_the_data(sd2011_subset, client2) -> None:
+def test_workers_and_chunking_do_not_change_the_data(sd2011_subset, dask_client) -> None:
     from distributed import Client, LocalCluster
 
     df, schema = sd2011_subset

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.utility.design import Design, Predictor
-from pipeline.utility.glm import IRLS, LABEL, CodedRecords, ModelSpec, logit_pass
+from pipeline.rmodels.design import Design, Predictor
+from pipeline.rmodels.glm import IRLS, LABEL, CodedRecords, ModelSpec, logit_pass
 from pipeline.utility.scores import (
     ScoreSummary,
     ScoreTable,

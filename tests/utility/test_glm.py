@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from pipeline.data.schema import Schema, Variable
+from pipeline.rmodels.design import Design, Predictor, contr_poly, n_params, r_power_terms
+from pipeline.rmodels.glm import IRLS, dqrdc2_kept
 from pipeline.utility import utility_gen, utility_tab
-from pipeline.utility.design import Design, Predictor, contr_poly, n_params, r_power_terms
-from pipeline.utility.glm import IRLS, dqrdc2_kept
 
 
 def test_dqrdc2_moves_dependent_columns():

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from reference import reference_path
 
-from pipeline.utility.polyclass import (
+from pipeline.rmodels.polyclass import (
     REDUCED,
     STEP_HALF,
     Basis,

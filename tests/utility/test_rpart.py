@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.rpart import _mysort, fit_rpart
+from pipeline.rmodels.rpart import _mysort, fit_rpart
 
 
 def test_split_that_keeps_the_majority_class_is_pruned():

@@ -132,8 +132,8 @@ def test_u4_standardisation_arithmetic():
 
 def test_u4_analytic_null():
     # km1 = 11, c = 0.5, N = 120 -> pMSEExp = 11 * 0.25 * 0.5 / 120; pMSE 0.0229167 -> S_pMSE 2
+    from pipeline.rmodels.glm import LogitFit
     from pipeline.utility.gen import Comparison, ModelSettings, _assemble
-    from pipeline.utility.glm import LogitFit
     from pipeline.utility.prepare import GenPlan
 
     plan = GenPlan(columns=(), level_counts=({}, {}), n_rows=(60, 60), vars=("x",), dropped=(), notes=())

@@ -12,8 +12,10 @@ from reference import reference_path
 
 from pipeline.errors import ParameterError
 from pipeline.evaluation.execution import Executor
-from pipeline.utility.polyclass import REDUCED, STEP_HALF
-from pipeline.utility.synds import UtilitySyndsMeasure, UtilitySyndsResult, format_r_matrix, utility_synds
+from pipeline.rmodels.polyclass import REDUCED, STEP_HALF
+from pipeline.utility.api import utility_synds
+from pipeline.utility.measure import UtilitySyndsMeasure
+from pipeline.utility.result import UtilitySyndsResult, format_r_matrix
 from pipeline.utility.synds_model import Kind, model_columns
 
 from .helpers import case_data, load, r_array, ref_files

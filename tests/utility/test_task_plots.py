@@ -15,15 +15,9 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import TIDY_COLUMNS as TIDY
 from pipeline.evaluation.data import as_eval_data
 from pipeline.utility import utility_by_set, utility_tables
+from pipeline.utility.measure import UtilityGenMeasure, UtilityTablesMeasure, UtilityTabMeasure
+from pipeline.utility.params import UtilityGenParams, UtilityTablesParams, UtilityTabParams
 from pipeline.utility.plots import heatmap_matrix, plot_utility_tables
-from pipeline.utility.task import (
-    UtilityGenMeasure,
-    UtilityGenParams,
-    UtilityTablesMeasure,
-    UtilityTablesParams,
-    UtilityTabMeasure,
-    UtilityTabParams,
-)
 
 from .test_bad_input import ORIG, SCHEMA, SYN1, SYN2
 

@@ -361,7 +361,7 @@ def test_python_api_refuses_other_factor_labels_like_the_cli():
 def test_a_radius_is_parsed_the_same_in_a_task_and_in_the_api():
     from pipeline.errors import ParameterError
     from pipeline.measures import REGISTRY
-    from pipeline.risk.idrisk.task import IdentificationRiskMeasure
+    from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
 
     params = {"scenarios": {"s": {"known": ["Urban"], "synthesised": ["Income"]}}, "radius": {"Income": "0.1"}}
     with pytest.raises(ParameterError) as api:

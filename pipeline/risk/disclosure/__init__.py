@@ -11,8 +11,8 @@ replicated_uniques, remove_uniques
 DisclosureResult, MultiDisclosureResult, ReplicatedUniquesResult, RemovedUniques
     The results (``.rows()`` with params, ``.tidy()``, ``.to_dict()``).
 
-The task measure is :class:`~pipeline.risk.disclosure.task.DisclosureMeasure` (parameters:
-:class:`~pipeline.risk.disclosure.options.DisclosureParams`); the functions above are thin
+The task measure is :class:`~pipeline.risk.disclosure.measure.DisclosureMeasure` (parameters:
+:class:`~pipeline.risk.disclosure.params.DisclosureParams`); the functions above are thin
 wrappers of it.  See ``docs/disclosure.md`` and the specification ``shared/spec/disclosure.md``.
 """
 

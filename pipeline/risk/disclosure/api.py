@@ -1,7 +1,7 @@
 """``disclosure()`` and ``multi_disclosure()``: synthpop's functions as thin wrappers of the measure.
 
-Both build :class:`~pipeline.risk.disclosure.task.DisclosureMeasure` from their arguments (the
-one validation: :class:`~pipeline.risk.disclosure.options.DisclosureParams`), take the data
+Both build :class:`~pipeline.risk.disclosure.measure.DisclosureMeasure` from their arguments (the
+one validation: :class:`~pipeline.risk.disclosure.params.DisclosureParams`), take the data
 through the one boundary (:func:`~pipeline.evaluation.data.as_eval_data`) and run on an
 :class:`~pipeline.evaluation.execution.Executor` (default: the current Dask client, if any),
 which alone decides whether to compute in memory or on key blocks
@@ -16,8 +16,8 @@ from typing import Any, Literal
 from pipeline.data.schema import Schema
 from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
+from pipeline.risk.disclosure.measure import DisclosureMeasure
 from pipeline.risk.disclosure.result import DisclosureResult, MultiDisclosureResult
-from pipeline.risk.disclosure.task import DisclosureMeasure
 
 
 def disclosure(

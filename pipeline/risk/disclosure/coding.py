@@ -230,13 +230,12 @@ def factor_coder(name: str, stats: Sequence[ColumnStats]) -> Coder:
     A factor's labels start with its schema levels (declared, observed or not); text labels
     are the observed values, sorted.
     """
-    labels: list[str] = []
+    seen: dict[str, None] = {}  # insertion-ordered set: a list's `in` made 100,000 levels quadratic
     for st in stats:
-        own = st.declared if st.declared is not None else sorted(st.counts.index)
-        labels += [lab for lab in own if lab not in labels]
-        labels += [lab for lab in st.counts.index if lab not in labels]
-    if MISSING not in labels:
-        labels.append(MISSING)
+        seen.update(dict.fromkeys(st.declared if st.declared is not None else sorted(st.counts.index)))
+        seen.update(dict.fromkeys(st.counts.index))
+    seen.setdefault(MISSING)
+    labels = list(seen)
     index = {lab: i for i, lab in enumerate(labels)}
     r_levels = []
     for st in stats:

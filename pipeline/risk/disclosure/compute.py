@@ -18,7 +18,7 @@ Flow:
 4. every target's block statistics
    (:func:`~pipeline.risk.disclosure.kernel.block_summary`: exact integers);
 5. the statistics are summed and turned into the measures
-   (:func:`~pipeline.risk.disclosure.measures.build_result`).
+   (:func:`~pipeline.risk.disclosure.assemble.build_result`).
 
 Whether the data are in memory or on the cluster, and how many blocks there are, is decided
 by the executor and the size of the counts; because step 4 only produces exact integers, every
@@ -39,6 +39,7 @@ import pandas as pd
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
+from pipeline.risk.disclosure.assemble import build_result
 from pipeline.risk.disclosure.coding import (
     MISSING,
     Coder,
@@ -60,8 +61,7 @@ from pipeline.risk.disclosure.kernel import (
     joint_counts,
     summary_meta,
 )
-from pipeline.risk.disclosure.measures import build_result
-from pipeline.risk.disclosure.options import DisclosureOptions
+from pipeline.risk.disclosure.params import DisclosureOptions
 from pipeline.risk.disclosure.result import DisclosureResult
 
 

@@ -14,7 +14,7 @@ DiSCO cell, maximised), so the result does not depend on how the records were pa
 
 Ratios (the CAP measures) are kept exact as histograms of integer (numerator, denominator)
 pairs; the final floating-point sums are taken once, in a fixed order, from the combined
-histograms (:mod:`pipeline.risk.disclosure.measures`).
+histograms (:mod:`pipeline.risk.disclosure.assemble`).
 
 Everything is vectorised numpy on the block: one ``np.unique`` over the cell codes, then
 ``reduceat``/``bincount`` over the cells.  There is no loop over records or

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from pipeline.report.params import param_columns
 from pipeline.results import per_set
 from pipeline.risk.disclosure.result import DisclosureResult, MultiDisclosureResult
+from pipeline.row_params import param_columns
 
 ORIGINAL_STYLE = {"color": "#1b9e77", "marker": "o"}
 SYNTHETIC_STYLE = {"color": "#d95f02", "marker": "^"}

@@ -13,7 +13,7 @@ import pandas as pd
 
 from pipeline.evaluation.base import Result, Row
 from pipeline.results import jsonable
-from pipeline.risk.disclosure.options import DisclosureOptions
+from pipeline.risk.disclosure.params import DisclosureOptions
 
 IDENT_COLUMNS = ("UiO", "UiS", "UiOiS", "repU")
 ATTRIB_COLUMNS = ("Dorig", "Dsyn", "iS", "DiS", "DiSCO", "DiSDiO", "max_denom", "mean_denom")

@@ -7,7 +7,7 @@ within a radius (continuous), and how the radius is applied.  Radii are always h
 
 The parameter values themselves (numbers >= 0, fractions < 1, distinct grid values, disjoint
 variable lists) are validated once by the measure's Params model
-(:class:`pipeline.risk.idrisk.task.IdentificationRiskParams`); the functions here add only the
+(:class:`pipeline.risk.idrisk.params.IdentificationRiskParams`); the functions here add only the
 checks that need the schema: which variables are continuous, and whether every continuous
 variable has a radius.
 """

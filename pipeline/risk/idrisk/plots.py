@@ -3,11 +3,19 @@
 Every function returns a matplotlib :class:`~matplotlib.figure.Figure` built without pyplot
 (no global state; it renders with the Agg canvas, e.g. ``fig.savefig(path)``) and shows no
 record values: only file-level risks and utilities.
+
+The report's figures are fed by tidy rows (:func:`r_star`, :func:`risk_by_radius`,
+:func:`risk_points`, :func:`utility_points`, :func:`boxplot_points`): the report never chooses a
+radius — Fig. 6 marks the measure's ``r_star`` rows (and says when ``r_star_at_boundary``),
+Figs. 7-10 plot its ``file_risk_at_max`` rows.  The utility axis of the trade-off plots is
+synthpop's S_pMSE from a ``utility_gen`` measure of the same run on the same dataset, source
+and repetition (lower = more useful).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,8 +23,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from pipeline.errors import ParameterError
-from pipeline.risk.idrisk.result import IdentificationRiskResult, RadiusSweepResult
-from pipeline.risk.idrisk.task import IdentificationRiskTaskResult
+from pipeline.results import per_set
+from pipeline.risk.idrisk.result import IdentificationRiskResult, IdentificationRiskTaskResult, RadiusSweepResult
+from pipeline.row_params import UNIT, param_columns
 
 Sweeps = IdentificationRiskTaskResult | RadiusSweepResult | Mapping[str, RadiusSweepResult | IdentificationRiskResult]
 
@@ -221,3 +230,89 @@ def plot_2d_boxplot(
     ax.legend(loc="best")
     fig.tight_layout()
     return fig
+
+
+# ---- the figures' data from tidy rows (the report never chooses a radius: it reads the
+# measure's r_star and file_risk_at_max rows) -------------------------------------------------
+FAMILY = "identification_risk"
+
+
+IDRISK_RUN = ["dataset", "source", "repetition", "measure_name"]
+
+
+ROW_KEYS = ("scenario", "radius", "variable", "repetition")
+
+
+SCENARIO = [*IDRISK_RUN, UNIT, "scenario"]
+
+
+def _rows(results: pd.DataFrame, measure: str) -> pd.DataFrame:
+    rows = results[(results["family"] == FAMILY) & (results["measure"] == measure)]
+    return param_columns(rows, "scenario", "radius", "variable", row_keys=ROW_KEYS)
+
+
+def _radius_label(radius: Any) -> str:
+    return radius_text(dict(radius) if radius else None)
+
+
+def r_star(results: pd.DataFrame) -> pd.DataFrame:
+    """The measure's maximising radius per scenario, from its ``r_star`` and ``r_star_at_boundary``
+    rows: the :data:`SCENARIO` columns, ``r_star`` (variable-radius pairs of the reported
+    variables) and ``at_boundary``."""
+    rows = _rows(results, "r_star")
+    found = [
+        {**dict(zip(SCENARIO, key, strict=True)), "r_star": tuple(zip(sub["variable"], sub["value"], strict=True))}
+        for key, sub in rows.groupby(SCENARIO, sort=False)
+    ]
+    best = pd.DataFrame(found, columns=[*SCENARIO, "r_star"])
+    boundary = _rows(results, "r_star_at_boundary")
+    boundary = boundary.assign(at_boundary=boundary["value"] > 0)[[*SCENARIO, "at_boundary"]]
+    return best.merge(boundary, on=SCENARIO, how="left")
+
+
+def _is_r_star(radius: Any, best: Any) -> bool:
+    """Whether a row's radius (the full combination) has r*'s radius for every reported variable."""
+    if not isinstance(best, tuple) or radius is None:
+        return False
+    combo = dict(radius)
+    return all(v in combo and combo[v] == r for v, r in best)
+
+
+def risk_by_radius(results: pd.DataFrame) -> pd.DataFrame:
+    """Per-set ``file_risk`` rows of every radius with the :data:`SCENARIO` columns, ``radius``
+    (label), ``risk``, ``r_star`` (the radius is the measure's maximising one) and ``at_boundary``."""
+    marked = per_set(_rows(results, "file_risk")).merge(r_star(results), on=SCENARIO, how="left")
+    return marked.assign(
+        r_star=[_is_r_star(r, b) for r, b in zip(marked["radius"], marked["r_star"], strict=True)],
+        at_boundary=marked["at_boundary"].eq(True),
+        radius=marked["radius"].map(_radius_label),
+        risk=marked["value"],
+    )
+
+
+def risk_points(results: pd.DataFrame) -> pd.DataFrame:
+    """Per scenario and synthetic set: the measure's ``file_risk_at_max`` rows, with the
+    :data:`SCENARIO` columns, ``radius`` (label of r*), ``synthetic`` and ``risk``."""
+    rows = per_set(_rows(results, "file_risk_at_max"))
+    return rows.assign(radius=rows["radius"].map(_radius_label), risk=rows["value"])[
+        [*SCENARIO, "radius", "synthetic", "risk"]
+    ]
+
+
+def utility_points(results: pd.DataFrame, utility_gen: list[str]) -> pd.DataFrame:
+    """Per dataset/source/repetition and synthetic set: S_pMSE of the first of the run's
+    ``utility_gen`` entries (``utility_gen``: their measure names) on that data."""
+    util = per_set(results[results["measure_name"].isin(utility_gen) & (results["measure"] == "S_pMSE")])
+    util = util.groupby(["dataset", "source", "repetition", "synthetic"], sort=False)["value"].first()
+    return util.rename("utility").reset_index()
+
+
+def boxplot_points(joined: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 10's points (``source``, ``utility``, ``risk``): for a source with several repetitions
+    (e.g. the m-study), one point per repetition, the mean over the sets of that repetition;
+    otherwise one point per synthetic set."""
+    repeated = joined.groupby("source")["repetition"].transform("nunique") > 1
+    means = joined[repeated].groupby(["source", "repetition"], sort=False)[["utility", "risk"]].mean().reset_index()
+    return pd.concat(
+        [joined.loc[~repeated, ["source", "utility", "risk"]], means[["source", "utility", "risk"]]], ignore_index=True
+    )

@@ -1,6 +1,6 @@
-"""Result objects of identification risk: per record, per synthetic set, per radius.
+"""Result objects of identification risk: per record, per synthetic set, per radius, per task (every scenario).
 
-Both results are :class:`~pipeline.evaluation.base.Result` objects: :meth:`rows` carry the radius
+The results are :class:`~pipeline.evaluation.base.Result` objects: :meth:`rows` carry the radius
 as a mapping (``{"radius": {"Income": 0.1}}``; ``{}`` for exact matching), and the decision of a
 sweep — the maximising radius r* under the chosen criterion — is emitted as rows
 (``r_star``, ``r_star_at_boundary``, ``file_risk_at_max``) so that nothing downstream recomputes it.
@@ -143,16 +143,11 @@ class SetStatistics:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name, values in self.measures().items():
-            out[name] = [_json_float(v) for v in values]
-            out[f"{name}_summary"] = {k: _json_float(v) for k, v in summarise(values).items()}
+            out[name] = [float(v) for v in values]
+            out[f"{name}_summary"] = {k: float(v) for k, v in summarise(values).items()}
         out["sum_c"] = self.sum_c.tolist()
         out["n_no_match"] = self.n_no_match.tolist()
         return out
-
-
-def _json_float(v: float) -> float | None:
-    v = float(v)
-    return None if math.isnan(v) else v
 
 
 def _plan_dict(plan: MatchPlan) -> dict[str, Any]:
@@ -374,3 +369,73 @@ class RadiusSweepResult(Result):
                 for label, combo, stats in zip(self.labels, self.grid.combos, self.statistics, strict=True)
             },
         }
+
+
+ScenarioResult = RadiusSweepResult | IdentificationRiskResult
+
+
+def _at_max(result: ScenarioResult) -> SetStatistics:
+    return result.at_max if isinstance(result, RadiusSweepResult) else result.statistics
+
+
+@dataclass(frozen=True)
+class IdentificationRiskTaskResult(Result):
+    """Results of every scenario: a radius sweep, or a single evaluation at a fixed radius.
+
+    Attributes
+    ----------
+    scenarios : dict
+        Scenario name -> :class:`RadiusSweepResult` (with a grid) or
+        :class:`IdentificationRiskResult` (fixed radius or exact matching).
+    sets_per_repetition : int or None
+        When the synthetic sets are R repetitions of m sets each (the paper's m study),
+        m; per-repetition averages are then reported.
+    """
+
+    scenarios: dict[str, ScenarioResult]
+    sets_per_repetition: int | None = None
+
+    def at_max(self, name: str) -> SetStatistics:
+        """Per-set statistics of a scenario at its maximising (or only) radius."""
+        return _at_max(self.scenarios[name])
+
+    def repetition_means(self, name: str) -> np.ndarray:
+        """Mean file-level risk (at the maximising radius) of each repetition of m sets."""
+        risk = self.at_max(name).file_risk
+        m = self.sets_per_repetition or len(risk)
+        return risk.reshape(-1, m).mean(axis=1)
+
+    def rows(self) -> list[Row]:
+        """Every scenario's rows with ``scenario`` in their params, and the repetition means.
+
+        Per scenario: ``exp.risk``, ``file_risk``, ``true.rate``, ``false.rate``, ``s`` per set and
+        their mean, per radius (``{"scenario", "radius"}``); for a sweep ``r_star``
+        (``{"scenario", "variable"}``) and ``r_star_at_boundary`` (``{"scenario"}``);
+        ``file_risk_at_max`` per set at r* (or the only radius); with ``sets_per_repetition``
+        ``repetition_file_risk`` (``{"scenario", "repetition"}``, repetitions from 1).
+        """
+        rows: list[Row] = []
+        for name, res in self.scenarios.items():
+            rows.extend(Row(r.synthetic, r.measure, r.value, {"scenario": name, **r.params}) for r in res.rows())
+            if self.sets_per_repetition:
+                rows.extend(
+                    Row("mean", "repetition_file_risk", float(v), {"scenario": name, "repetition": k + 1})
+                    for k, v in enumerate(self.repetition_means(name))
+                )
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"measure": "identification_risk", "scenarios": {}}
+        for name, res in self.scenarios.items():
+            entry = res.to_dict()
+            if isinstance(res, RadiusSweepResult):
+                entry["max_radius"] = res.r_star
+                entry["file_risk_at_max"] = summarise(res.at_max.file_risk)
+            else:
+                entry["max_radius"] = None if res.radius is None else dict(res.radius)
+                entry["file_risk_at_max"] = summarise(res.file_risk)
+            if self.sets_per_repetition:
+                entry["repetition_file_risk"] = self.repetition_means(name).tolist()
+            out["scenarios"][name] = entry
+        out["sets_per_repetition"] = self.sets_per_repetition
+        return out

@@ -62,7 +62,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
-from pipeline.rpart import Tree, fit_tree
+from pipeline.rmodels.rpart import Tree, fit_tree
 from pipeline.synth.partial.lindep import lindep_keep
 from pipeline.synth.partial.parametric import ParametricFit, fit_parametric
 from pipeline.synth.partial.params import (

@@ -15,7 +15,7 @@ import pandas as pd
 
 from pipeline.risk.disclosure.coding import Coder
 from pipeline.risk.disclosure.kernel import T_DORIG, T_ORIGINAL, TOTAL_STEP, Stat, StatRows
-from pipeline.risk.disclosure.options import (
+from pipeline.risk.disclosure.params import (
     ATTRIB_MEASURES,
     IDENT_MEASURES,
     NEXCLUSION_COLUMNS,

@@ -1,21 +1,15 @@
-"""The utility measures on the measure contract, and synthpop's function names as thin wrappers.
+"""synthpop's utility functions as thin wrappers of the measures.
 
-=================  ==========================  =================================================
-task ``type``      measure                      synthpop function (wrapper here)
-=================  ==========================  =================================================
-``utility_gen``    :class:`UtilityGenMeasure`     ``utility.gen`` -> :func:`utility_gen`
-``utility_tab``    :class:`UtilityTabMeasure`     ``utility.tab`` -> :func:`utility_tab`
-``utility_tables`` :class:`UtilityTablesMeasure`  ``utility.tables`` -> :func:`utility_tables`
-=================  ==========================  =================================================
+=================  ==================================  ===============================
+synthpop           function                            measure
+=================  ==================================  ===============================
+``utility.gen``    :func:`utility_gen`                  ``utility_gen``
+``utility.tab``    :func:`utility_tab`                  ``utility_tab``
+``utility.tables`` :func:`utility_tables`               ``utility_tables``
+``utility.synds``  :func:`utility_synds` (1.2-1)        ``utility_synds``
+=================  ==================================  ===============================
 
-Each measure has one parameter model (:mod:`pipeline.utility.params`, the only validation),
-checks the data it is given (variables present, enough synthetic sets) and evaluates over an
-:class:`~pipeline.evaluation.data.EvalData` with an
-:class:`~pipeline.evaluation.execution.Executor`; its result is synthpop-shaped
-(:class:`~pipeline.utility.gen.UtilityGenResult`, :class:`~pipeline.utility.tab.UtilityTabResult`,
-:class:`~pipeline.utility.tab.UtilityTablesResult`) with tidy rows whose params name the
-table's variables (``{"vars": [...]}``; none for ``utility_gen``).  ``cont_na`` codes are
-merged into the data's schema by the data boundary before anything else.
+Each is ``Measure(params).run(as_eval_data(original, synthetic, schema), executor)``.
 """
 
 from __future__ import annotations
@@ -24,98 +18,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.data.schema import Schema
-from pipeline.evaluation.base import Measure
-from pipeline.evaluation.data import EvalData, as_eval_data
+from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
-from pipeline.utility.gen import UtilityGenResult, check_resampling, evaluate_gen
-from pipeline.utility.params import (
-    UtilityGenParams,
-    UtilityTablesParams,
-    UtilityTabParams,
-    check_table_variables,
-    check_unsynthesised,
-    compared_variables,
-    with_cont_na,
-)
-from pipeline.utility.tab import UtilityTablesResult, UtilityTabResult, evaluate_tab, evaluate_tables
-
-__all__ = [
-    "UtilityGenMeasure",
-    "UtilityGenParams",
-    "UtilityTabMeasure",
-    "UtilityTabParams",
-    "UtilityTablesMeasure",
-    "UtilityTablesParams",
-    "utility_gen",
-    "utility_tab",
-    "utility_tables",
-]
+from pipeline.utility.gen import UtilityGenResult
+from pipeline.utility.measure import UtilityGenMeasure, UtilitySyndsMeasure, UtilityTablesMeasure, UtilityTabMeasure
+from pipeline.utility.result import UtilitySyndsResult, UtilityTablesResult, UtilityTabResult
 
 
-class _UtilityMeasure(Measure):
-    """What the three utility measures share: the family, and their own ``cont_na`` codes merged
-    into the data's schema once, through the data boundary, for the checks and the evaluation."""
-
-    family = "utility"
-    params: UtilityGenParams | UtilityTabParams | UtilityTablesParams
-
-    def coded(self, data: EvalData) -> EvalData:
-        return with_cont_na(data, self.params.cont_na)
-
-    def check(self, data: EvalData) -> None:
-        super().check(data)
-        self.check_coded(self.coded(data))
-
-    def check_coded(self, data: EvalData) -> None:
-        """Checks on the data with the measure's ``cont_na`` applied (none by default)."""
-
-
-class UtilityGenMeasure(_UtilityMeasure):
-    """Propensity-score utility of the synthetic sets (synthpop's ``utility.gen``)."""
-
-    type = "utility_gen"
-    params_model = UtilityGenParams
-    description = "synthpop utility.gen(): propensity pMSE, S_pMSE, pMSE ratio (logit or CART)"
-    params: UtilityGenParams
-
-    def check_coded(self, data: EvalData) -> None:
-        check_unsynthesised(compared_variables(self.params.vars, data), self.params.not_synthesised or [])
-        check_resampling(self.params, data.m)
-
-    def evaluate(self, data: EvalData, executor: Executor) -> UtilityGenResult:
-        return evaluate_gen(self.params, self.coded(data), executor)
-
-
-class UtilityTabMeasure(_UtilityMeasure):
-    """Table utility of one table of the synthetic sets (synthpop's ``utility.tab``)."""
-
-    type = "utility_tab"
-    params_model = UtilityTabParams
-    description = "synthpop utility.tab(): table utility (pMSE, S_pMSE, VW, FT, JSD, SPECKS, ...)"
-    params: UtilityTabParams
-
-    def evaluate(self, data: EvalData, executor: Executor) -> UtilityTabResult:
-        return evaluate_tab(self.params, self.coded(data), executor)
-
-
-class UtilityTablesMeasure(_UtilityMeasure):
-    """Table utility of every one-, two- or three-way table (synthpop's ``utility.tables``)."""
-
-    type = "utility_tables"
-    params_model = UtilityTablesParams
-    description = "synthpop utility.tables(): every low-order table and the heat map"
-    params: UtilityTablesParams
-
-    def check_coded(self, data: EvalData) -> None:
-        check_table_variables(compared_variables(self.params.vars, data), self.params.tables, self.params.third_var)
-
-    def evaluate(self, data: EvalData, executor: Executor) -> UtilityTablesResult:
-        return evaluate_tables(self.params, self.coded(data), executor)
-
-
-# ---------------------------------------------------------------------------------------------
-# synthpop's functions
-# ---------------------------------------------------------------------------------------------
 def utility_gen(
     original: Any,
     synthetic: Any,
@@ -278,3 +187,34 @@ def utility_tables(
         "max_table": max_table, "cont_na": cont_na, "seed": seed,
     }  # fmt: skip
     return UtilityTablesMeasure(params).run(as_eval_data(original, synthetic, schema), executor)
+
+
+def utility_synds(
+    original: Any,
+    synthetic: Any,
+    method: str | Sequence[str] = "cart",
+    *,
+    schema: Schema | None = None,
+    executor: Executor | None = None,
+    **kwargs: Any,
+) -> UtilitySyndsResult:
+    """synthpop 1.2-1's ``utility.synds``: propensity utility of ``synthetic`` against ``original``.
+
+    Parameters
+    ----------
+    original : DataFrame or Dataset
+    synthetic : frame, Dataset or a sequence of them (the m synthetic sets)
+    method : str or sequence of {"cart", "logit", "poly"}
+    schema : Schema, optional
+    executor : Executor, optional
+    **kwargs
+        Any other field of :class:`~pipeline.utility.params.UtilitySyndsParams` (``cp``, ``maxorder``, ``deviance``,
+        ``null_utility``, ``syn_only``, ``all_comb``, ``synthesised``, ``vars``, ...).
+
+    Returns
+    -------
+    UtilitySyndsResult
+        ``print(result)`` shows it as synthpop 1.2-1 does.
+    """
+    params: Mapping[str, Any] = {"method": method, **kwargs}
+    return UtilitySyndsMeasure(params).run(as_eval_data(original, synthetic, schema), executor or Executor.current())

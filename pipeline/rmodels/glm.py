@@ -51,7 +51,7 @@ import pandas as pd
 import scipy.linalg as sla
 from threadpoolctl import ThreadpoolController
 
-from pipeline.utility.design import Design
+from pipeline.rmodels.design import Design
 
 EPS = np.finfo(float).eps
 THRESH = 30.0

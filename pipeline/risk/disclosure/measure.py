@@ -20,10 +20,10 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
+from pipeline.risk.disclosure.assemble import multi_result
 from pipeline.risk.disclosure.coding import MISSING, build_coders
 from pipeline.risk.disclosure.compute import gather_stats, key_set_results
-from pipeline.risk.disclosure.measures import multi_result
-from pipeline.risk.disclosure.options import DisclosureOptions, DisclosureParams, bind_options
+from pipeline.risk.disclosure.params import DisclosureOptions, DisclosureParams, bind_options
 from pipeline.risk.disclosure.result import DisclosureResults
 
 #: one key set of a task: its keys in data order, its targets, and their options

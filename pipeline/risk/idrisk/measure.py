@@ -1,0 +1,90 @@
+"""The identification-risk measure: every scenario of a task on the measure contract.
+
+The parameters are :class:`~pipeline.risk.idrisk.params.IdentificationRiskParams`; the counts
+come from :mod:`pipeline.risk.idrisk.compute`, the results are
+:class:`~pipeline.risk.idrisk.result.IdentificationRiskTaskResult`; the package-like functions
+are in :mod:`pipeline.risk.idrisk.api`.
+"""
+
+from __future__ import annotations
+
+from pipeline.errors import ParameterError
+from pipeline.evaluation.base import Measure
+from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.execution import Executor
+from pipeline.risk.idrisk.compute import (
+    check_frames,
+    count_histograms,
+    count_records,
+    records_matrices,
+    sweep_statistics,
+)
+from pipeline.risk.idrisk.params import IdentificationRiskParams
+from pipeline.risk.idrisk.result import (
+    IdentificationRiskResult,
+    IdentificationRiskTaskResult,
+    RadiusSweepResult,
+    ScenarioResult,
+)
+
+
+class IdentificationRiskMeasure(Measure):
+    """Hornby & Hu identification risk of row-aligned partially synthetic sets, per scenario."""
+
+    type = "identification_risk"
+    family = "identification_risk"
+    params_model = IdentificationRiskParams
+    description = "Hornby & Hu identification risk with radius matching and radius sweeps"
+    params: IdentificationRiskParams
+
+    def check(self, data: EvalData) -> None:
+        """Variables present, repetitions dividing m, and every scenario resolved against the schema.
+
+        Row alignment and missing continuous values need a pass over the data; they are checked
+        at the start of :meth:`evaluate`, before any matching.
+        """
+        super().check(data)
+        p = self.params
+        if p.sets_per_repetition and data.m % p.sets_per_repetition:
+            raise ParameterError(
+                f"sets_per_repetition={p.sets_per_repetition} does not divide the {data.m} synthetic sets"
+            )
+        for name in p.scenarios:
+            p.setup(name, data.schema, data.columns)
+
+    def check_aggregates(self, data: EvalData, executor: Executor) -> None:
+        """Row alignment and missing continuous values (:func:`check_frames`, as :meth:`evaluate`)."""
+        p = self.params
+        setups = [p.setup(name, data.schema, data.columns) for name in p.scenarios]
+        continuous = list(dict.fromkeys(v for s in setups for v in s.plan.continuous))
+        check_frames(executor.prepare(data.select(p.variables())), executor, continuous, p.na_action)
+
+    def evaluate(self, data: EvalData, executor: Executor) -> IdentificationRiskTaskResult:
+        """Every scenario on the data in the form the executor chose (in memory or key blocks).
+
+        The declared variables are kept (persisted on a cluster); one pass of aggregates checks
+        row alignment and missing continuous values; then each scenario's counts (c and T per
+        record at a fixed radius, (c, T) histograms for a sweep) are computed on its own key
+        blocks, all scenarios together.
+        """
+        p = self.params
+        setups = {name: p.setup(name, data.schema, data.columns) for name in p.scenarios}
+        prepared = executor.prepare(data.select(p.variables()))
+        prepared = prepared.with_frames(executor.persist(*prepared.frames))
+        continuous = list(dict.fromkeys(v for s in setups.values() for v in s.plan.continuous))
+        n = check_frames(prepared, executor, continuous, p.na_action)
+        counts = [
+            count_records(prepared, executor, s.plan, s.radius or {})
+            if s.grid is None
+            else count_histograms(prepared, executor, s.plan, s.grid.combos)
+            for s in setups.values()
+        ]
+        results: dict[str, ScenarioResult] = {}
+        for (name, s), value in zip(setups.items(), executor.compute(*counts), strict=True):
+            if s.grid is None:
+                c, t = records_matrices(value, n, data.m)
+                results[name] = IdentificationRiskResult(plan=s.plan, radius=s.radius, c=c, T=t)
+            else:
+                stats = sweep_statistics(value, n, data.m, len(s.grid.combos))
+                results[name] = RadiusSweepResult(s.plan, s.grid, tuple(stats), p.criterion)
+        return IdentificationRiskTaskResult(results, p.sets_per_repetition)

@@ -1,0 +1,124 @@
+"""The utility measures on the measure contract.
+
+==================  ==============================  ================================================
+task ``type``       measure                         synthpop function (wrapper in :mod:`~pipeline.utility.api`)
+==================  ==============================  ================================================
+``utility_gen``     :class:`UtilityGenMeasure`      ``utility.gen`` -> ``utility_gen``
+``utility_tab``     :class:`UtilityTabMeasure`      ``utility.tab`` -> ``utility_tab``
+``utility_tables``  :class:`UtilityTablesMeasure`   ``utility.tables`` -> ``utility_tables``
+``utility_synds``   :class:`UtilitySyndsMeasure`    ``utility.synds`` (1.2-1) -> ``utility_synds``
+==================  ==============================  ================================================
+
+Each measure has one parameter model (:mod:`pipeline.utility.params`, the only validation),
+checks the data it is given (variables present, enough synthetic sets) and evaluates over an
+:class:`~pipeline.evaluation.data.EvalData` with an
+:class:`~pipeline.evaluation.execution.Executor` (:mod:`pipeline.utility.compute`); its result
+is synthpop-shaped (:mod:`pipeline.utility.result`) with tidy rows whose params name the
+table's variables (``{"vars": [...]}``; none for ``utility_gen``).  ``cont_na`` codes are
+merged into the data's schema by the data boundary before anything else.
+"""
+
+from __future__ import annotations
+
+from pipeline.errors import ParameterError
+from pipeline.evaluation.base import Measure
+from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.execution import Executor
+from pipeline.utility.compute import evaluate_synds, evaluate_tab, evaluate_tables, synds_variables, variable_kinds
+from pipeline.utility.gen import UtilityGenResult, check_resampling, evaluate_gen
+from pipeline.utility.params import (
+    UtilityGenParams,
+    UtilitySyndsParams,
+    UtilityTablesParams,
+    UtilityTabParams,
+    check_table_variables,
+    check_unsynthesised,
+    compared_variables,
+    with_cont_na,
+)
+from pipeline.utility.result import UtilitySyndsResult, UtilityTablesResult, UtilityTabResult
+
+
+class _UtilityMeasure(Measure):
+    """What the three utility measures share: the family, and their own ``cont_na`` codes merged
+    into the data's schema once, through the data boundary, for the checks and the evaluation."""
+
+    family = "utility"
+    params: UtilityGenParams | UtilityTabParams | UtilityTablesParams
+
+    def coded(self, data: EvalData) -> EvalData:
+        return with_cont_na(data, self.params.cont_na)
+
+    def check(self, data: EvalData) -> None:
+        super().check(data)
+        self.check_coded(self.coded(data))
+
+    def check_coded(self, data: EvalData) -> None:
+        """Checks on the data with the measure's ``cont_na`` applied (none by default)."""
+
+
+class UtilityGenMeasure(_UtilityMeasure):
+    """Propensity-score utility of the synthetic sets (synthpop's ``utility.gen``)."""
+
+    type = "utility_gen"
+    params_model = UtilityGenParams
+    description = "synthpop utility.gen(): propensity pMSE, S_pMSE, pMSE ratio (logit or CART)"
+    params: UtilityGenParams
+
+    def check_coded(self, data: EvalData) -> None:
+        check_unsynthesised(compared_variables(self.params.vars, data), self.params.not_synthesised or [])
+        check_resampling(self.params, data.m)
+
+    def evaluate(self, data: EvalData, executor: Executor) -> UtilityGenResult:
+        return evaluate_gen(self.params, self.coded(data), executor)
+
+
+class UtilityTabMeasure(_UtilityMeasure):
+    """Table utility of one table of the synthetic sets (synthpop's ``utility.tab``)."""
+
+    type = "utility_tab"
+    params_model = UtilityTabParams
+    description = "synthpop utility.tab(): table utility (pMSE, S_pMSE, VW, FT, JSD, SPECKS, ...)"
+    params: UtilityTabParams
+
+    def evaluate(self, data: EvalData, executor: Executor) -> UtilityTabResult:
+        return evaluate_tab(self.params, self.coded(data), executor)
+
+
+class UtilityTablesMeasure(_UtilityMeasure):
+    """Table utility of every one-, two- or three-way table (synthpop's ``utility.tables``)."""
+
+    type = "utility_tables"
+    params_model = UtilityTablesParams
+    description = "synthpop utility.tables(): every low-order table and the heat map"
+    params: UtilityTablesParams
+
+    def check_coded(self, data: EvalData) -> None:
+        check_table_variables(compared_variables(self.params.vars, data), self.params.tables, self.params.third_var)
+
+    def evaluate(self, data: EvalData, executor: Executor) -> UtilityTablesResult:
+        return evaluate_tables(self.params, self.coded(data), executor)
+
+
+# ---------------------------------------------------------------------------------------------
+# synthpop's functions
+# ---------------------------------------------------------------------------------------------
+
+
+class UtilitySyndsMeasure(Measure):
+    """Propensity utility with several models per call (synthpop 1.2-1's ``utility.synds``)."""
+
+    type = "utility_synds"
+    family = "utility"
+    params_model = UtilitySyndsParams
+    description = "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null"
+    params: UtilitySyndsParams
+
+    def check(self, data: EvalData) -> None:
+        super().check(data)
+        if self.params.null_utility and data.m == 1:
+            raise ParameterError("utility_synds: null_utility needs m > 1 synthetic data sets (the null pairs them)")
+        variable_kinds(data.schema, synds_variables(self.params, data))
+
+    def evaluate(self, data: EvalData, executor: Executor) -> UtilitySyndsResult:
+        return evaluate_synds(self.params, data, executor)

@@ -1,0 +1,54 @@
+"""The one rule for non-finite numbers in the JSON files a run writes (``results.jsonable``)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from pipeline.results import jsonable
+from pipeline.utility.result import UtilityTabResult
+
+
+def test_nan_is_null_and_infinities_are_strings_in_every_container():
+    summary = {
+        "S_pMSE": [1.5, math.inf, -math.inf, math.nan],
+        "np": np.array([np.inf, np.nan, 2.0]),
+        "scalar": np.float64(np.inf),
+        "series": pd.Series({"a": -np.inf, "b": 0.25}),
+        "frame": pd.DataFrame({"x": [np.nan, 1.0]}),
+        "missing": pd.NA,
+        7: (np.int64(3), None),
+    }
+    out = jsonable(summary)
+    assert out == {
+        "S_pMSE": [1.5, "Inf", "-Inf", None],
+        "np": ["Inf", None, 2.0],
+        "scalar": "Inf",
+        "series": {"a": "-Inf", "b": 0.25},
+        "frame": [{"x": None}, {"x": 1.0}],
+        "missing": None,
+        "7": [3, None],
+    }
+    json.dumps(out, allow_nan=False)  # strict JSON
+
+
+def test_an_infinite_table_statistic_is_written_as_inf_not_null():
+    # utility_tab's to_dict used to write "Inf" itself and utility_gen's None; both now leave
+    # floats and the writer's rule decides
+    stats = pd.DataFrame({"S_pMSE": [math.inf, 2.0], "pMSE": [0.1, math.nan]}, index=pd.Index([1, 2], name="synthetic"))
+    res = UtilityTabResult(
+        vars=("a",),
+        k_syn=False,
+        stats=stats,
+        tab_obs=np.array([1, 2]),
+        tab_syn=(np.array([1, 2]), np.array([2, 1])),
+        tab_zdiff=(np.zeros(2), np.zeros(2)),
+        levels=(("x", "y"),),
+        notes=(),
+        breaks=(None,),
+    )
+    written = jsonable(res.to_dict())
+    assert written["stats"]["S_pMSE"] == ["Inf", 2.0] and written["stats"]["pMSE"] == [0.1, None]
