@@ -88,5 +88,23 @@ _ENTRIES = [
         "pipeline.utility.measure:UtilitySyndsMeasure",
         "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null",
     ),
+    MeasureEntry(
+        "dcr",
+        "distance",
+        "pipeline.risk.distance.measure:DCRMeasure",
+        "distance to closest record (SDMetrics DCR), holdout share with interval, NNDR",
+    ),
+    MeasureEntry(
+        "linkability",
+        "attacks",
+        "pipeline.risk.attacks.measure:LinkabilityMeasure",
+        "anonymeter linkability attack: main, control, baseline rates and risk",
+    ),
+    MeasureEntry(
+        "inference",
+        "attacks",
+        "pipeline.risk.attacks.measure:InferenceMeasure",
+        "anonymeter inference attack: main, control, baseline rates and risk",
+    ),
 ]
 REGISTRY: dict[str, MeasureEntry] = {e.type: e for e in _ENTRIES}

@@ -382,6 +382,46 @@ class Executor:
             return [kernel(p, *e, *args) for p, e in zip(parts, extra, strict=True)]
         return self.persist(*[dask.delayed(kernel)(p, *e, *args) for p, e in zip(parts, extra, strict=True)])
 
+    def map_fold(
+        self,
+        queries: Frame,
+        references: Frame,
+        prepare: Callable[..., Any],
+        step: Callable[..., Any],
+        finish: Callable[[Any], Any],
+        *args: Any,
+    ) -> Deferred:
+        """For every partition of ``queries``, a fold over the partitions of ``references``.
+
+        Each reference partition is prepared once, ``prepare(partition, offset, *args)`` (offset:
+        the position of its first record in ``references``, so kernels can name records
+        globally); each query partition folds ``state = step(state, query_partition, prepared,
+        *args)`` from ``state = None`` over the prepared reference partitions in order, then
+        ``finish(state)``.  The deferred value is the list of finished states in query-partition
+        order: query partitions run in parallel, each carrying its running state (e.g. the best
+        neighbours so far) from one reference partition to the next.
+        """
+        offsets = np.concatenate([[0], np.cumsum(self.partition_rows(references)[0])[:-1]]).astype(np.int64)
+        q_parts, r_parts = self.partitions(queries), self.partitions(references)
+        if all(isinstance(p, pd.DataFrame) for p in (*q_parts, *r_parts)):
+            prepared = [prepare(r, int(o), *args) for r, o in zip(r_parts, offsets, strict=True)]
+            out = []
+            for q in q_parts:
+                state = None
+                for r in prepared:
+                    state = step(state, q, r, *args)
+                out.append(finish(state))
+            return Deferred(out)
+        lazy_prepare, lazy_step = dask.delayed(prepare), dask.delayed(step)
+        prepared = [lazy_prepare(r, int(o), *args) for r, o in zip(r_parts, offsets, strict=True)]
+        finished = []
+        for q in q_parts:
+            state = None
+            for r in prepared:
+                state = lazy_step(state, q, r, *args)
+            finished.append(dask.delayed(finish)(state))
+        return Deferred(dask.delayed(list)(finished))
+
     def map_tasks(self, fn: Callable[..., Any], jobs: Sequence[tuple], shared: Sequence[Any] = ()) -> list[Any]:
         """``[fn(*shared, *job) for job in jobs]``, as parallel tasks when a cluster is there.
 

@@ -63,7 +63,13 @@ LAYERS = {
 LAYER_NAMES = ["foundation", "contract", "families", "report", "run", "cli"]
 
 #: the measure family directories; each has the files of :data:`FAMILY_FILES`, plus its kernels
-FAMILIES = ["pipeline/risk/disclosure", "pipeline/risk/idrisk", "pipeline/utility"]
+FAMILIES = [
+    "pipeline/risk/disclosure",
+    "pipeline/risk/idrisk",
+    "pipeline/risk/distance",
+    "pipeline/risk/attacks",
+    "pipeline/utility",
+]
 #: the files every family has, by role (docs/contributing.md, "Add a family")
 FAMILY_FILES = {
     "__init__.py": "the public names",

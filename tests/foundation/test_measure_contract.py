@@ -40,6 +40,12 @@ EXAMPLES: dict[str, tuple[str, dict]] = {
     "utility_gen": ("sd2011", {"method": "logit", "maxorder": 1, "vars": ["sex", "age", "edu", "income"]}),
     "utility_tab": ("sd2011", {"vars": ["sex", "edu"]}),
     "utility_tables": ("sd2011", {"tables": "twoway", "vars": ["sex", "agegr", "edu"]}),
+    "dcr": ("sd2011", {"vars": ["sex", "age", "edu", "income"], "baseline_records": 200}),
+    "linkability": (
+        "cedata",
+        {"aux_cols": [["Age", "Urban"], ["Income", "Tenure"]], "n_attacks": 300, "n_neighbors": 2},
+    ),
+    "inference": ("sd2011", {"aux_cols": ["sex", "age", "edu"], "secret": "income", "n_attacks": 300}),
     "utility_synds": (
         "sd2011",
         {

@@ -1,0 +1,245 @@
+"""Attack orchestration: draw the targets, search their nearest synthetic records, count successes.
+
+anonymeter 1.1.0's attacks, on the executor:
+
+* targets: ``n_attacks`` records drawn without replacement (seeded) from the training records
+  (main attack) and from the holdout (control attack), kept where they are
+  (:meth:`~pipeline.evaluation.execution.Executor.keep_rows`);
+* distances: the mixed distance of :mod:`pipeline.risk.nearest` with each numeric variable
+  scaled by its range over the synthetic set and the targets together (anonymeter scales by
+  the range of the two data frames it compares);
+* nearest synthetic records: exact (:func:`~pipeline.risk.nearest.compute.nearest_neighbours`),
+  one search per target set and column set, all of a synthetic set's searches in one pass.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.evaluation.data import EvalData, Frame
+from pipeline.evaluation.execution import Deferred, Executor
+from pipeline.risk.nearest.compute import (
+    DistanceSpace,
+    gather,
+    nearest_neighbours,
+    reported_values,
+    space_from_ranges,
+    split_kinds,
+    value_ranges,
+)
+
+#: roles of the random streams drawn from the seed
+MAIN, CONTROL, BASELINE_TARGETS, BASELINE_GUESSES = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class AttackCounts:
+    """Attacks and successes of the main, control (None without a holdout) and baseline attacks."""
+
+    main_attacks: int
+    main_successes: int
+    control_attacks: int | None
+    control_successes: int | None
+    baseline_attacks: int
+    baseline_successes: int
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Records attacked in one data set: the frame (kept where the data are) and their number."""
+
+    frame: Frame
+    count: int
+
+
+def draw_targets(
+    executor: Executor, frame: Frame, records: int, n_attacks: int | None, seed: int, role: int
+) -> Targets:
+    """``min(n_attacks, records)`` records of ``frame`` drawn without replacement (all: None)."""
+    count = records if n_attacks is None else min(n_attacks, records)
+    if count == records:
+        return Targets(frame, records)
+    chosen = np.random.default_rng([seed, role]).choice(records, size=count, replace=False)
+    keep = np.zeros(records, dtype=bool)
+    keep[chosen] = True
+    return Targets(executor.keep_rows(frame, keep), count)
+
+
+def _concat(parts: Sequence[np.ndarray]) -> np.ndarray:
+    return np.concatenate(list(parts)) if parts else np.zeros(0)
+
+
+def column_values(executor: Executor, frame: Frame, column: str) -> Deferred:
+    """A variable's values over all partitions, in record order (deferred)."""
+    return executor.map_reduce(frame[[column]], reported_values, _concat, column)
+
+
+def attack_space(
+    data: EvalData, executor: Executor, variables: list[str], frames: Sequence[Frame], block_on: Sequence[str] = ()
+) -> DistanceSpace:
+    """The distance space of ``variables`` and the exact-match ``block_on`` factors, numeric ones
+    scaled by their range over ``frames`` together."""
+    variables = [*block_on, *(v for v in variables if v not in block_on)]
+    factors, numerics = split_kinds(data.schema, variables, "attack")
+    codes = {v: data.schema[v].missing_codes for v in numerics if data.schema[v].missing_codes}
+    ranges = executor.compute(*value_ranges(executor, frames, numerics, codes))
+    return space_from_ranges(factors, numerics, ranges, codes, block_on)
+
+
+def link_searches(
+    data: EvalData,
+    executor: Executor,
+    targets: Frame,
+    syn: Frame,
+    aux: tuple[list[str], list[str]],
+    n_neighbors: int,
+    block_on: Sequence[str] = (),
+) -> list[Deferred]:
+    """The two searches of a linkability attack (deferred, one per column set; :func:`links` reads them)."""
+    return [
+        nearest_neighbours(
+            executor, targets, syn, attack_space(data, executor, half, [syn, targets], block_on), n_neighbors
+        )
+        for half in aux
+    ]
+
+
+def links(first: Sequence, second: Sequence, n_neighbors: int) -> np.ndarray:
+    """Whether each target (in record order) is linked, from the computed :func:`link_searches`."""
+    return _linked(gather(first, n_neighbors).positions, gather(second, n_neighbors).positions)
+
+
+def inference_guesses(
+    data: EvalData,
+    executor: Executor,
+    targets: Frame,
+    syn: Frame,
+    aux: list[str],
+    secret: str,
+    block_on: Sequence[str] = (),
+) -> Deferred:
+    """The secret of each target's nearest synthetic record on ``aux`` (deferred; factor: level code)."""
+    space = attack_space(data, executor, aux, [syn, targets], block_on)
+    return nearest_neighbours(executor, targets, syn, space, 1, payload=secret)
+
+
+def guesses(found: Sequence) -> np.ndarray:
+    """The computed value of :func:`inference_guesses`: one guess per target."""
+    return gather(found, 1).payload[:, 0]
+
+
+def target_sets(data: EvalData, executor: Executor, n_attacks: int | None, seed: int) -> list[Targets]:
+    """The main targets (training records) and, with a holdout, the control targets."""
+    sizes = executor.partition_rows(data.original, *([data.holdout] if data.holdout is not None else []))
+    out = [draw_targets(executor, data.original, sum(sizes[0]), n_attacks, seed, MAIN)]
+    if data.holdout is not None:
+        out.append(draw_targets(executor, data.holdout, sum(sizes[1]), n_attacks, seed, CONTROL))
+    return out
+
+
+def random_link_probability(n_synthetic: int, n_neighbors: int) -> float:
+    """Chance that two independent random draws of ``n_neighbors`` distinct synthetic records share one."""
+    k = min(n_neighbors, n_synthetic)
+    disjoint = (
+        math.exp(
+            math.lgamma(n_synthetic - k + 1) * 2 - math.lgamma(n_synthetic + 1) - math.lgamma(n_synthetic - 2 * k + 1)
+        )
+        if n_synthetic >= 2 * k
+        else 0.0
+    )
+    return 1.0 - disjoint
+
+
+def linkability_counts(
+    data: EvalData,
+    executor: Executor,
+    aux: tuple[list[str], list[str]],
+    n_neighbors: int,
+    n_attacks: int | None,
+    seed: int,
+    block_on: Sequence[str] = (),
+) -> list[AttackCounts]:
+    """Linkability of every synthetic set: a target is linked when the ``n_neighbors`` nearest
+    synthetic records of its two column sets share a record.
+
+    The baseline attack links two random draws of ``n_neighbors`` distinct synthetic records;
+    its number of links is drawn from the binomial law that anonymeter's random draws follow
+    (the chance of a shared record is exact, :func:`random_link_probability`).
+    """
+    targets = target_sets(data, executor, n_attacks, seed)
+    sizes = executor.rows(data)[1:]
+    out = []
+    for i, syn in enumerate(data.synthetic, start=1):
+        found = executor.compute(
+            *[
+                search
+                for t in targets
+                for search in link_searches(data, executor, t.frame, syn, aux, n_neighbors, block_on)
+            ]
+        )
+        linked = [int(links(found[2 * j], found[2 * j + 1], n_neighbors).sum()) for j in range(len(targets))]
+        rng = np.random.default_rng([seed, i, BASELINE_GUESSES])
+        baseline = int(rng.binomial(targets[0].count, random_link_probability(sizes[i - 1], n_neighbors)))
+        control = (targets[1].count, linked[1]) if len(targets) > 1 else (None, None)
+        out.append(AttackCounts(targets[0].count, linked[0], *control, targets[0].count, baseline))
+    return out
+
+
+def _linked(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Whether the neighbour lists of each row share a record (positions -1 are empty slots)."""
+    same = (first[:, :, None] == second[:, None, :]) & (first[:, :, None] >= 0)
+    return same.any(axis=(1, 2))
+
+
+def inference_successes(guesses: np.ndarray, secrets: np.ndarray, numeric: bool, tolerance: float) -> np.ndarray:
+    """anonymeter's rule: a numeric guess is right within ``tolerance`` of it (relative), a factor
+    guess when equal; both missing counts as right."""
+    both_missing = np.isnan(guesses) & np.isnan(secrets)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        right = np.abs(guesses - secrets) / (np.abs(guesses) + 1e-12) <= tolerance if numeric else guesses == secrets
+    return both_missing | right
+
+
+def inference_counts(
+    data: EvalData,
+    executor: Executor,
+    aux: list[str],
+    secret: str,
+    tolerance: float,
+    n_attacks: int | None,
+    seed: int,
+    block_on: Sequence[str] = (),
+) -> list[AttackCounts]:
+    """Inference of every synthetic set: the secret of the target's nearest synthetic record
+    (on ``aux``) is the guess.  The baseline guesses the secret of a random synthetic record
+    for as many random training records (at most the synthetic set's size)."""
+    numeric = data.schema[secret].is_numeric
+    targets = target_sets(data, executor, n_attacks, seed)
+    n_train = sum(executor.partition_rows(data.original)[0])
+    secrets = executor.compute(*[column_values(executor, t.frame, secret) for t in targets])
+    sizes = executor.rows(data)[1:]
+    out = []
+    for i, syn in enumerate(data.synthetic, start=1):
+        found = executor.compute(
+            *[inference_guesses(data, executor, t.frame, syn, aux, secret, block_on) for t in targets]
+        )
+        guessed = [guesses(f) for f in found]
+        hits = [int(inference_successes(g, s, numeric, tolerance).sum()) for g, s in zip(guessed, secrets, strict=True)]
+        n_base = min(sizes[i - 1], targets[0].count)
+        base_targets = draw_targets(executor, data.original, n_train, n_base, seed, BASELINE_TARGETS)
+        order = np.random.default_rng([seed, i, BASELINE_GUESSES]).choice(sizes[i - 1], size=n_base, replace=False)
+        keep = np.zeros(sizes[i - 1], dtype=bool)
+        keep[order] = True
+        base_secrets, pool = executor.compute(
+            column_values(executor, base_targets.frame, secret),
+            column_values(executor, executor.keep_rows(syn, keep), secret),
+        )
+        base_guesses = pool[np.searchsorted(np.flatnonzero(keep), order)]  # the drawn records, in draw order
+        baseline = int(inference_successes(base_guesses, base_secrets, numeric, tolerance).sum())
+        control = (targets[1].count, hits[1]) if len(targets) > 1 else (None, None)
+        out.append(AttackCounts(targets[0].count, hits[0], *control, n_base, baseline))
+    return out

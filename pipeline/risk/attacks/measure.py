@@ -1,0 +1,89 @@
+"""The ``linkability`` and ``inference`` measures (anonymeter 1.1.0's attacks, docs/attacks.md)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pipeline.errors import ParameterError
+from pipeline.evaluation.base import Measure, Params
+from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.execution import Executor
+from pipeline.risk.attacks.compute import inference_counts, linkability_counts
+from pipeline.risk.attacks.params import InferenceParams, LinkabilityParams
+from pipeline.risk.attacks.result import AttackResult, attack_rows
+from pipeline.risk.nearest.compute import check_block_on, split_kinds
+
+
+def _prepared(data: EvalData, variables: list[str], executor: Executor) -> EvalData:
+    """The variables of the original, the synthetic sets and the holdout, in the executor's form."""
+    selected = data.select(variables)
+    extra = [] if selected.holdout is None else [selected.holdout]
+    prepared = executor.prepare(selected.with_frames([*selected.frames, *extra]))
+    n = len(selected.frames)
+    return EvalData(tuple(prepared.frames[:n]), selected.schema, prepared.frames[n] if extra else None)
+
+
+def _blocked(block_on: list[str]) -> dict[str, list[str]]:
+    """The rows' params entry of exact-match factors (absent when there are none)."""
+    return {"block_on": list(block_on)} if block_on else {}
+
+
+class LinkabilityMeasure(Measure):
+    """anonymeter's linkability attack: can the synthetic data link two halves of a record?"""
+
+    type: ClassVar[str] = "linkability"
+    family: ClassVar[str] = "attacks"
+    params_model: ClassVar[type[Params]] = LinkabilityParams
+    description: ClassVar[str] = "anonymeter linkability attack: main, control, baseline rates and risk"
+
+    def check(self, data: EvalData) -> None:
+        super().check(data)
+        split_kinds(data.schema, self.params.variables(), self.type)
+        check_block_on(data.schema, self.params.block_on, self.type)
+
+    def evaluate(self, data: EvalData, executor: Executor) -> AttackResult:
+        params: LinkabilityParams = self.params  # type: ignore[assignment]
+        ready = _prepared(data, params.variables(), executor)
+        smallest = min(executor.rows(ready)[1:])
+        if params.n_neighbors > smallest:
+            raise ParameterError(
+                f"linkability: n_neighbors = {params.n_neighbors} exceeds the records of a synthetic set ({smallest})"
+            )
+        aux = (list(params.aux_cols[0]), list(params.aux_cols[1]))
+        counts = linkability_counts(
+            ready, executor, aux, params.n_neighbors, params.n_attacks, params.seed, params.block_on
+        )
+        p = {"aux_cols": [aux[0], aux[1]], "n_neighbors": params.n_neighbors, **_blocked(params.block_on)}
+        rows = [r for i, c in enumerate(counts, start=1) for r in attack_rows(str(i), c, params.confidence_level, p)]
+        return AttackResult(self.type, tuple(rows))
+
+
+class InferenceMeasure(Measure):
+    """anonymeter's inference attack: how often does the nearest synthetic record give the secret away?"""
+
+    type: ClassVar[str] = "inference"
+    family: ClassVar[str] = "attacks"
+    params_model: ClassVar[type[Params]] = InferenceParams
+    description: ClassVar[str] = "anonymeter inference attack: main, control, baseline rates and risk"
+
+    def check(self, data: EvalData) -> None:
+        super().check(data)
+        split_kinds(data.schema, self.params.variables(), self.type)
+        check_block_on(data.schema, self.params.block_on, self.type)
+
+    def evaluate(self, data: EvalData, executor: Executor) -> AttackResult:
+        params: InferenceParams = self.params  # type: ignore[assignment]
+        ready = _prepared(data, params.variables(), executor)
+        counts = inference_counts(
+            ready,
+            executor,
+            list(params.aux_cols),
+            params.secret,
+            params.tolerance,
+            params.n_attacks,
+            params.seed,
+            params.block_on,
+        )
+        p = {"aux_cols": list(params.aux_cols), "secret": params.secret, **_blocked(params.block_on)}
+        rows = [r for i, c in enumerate(counts, start=1) for r in attack_rows(str(i), c, params.confidence_level, p)]
+        return AttackResult(self.type, tuple(rows))

@@ -1,0 +1,68 @@
+"""The ``dcr`` measure: distance to the closest record, NNDR, and SDMetrics' two DCR protections."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pipeline.evaluation.base import Measure, Params
+from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.execution import Executor
+from pipeline.risk.distance.compute import set_distances
+from pipeline.risk.distance.params import DCRParams
+from pipeline.risk.distance.result import DCRResult, set_rows
+from pipeline.risk.nearest.compute import check_block_on, split_kinds
+
+
+class DCRMeasure(Measure):
+    """DCR from every synthetic record to the training records (and to the holdout), NNDR, and the
+    random-data baseline (docs/distance.md)."""
+
+    type: ClassVar[str] = "dcr"
+    family: ClassVar[str] = "distance"
+    params_model: ClassVar[type[Params]] = DCRParams
+    description: ClassVar[str] = "distance to closest record (SDMetrics DCR), holdout share with interval, NNDR"
+
+    def compared(self, data: EvalData) -> list[str]:
+        """The compared variables: the parameter, else every factor and numeric variable."""
+        params: DCRParams = self.params  # type: ignore[assignment]
+        if params.vars:
+            return params.variables()
+        return [
+            *params.block_on,
+            *(v.name for v in data.schema if (v.is_factor or v.is_numeric) and v.name not in params.block_on),
+        ]
+
+    def check(self, data: EvalData) -> None:
+        super().check(data)
+        split_kinds(data.schema, self.compared(data), self.type)
+        check_block_on(data.schema, self.params.block_on, self.type)
+
+    def evaluate(self, data: EvalData, executor: Executor) -> DCRResult:
+        params: DCRParams = self.params  # type: ignore[assignment]
+        variables = self.compared(data)
+        factors, numerics = split_kinds(data.schema, variables, self.type)
+        selected = data.select(variables)
+        prepared = executor.prepare(selected.with_frames([*selected.frames, *_holdout(selected)]))
+        frames = prepared.frames[: len(selected.frames)]
+        holdout = prepared.frames[len(selected.frames)] if selected.holdout is not None else None
+        ready = EvalData(tuple(frames), selected.schema, holdout)
+        distances = set_distances(
+            ready,
+            executor,
+            factors,
+            numerics,
+            params.baseline_records,
+            params.seed,
+            params.holdout_scale,
+            params.block_on,
+        )
+        rows = [
+            row
+            for i, d in enumerate(distances, start=1)
+            for row in set_rows(str(i), d, variables, params.confidence_level, params.block_on)
+        ]
+        return DCRResult(tuple(rows), tuple(variables))
+
+
+def _holdout(data: EvalData) -> list:
+    return [] if data.holdout is None else [data.holdout]
