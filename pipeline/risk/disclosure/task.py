@@ -37,6 +37,8 @@ class DisclosureMeasure(Measure):
     family = "disclosure"
     params_model = DisclosureParams
     description = "synthpop disclosure() / multi.disclosure(): repU, DiSCO, UiO, Dorig, CAPs, flags"
+    #: percentages of original records that depend on the synthetic sets (docs/baselines.md)
+    baseline_measures = dict.fromkeys(("UiOiS", "repU", "iS", "DiS", "DiSCO", "DiSDiO", "DCAP", "TCAP"), 100.0)
     params: DisclosureParams
 
     def bound_key_sets(self, data: EvalData) -> list[KeySet]:
