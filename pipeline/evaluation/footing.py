@@ -149,9 +149,10 @@ class PairedFooting(Footing):
         size = np.bincount(hold_cell, minlength=n_cells)
         start = np.cumsum(size) - size
         paired = size[train_cell] > 0
-        within = order[start[train_cell] + np.floor(u * size[train_cell]).astype(np.int64).clip(0, None)]
+        position = start[train_cell] + np.floor(u * size[train_cell]).astype(np.int64)
+        within = order[position.clip(0, len(holdout) - 1)]  # clipped: unpaired records take `anywhere`
         anywhere = np.floor(u * len(holdout)).astype(np.int64)
-        return np.where(paired, within.clip(0, len(holdout) - 1), anywhere), paired
+        return np.where(paired, within, anywhere), paired
 
     def split(self, data: EvalData, executor: Executor, seed: int, relabel: int = 0) -> tuple[EvalData, EvalData]:
         training, holdout = _whole(executor, data.original, data.holdout)
@@ -160,7 +161,7 @@ class PairedFooting(Footing):
         own = training[cols].reset_index(drop=True)
         other = holdout[cols].iloc[partner].reset_index(drop=True)
         if relabel:
-            swap = _rng(seed, relabel).random(len(training)) < 0.5
+            swap = pd.DataFrame(dict.fromkeys(cols, _rng(seed, relabel).random(len(training)) < 0.5))
             own, other = own.mask(swap, other), other.mask(swap, own)
         train = training.assign(**{c: own[c].to_numpy() for c in cols})
         control = training.assign(**{c: other[c].to_numpy() for c in cols})
