@@ -122,7 +122,11 @@ Values = dict[tuple[str, str, str], tuple[Mapping[str, Any], float]]
 
 def _values(rows: Sequence[Row], wanted: Mapping[str, float | None]) -> Values:
     """The rows of the baseline measures by (synthetic, measure, canonical params)."""
-    return {(r.synthetic, r.measure, canonical_json(r.params)): (r.params, float(r.value)) for r in rows if r.measure in wanted}
+    return {
+        (r.synthetic, r.measure, canonical_json(r.params)): (r.params, float(r.value))
+        for r in rows
+        if r.measure in wanted
+    }
 
 
 def _normalised(train: float, hold: float, scale: float) -> float:

@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BeforeValidator, Field, field_validator, model_validator
@@ -361,7 +361,7 @@ class IdentificationRiskMeasure(Measure):
     params_model = IdentificationRiskParams
     description = "Hornby & Hu identification risk with radius matching and radius sweeps"
     #: exp.risk is a sum over records (no normalised form); file_risk and true.rate are shares
-    baseline_measures = {"exp.risk": None, "file_risk": 1.0, "true.rate": 1.0}
+    baseline_measures: ClassVar[Mapping[str, float | None]] = {"exp.risk": None, "file_risk": 1.0, "true.rate": 1.0}
     params: IdentificationRiskParams
 
     def baseline_units(self, data: EvalData) -> list[tuple[Measure, Footing]]:
