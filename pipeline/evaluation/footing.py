@@ -130,10 +130,13 @@ class PairedFooting(Footing):
         holdout record draws from the whole holdout.
     replaced : tuple of str
         The synthesised variables, taken from the partner.
+    columns : tuple of str
+        Every variable the measure reads (only these are collected to build the footings).
     """
 
     cells: tuple[str, ...]
     replaced: tuple[str, ...]
+    columns: tuple[str, ...]
 
     def partners(self, training: pd.DataFrame, holdout: pd.DataFrame, seed: int) -> tuple[np.ndarray, np.ndarray]:
         """Each training record's holdout partner (a position) and whether its cell had one."""
@@ -155,6 +158,7 @@ class PairedFooting(Footing):
         return np.where(paired, within, anywhere), paired
 
     def split(self, data: EvalData, executor: Executor, seed: int, relabel: int = 0) -> tuple[EvalData, EvalData]:
+        data = data.select(self.columns)
         training, holdout = _whole(executor, data.original, data.holdout)
         partner, _ = self.partners(training, holdout, seed)
         cols = list(self.replaced)

@@ -229,7 +229,7 @@ def test_equal_footing_sizes_and_relabellings():
 def test_row_aligned_partners_share_the_categorical_known_values():
     training = pd.DataFrame({"u": ["x", "x", "y", "z"], "v": [1.0, 2.0, 3.0, 4.0]})
     holdout = pd.DataFrame({"u": ["y", "x", "x", "y"], "v": [10.0, 20.0, 30.0, 40.0]})
-    partner, paired = PairedFooting(("u",), ("v",)).partners(training, holdout, seed=0)
+    partner, paired = PairedFooting(("u",), ("v",), ("u", "v")).partners(training, holdout, seed=0)
     assert paired.tolist() == [True, True, True, False]  # no holdout record in cell z
     assert (holdout["u"].to_numpy()[partner[:3]] == training["u"].to_numpy()[:3]).all()
 

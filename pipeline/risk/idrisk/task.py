@@ -373,7 +373,7 @@ class IdentificationRiskMeasure(Measure):
             plan = p.setup(name, data.schema, data.columns).plan
             cells = tuple(v for v in plan.categorical if v in scenario.known)
             one = IdentificationRiskMeasure(p.model_copy(update={"scenarios": {name: scenario}}))
-            units.append((one, PairedFooting(cells, tuple(scenario.synthesised))))
+            units.append((one, PairedFooting(cells, tuple(scenario.synthesised), tuple(scenario.variables()))))
         return units
 
     def check(self, data: EvalData) -> None:
