@@ -20,9 +20,9 @@ The measure's own rows are returned unchanged; the added rows are (``P`` = the r
                                                  measures with a scale only)
     synthetic "mean":
         {**P, "summary": "mean" | "sd"}                         over the sets, for every per-set row
-        {**P, "summary": "lower95" | "upper95", "interval": "t"}  (baseline rows included)
+        {**P, "summary": "lower95" | "upper95", "ci": "t"}  (baseline rows included)
     and for the excess rows, instead of the t bounds:
-        {**P, "baseline": "excess", "summary": "lower95" | "upper95", "interval": "permutation"}
+        {**P, "baseline": "excess", "summary": "lower95" | "upper95", "ci": "permutation"}
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Generic over :class:`~pipeline.evaluation.base.Row`: every (measure, params) that has a value
 for synthetic sets "1".."m" gets rows under synthetic "mean" with params
 ``{**params, "summary": s}``, s in ``mean``, ``sd``, ``lower95``, ``upper95``; the two bounds also
-carry ``"interval"``, the method:
+carry ``"ci"``, the method (not ``interval``: identification risk has a parameter of that name):
 
 * ``"t"`` — Student's t over the m sets (m ≥ 2 finite values): mean ± t(0.975, m − 1) · sd / √m.
   It describes the variation *between synthetic sets* (the synthesis' randomness) with the
@@ -44,7 +44,7 @@ def summary_rows(measure: str, params: Mapping[str, Any], values: dict[str, floa
     """The summary rows of one (measure, params): ``values`` by summary name (bounds carry ``method``)."""
     out = []
     for name in (s for s in SUMMARIES if s in values):
-        extra = {"summary": name, **({"interval": method} if name in ("lower95", "upper95") else {})}
+        extra = {"summary": name, **({"ci": method} if name in ("lower95", "upper95") else {})}
         out.append(Row("mean", measure, float(values[name]), {**params, **extra}))
     return out
 

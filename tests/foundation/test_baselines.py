@@ -314,7 +314,7 @@ def test_params_are_json_and_keyed_by_baseline_and_summary(sd2011):
     assert len(keys) == len(set(keys))  # every row is one (synthetic, measure, params)
     baselines = {r.params.get("baseline") for r in rows}
     assert baselines == {None, "training", "holdout", "excess", "normalised_excess"}
-    summaries = {(r.params.get("summary"), r.params.get("interval")) for r in rows if "summary" in r.params}
+    summaries = {(r.params.get("summary"), r.params.get("ci")) for r in rows if "summary" in r.params}
     assert summaries == {("mean", None), ("sd", None), ("lower95", "t"), ("upper95", "t"),
                          ("lower95", "permutation"), ("upper95", "permutation")}  # fmt: skip
     # UiO and Dorig describe the original alone: no baseline
