@@ -30,6 +30,7 @@ from pipeline.config_io import validation_message
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.footing import Footing, SampledFooting
 from pipeline.evaluation.public import MIN_RECORDS, LevelCounts, coarsen, public_summary
 
 #: columns of :meth:`Result.tidy` (the measure-level tidy table the runner stores)
@@ -195,6 +196,10 @@ class Measure(ABC):
     #: whether the measure compares synthetic sets with the original (else: the original alone)
     needs_synthetic: ClassVar[bool] = True
     description: ClassVar[str] = ""
+    #: the measures (row names) that compare synthetic data with original records and get holdout
+    #: baselines (:mod:`pipeline.evaluation.baseline`), each with the scale of its normalised excess
+    #: (1 for a share, 100 for a percentage; None: no normalised form, e.g. a sum)
+    baseline_measures: ClassVar[Mapping[str, float | None]] = {}
 
     def __init__(self, params: Params | Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.params = self.parse(params if params is not None else kwargs)
@@ -226,6 +231,12 @@ class Measure(ABC):
     @abstractmethod
     def evaluate(self, data: EvalData, executor: Executor) -> Result:
         """Evaluate on ``data`` (already checked) with ``executor``."""
+
+    def baseline_units(self, data: EvalData) -> list[tuple[Measure, Footing]]:
+        """What a holdout baseline evaluates: (measure, footing) pairs whose rows together hold every
+        baseline measure.  Default: this measure with training and holdout records subsampled to one
+        size; row-aligned measures override it (:class:`~pipeline.evaluation.footing.PairedFooting`)."""
+        return [(self, SampledFooting())]
 
     def run(self, data: EvalData, executor: Executor | None = None) -> Result:
         """:meth:`check`, then :meth:`evaluate` (the synthpop-named wrappers call this)."""

@@ -15,6 +15,9 @@ Every row carries params ``{"keys": [...keys in data order...], "target": name}`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 from pipeline.data.schema import Variable
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
@@ -37,6 +40,10 @@ class DisclosureMeasure(Measure):
     family = "disclosure"
     params_model = DisclosureParams
     description = "synthpop disclosure() / multi.disclosure(): repU, DiSCO, UiO, Dorig, CAPs, flags"
+    #: percentages of original records that depend on the synthetic sets (docs/baselines.md)
+    baseline_measures: ClassVar[Mapping[str, float | None]] = dict.fromkeys(
+        ("UiOiS", "repU", "iS", "DiS", "DiSCO", "DiSDiO", "DCAP", "TCAP"), 100.0
+    )
     params: DisclosureParams
 
     def bound_key_sets(self, data: EvalData) -> list[KeySet]:

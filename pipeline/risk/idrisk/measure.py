@@ -8,10 +8,14 @@ are in :mod:`pipeline.risk.idrisk.api`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.footing import Footing, PairedFooting
 from pipeline.risk.idrisk.compute import (
     check_frames,
     count_histograms,
@@ -35,7 +39,21 @@ class IdentificationRiskMeasure(Measure):
     family = "identification_risk"
     params_model = IdentificationRiskParams
     description = "Hornby & Hu identification risk with radius matching and radius sweeps"
+    #: exp.risk is a sum over records (no normalised form); file_risk and true.rate are shares
+    baseline_measures: ClassVar[Mapping[str, float | None]] = {"exp.risk": None, "file_risk": 1.0, "true.rate": 1.0}
     params: IdentificationRiskParams
+
+    def baseline_units(self, data: EvalData) -> list[tuple[Measure, Footing]]:
+        """One unit per scenario: its records' synthesised values against those of holdout records
+        with the same categorical known values (row-aligned data: docs/baselines.md)."""
+        p = self.params
+        units: list[tuple[Measure, Footing]] = []
+        for name, scenario in p.scenarios.items():
+            plan = p.setup(name, data.schema, data.columns).plan
+            cells = tuple(v for v in plan.categorical if v in scenario.known)
+            one = IdentificationRiskMeasure(p.model_copy(update={"scenarios": {name: scenario}}))
+            units.append((one, PairedFooting(cells, tuple(scenario.synthesised), tuple(scenario.variables()))))
+        return units
 
     def check(self, data: EvalData) -> None:
         """Variables present, repetitions dividing m, and every scenario resolved against the schema.

@@ -1,0 +1,206 @@
+"""Holdout baselines and intervals: one mechanism over every measure's rows.
+
+:func:`evaluate` is :meth:`Measure.evaluate <pipeline.evaluation.base.Measure.evaluate>` plus
+
+* **holdout baselines** (when the data carry a holdout and the measure declares
+  :attr:`~pipeline.evaluation.base.Measure.baseline_measures`): the measure is evaluated again
+  on each of its :meth:`~pipeline.evaluation.base.Measure.baseline_units` with the training
+  records and with the holdout records in the original's place, on equal footing
+  (:mod:`pipeline.evaluation.footing`), and on ``permutations`` relabellings of them;
+* **intervals**: summary rows over the m synthetic sets (:mod:`pipeline.evaluation.intervals`).
+
+The measure's own rows are returned unchanged; the added rows are (``P`` = the row's params)::
+
+    synthetic "1".."m" (and "mean" where the measure has one), measure M:
+        {**P, "baseline": "training"}            the figure with the training footing
+        {**P, "baseline": "holdout"}             the figure with the holdout footing
+        {**P, "baseline": "excess"}              training − holdout
+        {**P, "baseline": "normalised_excess"}   scale · (training − holdout) / (scale − holdout)
+                                                 (anonymeter's (main − control) / (1 − control);
+                                                 measures with a scale only)
+    synthetic "mean":
+        {**P, "summary": "mean" | "sd"}                         over the sets, for every per-set row
+        {**P, "summary": "lower95" | "upper95", "ci": "t"}  (baseline rows included)
+    and for the excess rows, instead of the t bounds:
+        {**P, "baseline": "excess", "summary": "lower95" | "upper95", "ci": "permutation"}
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from pipeline.evaluation.base import Measure, Params, Result, Row, canonical_json
+from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.intervals import over_sets, per_set_values, shift_interval, summary_rows
+from pipeline.evaluation.public import LevelCounts
+
+#: the ``baseline`` values of the rows this module adds
+BASELINES = ("training", "holdout", "excess", "normalised_excess")
+EXCESS = ("excess", "normalised_excess")
+
+
+class BaselineOptions(Params):
+    """How holdout baselines are drawn.
+
+    Attributes
+    ----------
+    seed : int
+        Seeds the equal-footing subsample (or the partners of row-aligned records) and the
+        relabellings; the same seed gives the same rows for any partitions or workers.
+    permutations : int
+        Random relabellings of training and holdout records behind the excess interval (0: no
+        excess interval; otherwise at least 2).  Each costs two more evaluations on
+        holdout-sized data.
+    """
+
+    seed: int = 0
+    permutations: int = Field(default=20, ge=0)
+
+    @field_validator("permutations")
+    @classmethod
+    def _enough(cls, value: int) -> int:
+        if value == 1:
+            raise ValueError("permutations must be 0 (no excess interval) or at least 2")
+        return value
+
+
+@dataclass(frozen=True)
+class EvaluatedResult(Result):
+    """A measure's result with its holdout baseline and summary rows appended.
+
+    Attributes
+    ----------
+    result : Result
+        What :meth:`Measure.evaluate` returned (its rows come first, unchanged).
+    added : tuple of Row
+        Baseline and summary rows.
+    baseline : dict or None
+        How the baseline was drawn (records per footing, seed, relabellings), for the summary.
+    """
+
+    result: Result
+    added: tuple[Row, ...]
+    baseline: dict[str, Any] | None = None
+
+    def rows(self) -> list[Row]:
+        return [*self.result.rows(), *self.added]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.result.to_dict())
+        if self.baseline is not None:
+            out["holdout_baseline"] = self.baseline
+        return out
+
+    def level_counts(self) -> Sequence[LevelCounts]:
+        return self.result.level_counts()
+
+
+def evaluate(
+    measure: Measure, data: EvalData, executor: Executor, options: BaselineOptions | None = None
+) -> EvaluatedResult:
+    """``measure.evaluate(data, executor)`` with holdout baselines (if ``data.holdout``) and summary rows."""
+    options = options or BaselineOptions()
+    result = measure.evaluate(data, executor)
+    rows = result.rows()
+    baseline_rows: list[Row] = []
+    info = None
+    if data.holdout is not None and measure.baseline_measures:
+        baseline_rows, info = holdout_baseline(measure, data, executor, options)
+    added = baseline_rows + over_sets([*rows, *baseline_rows], keep=lambda r: r.params.get("baseline") not in EXCESS)
+    return EvaluatedResult(result, tuple(added), info)
+
+
+Values = dict[tuple[str, str, str], tuple[Mapping[str, Any], float]]
+
+
+def _values(rows: Sequence[Row], wanted: Mapping[str, float | None]) -> Values:
+    """The rows of the baseline measures by (synthetic, measure, canonical params)."""
+    return {
+        (r.synthetic, r.measure, canonical_json(r.params)): (r.params, float(r.value))
+        for r in rows
+        if r.measure in wanted
+    }
+
+
+def _normalised(train: float, hold: float, scale: float) -> float:
+    return scale * (train - hold) / (scale - hold) if scale != hold else math.nan
+
+
+def _kinds(train: float, hold: float, scale: float | None) -> dict[str, float]:
+    out = {"training": train, "holdout": hold, "excess": train - hold}
+    if scale is not None:
+        out["normalised_excess"] = _normalised(train, hold, scale)
+    return out
+
+
+def _mean_excess(train: Values, hold: Values, wanted: Mapping[str, float | None]) -> dict[tuple[str, str], dict]:
+    """Per (measure, canonical params): the mean over sets of each excess kind."""
+    per: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for key, (_, t) in train.items():
+        synthetic, measure, params = key
+        if not synthetic.isdigit() or key not in hold:
+            continue
+        kinds = _kinds(t, hold[key][1], wanted[measure])
+        entry = per.setdefault((measure, params), {k: [] for k in EXCESS if k in kinds})
+        for k in entry:
+            entry[k].append(kinds[k])
+    return {key: {k: _finite_mean(v) for k, v in kinds.items()} for key, kinds in per.items()}
+
+
+def _finite_mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return math.fsum(finite) / len(finite) if finite else math.nan
+
+
+def holdout_baseline(
+    measure: Measure, data: EvalData, executor: Executor, options: BaselineOptions
+) -> tuple[list[Row], dict[str, Any]]:
+    """The baseline rows of ``measure`` on ``data`` (which carries a holdout), and how they were drawn."""
+    wanted = measure.baseline_measures
+    rows: list[Row] = []
+    units = []
+    for sub, footing in measure.baseline_units(data):
+        observed: tuple[Values, Values] = ({}, {})
+        relabelled = []
+        for r in range(options.permutations + 1):
+            train, control = footing.split(data, executor, options.seed, r)
+            got = tuple(_values(sub.evaluate(d, executor).rows(), wanted) for d in (train, control))
+            if r == 0:
+                observed = got
+                units.append({"footing": type(footing).__name__, "records": executor.rows(train)[0]})
+            else:
+                relabelled.append(_mean_excess(*got, wanted))
+        train_values, hold_values = observed
+        unit_rows = [
+            Row(synthetic, name, value, {**params, "baseline": kind})
+            for (synthetic, name, canonical), (params, t) in train_values.items()
+            if (synthetic, name, canonical) in hold_values
+            for kind, value in _kinds(t, hold_values[synthetic, name, canonical][1], wanted[name]).items()
+        ]
+        rows += unit_rows + _excess_summaries(unit_rows, relabelled)
+    info = {"seed": options.seed, "permutations": options.permutations, "units": units}
+    return rows, info
+
+
+def _excess_summaries(rows: Sequence[Row], relabelled: Sequence[dict[tuple[str, str], dict]]) -> list[Row]:
+    """Mean and between-set sd of each per-set excess and, with relabellings, the permutation
+    interval of its mean (the t interval over sets would leave out the sampling of the records)."""
+    out = []
+    excess = per_set_values(rows, keep=lambda r: r.params.get("baseline") in EXCESS)
+    for (measure, _), (params, values) in excess.items():
+        kind = params["baseline"]
+        base = canonical_json({k: v for k, v in params.items() if k != "baseline"})
+        finite = [v for v in values if math.isfinite(v)]
+        summary = {"mean": _finite_mean(finite), "sd": statistics.stdev(finite) if len(finite) > 1 else math.nan}
+        if relabelled:
+            spread = [r[(measure, base)][kind] for r in relabelled if (measure, base) in r]
+            summary["lower95"], summary["upper95"] = shift_interval(summary["mean"], spread)
+        out += summary_rows(measure, params, summary, "permutation")
+    return out

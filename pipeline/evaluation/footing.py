@@ -1,0 +1,179 @@
+"""Equal footings of a holdout baseline: which records stand in the original's place, and how.
+
+A holdout baseline evaluates a measure twice — with training records and with holdout records
+in the original's place — on equal footing, and again on relabelled footings (the two groups
+drawn at random from the records of both) for the permutation interval of the excess
+(``docs/baselines.md``).  A :class:`Footing` makes those pairs of
+:class:`~pipeline.evaluation.data.EvalData`:
+
+* :class:`SampledFooting` — measures that compare the synthetic sets with a *sample* of
+  records (synthpop's disclosure measures, distances): the larger of training and holdout is
+  subsampled without replacement to the size of the smaller (uniqueness and matching depend
+  on the sample size, so the sizes must be equal); a relabelling splits the 2k records of both
+  groups at random into two groups of k;
+* :class:`PairedFooting` — row-aligned partially synthetic data (identification risk): record
+  i keeps its released (known) values, and its synthesised values are those of a holdout
+  record drawn from the records with i's categorical known values; a relabelling swaps, per
+  record with probability 1/2, its own synthesised values with its partner's.
+
+Every draw comes from ``numpy.random.default_rng([seed, relabelling])`` over record positions
+and counts only, so footings do not depend on partitions or workers.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from pipeline.evaluation.data import EvalData, Frame
+from pipeline.evaluation.execution import Executor
+
+
+class Footing(ABC):
+    """How the records a measure compares with the synthetic sets are put on equal footing."""
+
+    @abstractmethod
+    def split(self, data: EvalData, executor: Executor, seed: int, relabel: int = 0) -> tuple[EvalData, EvalData]:
+        """(training footing, holdout footing) — the same synthetic sets, no holdout attached.
+
+        ``relabel`` 0 is the observed footing; 1, 2, … are relabellings (the permutation
+        distribution of the excess under "training records are no different from holdout
+        records").
+        """
+
+
+def _rng(seed: int, relabel: int) -> np.random.Generator:
+    return np.random.default_rng([int(seed), int(relabel)])
+
+
+def _take(frame: Frame, keep: np.ndarray, executor: Executor) -> Frame:
+    """The records of ``frame`` at the positions where ``keep`` is True, in record order (lazy stays lazy)."""
+    if isinstance(frame, pd.DataFrame):
+        return frame[keep].reset_index(drop=True)
+    (counts,) = executor.partition_rows(frame)
+    ends = np.cumsum(counts)
+    parts = [
+        dask.delayed(_take_part)(p, keep[end - n : end])
+        for p, n, end in zip(frame.to_delayed(), counts, ends, strict=True)
+    ]
+    return dd.from_delayed(parts, meta=frame._meta, verify_meta=False)
+
+
+def _take_part(part: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
+    return part[keep]
+
+
+def _concat(a: Frame, b: Frame) -> Frame:
+    if isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame):
+        return pd.concat([a, b], ignore_index=True)
+    as_dask = [dd.from_pandas(f, npartitions=1, sort=False) if isinstance(f, pd.DataFrame) else f for f in (a, b)]
+    return dd.concat(as_dask)
+
+
+@dataclass(frozen=True)
+class SampledFooting(Footing):
+    """Training and holdout records subsampled to one size (the smaller of the two)."""
+
+    def sizes(self, data: EvalData, executor: Executor) -> tuple[int, int]:
+        """Records of the training data and of the holdout."""
+        train_counts, hold_counts = executor.partition_rows(data.original, data.holdout)
+        n_train, n_hold = sum(train_counts), sum(hold_counts)
+        return int(n_train), int(n_hold)
+
+    def masks(self, n_train: int, n_hold: int, seed: int, relabel: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """Per group (training footing, holdout footing): which training and which holdout records it holds."""
+        k = min(n_train, n_hold)
+        rng = _rng(seed, 0)
+        train = np.zeros(n_train, dtype=bool)
+        train[rng.choice(n_train, k, replace=False) if k < n_train else slice(None)] = True
+        hold = np.zeros(n_hold, dtype=bool)
+        hold[rng.choice(n_hold, k, replace=False) if k < n_hold else slice(None)] = True
+        if relabel == 0:
+            return (train, np.zeros(n_hold, dtype=bool)), (np.zeros(n_train, dtype=bool), hold)
+        pool = np.concatenate([np.flatnonzero(train), n_train + np.flatnonzero(hold)])
+        first = np.zeros(n_train + n_hold, dtype=bool)
+        first[_rng(seed, relabel).choice(pool, k, replace=False)] = True
+        second = np.zeros(n_train + n_hold, dtype=bool)
+        second[pool] = True
+        second &= ~first
+        return (first[:n_train], first[n_train:]), (second[:n_train], second[n_train:])
+
+    def split(self, data: EvalData, executor: Executor, seed: int, relabel: int = 0) -> tuple[EvalData, EvalData]:
+        n_train, n_hold = self.sizes(data, executor)
+        out = []
+        for from_train, from_hold in self.masks(n_train, n_hold, seed, relabel):
+            parts = []
+            if from_train.any():
+                parts.append(_take(data.original, from_train, executor))
+            if from_hold.any():
+                parts.append(_take(data.holdout, from_hold, executor))
+            frame = parts[0] if len(parts) == 1 else _concat(*parts)
+            out.append(EvalData((frame, *data.synthetic), data.schema))
+        return out[0], out[1]
+
+
+@dataclass(frozen=True)
+class PairedFooting(Footing):
+    """Row-aligned data: the synthesised values of each record against those of a holdout partner.
+
+    Attributes
+    ----------
+    cells : tuple of str
+        Categorical known variables: a partner is drawn among the holdout records with the
+        record's values of them (a missing value is a value); a record whose cell has no
+        holdout record draws from the whole holdout.
+    replaced : tuple of str
+        The synthesised variables, taken from the partner.
+    columns : tuple of str
+        Every variable the measure reads (only these are collected to build the footings).
+    """
+
+    cells: tuple[str, ...]
+    replaced: tuple[str, ...]
+    columns: tuple[str, ...]
+
+    def partners(self, training: pd.DataFrame, holdout: pd.DataFrame, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each training record's holdout partner (a position) and whether its cell had one."""
+        rng = _rng(seed, 0)
+        u = rng.random(len(training))
+        if not self.cells:
+            return np.floor(u * len(holdout)).astype(np.int64), np.ones(len(training), dtype=bool)
+        both = pd.concat([training[list(self.cells)], holdout[list(self.cells)]], ignore_index=True)
+        codes = both.groupby(list(self.cells), dropna=False, observed=True, sort=True).ngroup().to_numpy()
+        train_cell, hold_cell = codes[: len(training)], codes[len(training) :]
+        order = np.argsort(hold_cell, kind="stable")  # holdout positions grouped by cell, in record order
+        n_cells = int(codes.max()) + 1 if len(codes) else 0
+        size = np.bincount(hold_cell, minlength=n_cells)
+        start = np.cumsum(size) - size
+        paired = size[train_cell] > 0
+        position = start[train_cell] + np.floor(u * size[train_cell]).astype(np.int64)
+        within = order[position.clip(0, len(holdout) - 1)]  # clipped: unpaired records take `anywhere`
+        anywhere = np.floor(u * len(holdout)).astype(np.int64)
+        return np.where(paired, within, anywhere), paired
+
+    def split(self, data: EvalData, executor: Executor, seed: int, relabel: int = 0) -> tuple[EvalData, EvalData]:
+        data = data.select(self.columns)
+        training, holdout = _whole(executor, data.original, data.holdout)
+        partner, _ = self.partners(training, holdout, seed)
+        cols = list(self.replaced)
+        own = training[cols].reset_index(drop=True)
+        other = holdout[cols].iloc[partner].reset_index(drop=True)
+        if relabel:
+            swap = pd.DataFrame(dict.fromkeys(cols, _rng(seed, relabel).random(len(training)) < 0.5))
+            own, other = own.mask(swap, other), other.mask(swap, own)
+        train = training.assign(**{c: own[c].to_numpy() for c in cols})
+        control = training.assign(**{c: other[c].to_numpy() for c in cols})
+        return EvalData((train, *data.synthetic), data.schema), EvalData((control, *data.synthetic), data.schema)
+
+
+def _whole(executor: Executor, *frames: Frame) -> Sequence[pd.DataFrame]:
+    """Frames as pandas frames, index 0..n-1 (row-aligned footings are built on the client)."""
+    lazy = [f for f in frames if isinstance(f, dd.DataFrame)]
+    got = iter(executor.compute(*lazy))
+    return [(next(got) if isinstance(f, dd.DataFrame) else f).reset_index(drop=True) for f in frames]

@@ -1,0 +1,86 @@
+"""Summary rows over synthetic sets: mean, between-set standard deviation and a 95 % interval.
+
+Generic over :class:`~pipeline.evaluation.base.Row`: every (measure, params) that has a value
+for synthetic sets "1".."m" gets rows under synthetic "mean" with params
+``{**params, "summary": s}``, s in ``mean``, ``sd``, ``lower95``, ``upper95``; the two bounds also
+carry ``"ci"``, the method (not ``interval``: identification risk has a parameter of that name):
+
+* ``"t"`` — Student's t over the m sets (m ≥ 2 finite values): mean ± t(0.975, m − 1) · sd / √m.
+  It describes the variation *between synthetic sets* (the synthesis' randomness) with the
+  original records held fixed;
+* ``"permutation"`` — the holdout excess (:mod:`pipeline.evaluation.baseline`): the mean excess
+  over sets ± t(0.975, R − 1) times the standard deviation of the mean excess over R random
+  relabellings of training and holdout records (:func:`shift_interval`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from pipeline.evaluation.base import Row, canonical_json
+
+LEVEL = 0.95
+#: the ``summary`` values of the summary rows
+SUMMARIES = ("mean", "sd", "lower95", "upper95")
+
+
+def per_set_values(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) -> dict[str, Any]:
+    """``{(measure, canonical params): (params, [values of sets 1..m])}`` in first-seen order."""
+    groups: dict[tuple[str, str], tuple[Mapping[str, Any], list[float]]] = {}
+    for r in rows:
+        if not str(r.synthetic).isdigit() or not keep(r):
+            continue
+        key = (r.measure, canonical_json(r.params))
+        groups.setdefault(key, (r.params, []))[1].append(float(r.value))
+    return groups
+
+
+def summary_rows(measure: str, params: Mapping[str, Any], values: dict[str, float], method: str) -> list[Row]:
+    """The summary rows of one (measure, params): ``values`` by summary name (bounds carry ``method``)."""
+    out = []
+    for name in (s for s in SUMMARIES if s in values):
+        extra = {"summary": name, **({"ci": method} if name in ("lower95", "upper95") else {})}
+        out.append(Row("mean", measure, float(values[name]), {**params, **extra}))
+    return out
+
+
+def t_interval(values: Sequence[float], level: float = LEVEL) -> dict[str, float] | None:
+    """Mean, standard deviation and the t interval of the finite ``values`` (None when fewer than 2)."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if len(v) < 2:
+        return None
+    mean, sd = math.fsum(v.tolist()) / len(v), float(np.std(v, ddof=1))
+    half = float(stats.t.ppf(0.5 + level / 2, len(v) - 1)) * sd / math.sqrt(len(v))
+    return {"mean": mean, "sd": sd, "lower95": mean - half, "upper95": mean + half}
+
+
+def shift_interval(observed: float, relabelled: Sequence[float], level: float = LEVEL) -> tuple[float, float]:
+    """The interval ``observed ± t(0.975, R − 1) · sd(relabelled)`` (NaN bounds with fewer than 2 finite values).
+
+    ``relabelled`` are the statistic on R random relabellings of the records: their spread is
+    the statistic's sampling spread when training and holdout records are exchangeable, so the
+    interval covers 0 with probability ``level`` when the synthesis adds nothing (approximately
+    normal statistics; tested by simulation in ``tests/foundation/test_baselines.py``).
+    """
+    r = np.asarray(relabelled, dtype=np.float64)
+    r = r[np.isfinite(r)]
+    if len(r) < 2 or not math.isfinite(observed):
+        return math.nan, math.nan
+    half = float(stats.t.ppf(0.5 + level / 2, len(r) - 1)) * float(np.std(r, ddof=1))
+    return observed - half, observed + half
+
+
+def over_sets(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) -> list[Row]:
+    """t-interval summary rows of every (measure, params) with at least 2 finite per-set values."""
+    out = []
+    for (measure, _), (params, values) in per_set_values(rows, keep).items():
+        summary = t_interval(values)
+        if summary is not None:
+            out += summary_rows(measure, params, summary, "t")
+    return out
