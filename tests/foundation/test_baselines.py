@@ -27,8 +27,8 @@ from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.evaluation.footing import PairedFooting, SampledFooting
 from pipeline.evaluation.intervals import shift_interval, t_interval
-from pipeline.risk.disclosure.task import DisclosureMeasure
-from pipeline.risk.idrisk.task import IdentificationRiskMeasure
+from pipeline.risk.disclosure.measure import DisclosureMeasure
+from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
 
 MEMORY = Executor(policy="memory")
 
