@@ -28,6 +28,7 @@ import pandas as pd
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import Frame
 from pipeline.evaluation.execution import Executor
+from pipeline.results import jsonable
 
 Level = str | None
 """A level label; ``None`` is the NA level."""
@@ -335,7 +336,7 @@ def write_margins(
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     doc = {"metadata": metadata or {}, "order": [t.name for t in tables], "margins": [t.to_dict() for t in tables]}
-    (d / "margins.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    (d / "margins.json").write_text(json.dumps(jsonable(doc), indent=1, allow_nan=False), encoding="utf-8")
     for i, t in enumerate(tables):
         frame = t.to_frame()
         for fmt in formats:

@@ -11,7 +11,7 @@ from pipeline.data.dataset import write_dataset
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import Frame
-from pipeline.results import atomic_folder
+from pipeline.results import atomic_folder, jsonable
 
 
 def write_release(
@@ -42,5 +42,5 @@ def write_release(
         if extra is not None:
             extra(tmp)
         name, content = report
-        (tmp / name).write_text(json.dumps(content, indent=1), encoding="utf-8")
+        (tmp / name).write_text(json.dumps(jsonable(content), indent=1, allow_nan=False), encoding="utf-8")
     return out
