@@ -368,13 +368,15 @@ def describe(cfg: Any) -> dict[str, Any]:
 
 
 def _redacted(value: Any, name: str = "") -> Any:
+    if name == "tls":  # certificate and key file names (describe keeps the names only), not secrets
+        return value
     if isinstance(value, dict):
         if name == "env":
             return dict.fromkeys(value, REDACTED)
         return {k: _redacted(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
         return [_redacted(v, name) for v in value]
-    if name != "tls" and _SECRET.search(name) and value is not None:
+    if _SECRET.search(name) and value is not None:
         return REDACTED
     return value
 

@@ -158,3 +158,10 @@ def test_worker_log_is_private_and_refuses_a_planted_symlink(tmp_path, monkeypat
     with pytest.raises(OSError):
         open_private_log(log)
     assert target.read_text() == "theirs"
+
+
+def test_described_tls_section_keeps_the_certificate_file_names():
+    from pipeline.cluster import describe
+
+    cfg = load_cluster_config(CONFIGS / "scheduler.yaml")
+    assert describe(cfg)["tls"] == {"ca_file": "ca.pem", "cert": "client.pem", "key": "client-key.pem"}
