@@ -2,8 +2,7 @@
 
 Data: the register generator (``pipeline.datasets.register``: sex, single year of age,
 municipality, education, ... and a model-based synthetic twin, every record drawn on its own).
-When this checkout does not have it yet, the generator of ``--register-module`` (a path to a
-``register.py``, e.g. another worktree's) is loaded read-only.  ``2 n`` original records are
+``2 n`` original records are
 generated: the first ``n`` are the training records, the last ``n`` the holdout; the twin's
 first ``n`` records are the synthetic set.  The frames are put on the workers and waited for
 before the clock starts (``harness.Bench``); each line prints wall, CPU (driver + workers),
@@ -25,8 +24,6 @@ Run (over 1M records under the shared lock)::
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
 
 import dask.dataframe as dd
@@ -43,22 +40,6 @@ INFER_AUX = ["sex", "age", "municipality", "edu", "expenditure"]
 WORKER_ROWS = 250_000
 
 
-def register_module(path: str | None):
-    """``pipeline.datasets.register`` of this checkout, else the file at ``path`` (read-only)."""
-    try:
-        from pipeline.datasets import register  # type: ignore[attr-defined]
-
-        return register
-    except ImportError:
-        if path is None or not Path(path).exists():
-            sys.exit("no register generator: pass --register-module path/to/register.py")
-        spec = importlib.util.spec_from_file_location("register_generator", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # its dataclasses look their module up
-        spec.loader.exec_module(module)
-        return module
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[200_000, 1_000_000])
@@ -66,11 +47,11 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="5GiB")
     parser.add_argument("--n-attacks", type=int, default=500)
     parser.add_argument("--all-attacks-up-to", type=int, default=200_000)
-    parser.add_argument("--register-module", default="/work/wt/reg-gen/pipeline/datasets/register.py")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--write-inputs", metavar="DIR", help="only write the inputs as CSV for anonymeter's timing")
     args = parser.parse_args()
-    register = register_module(args.register_module)
+    from pipeline.datasets import register
+
     schema = register.register_schema()
     if args.write_inputs:
         write_inputs(register, args.sizes, Path(args.write_inputs))
