@@ -56,8 +56,11 @@ def test_absolute_radius_may_exceed_one(frames):
 
 
 def test_zero_radius_never_matches_open_but_is_exact_when_closed(frames):
+    """The R package returns c = 0 for every record with a radius of 0 and open intervals (nothing
+    matches, not even a record's own value); sdc-pipeline refuses that setting (issue 23)."""
     orig, _ = frames
-    assert identification_risk(orig, [orig], ["sex"], ["income"], 0.0).c.sum() == 0
+    with pytest.raises(ParameterError, match="a radius of 0 matches nothing"):
+        identification_risk(orig, [orig], ["sex"], ["income"], 0.0)
     closed = identification_risk(orig, [orig], ["sex"], ["income"], 0.0, interval="closed")
     assert (closed.c >= 1).all() and closed.T.all()
 
@@ -143,3 +146,21 @@ def test_bad_grids(frames):
         radius_sweep(orig, [syn], ["sex", "age"], ["income"], grid=[0.1, 0.2])
     with pytest.raises(ParameterError, match="criterion"):
         radius_sweep(orig, [syn], ["sex"], ["income"], grid=[0.1], criterion="max")
+
+
+def test_a_zero_radius_with_open_intervals_is_refused_with_how_to_match_exactly():
+    """Issue 23: `radius: {x: 0}` used to match nothing (file risk 0.0000, r* at the grid edge)."""
+    from pipeline.errors import ParameterError
+    from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
+
+    scenario = {"s": {"known": ["sex", "age"], "synthesised": ["income"]}}
+    for params in (
+        {"scenarios": scenario, "radius": {"age": 0, "income": 0.1}},
+        {"scenarios": scenario, "radius": 0.1, "radius_grid": {"income": [0.0, 0.1]}},
+    ):
+        with pytest.raises(ParameterError, match=r"a radius of 0 matches nothing.*set interval: closed"):
+            IdentificationRiskMeasure(params)
+    closed = IdentificationRiskMeasure(
+        {"scenarios": scenario, "radius": {"age": 0, "income": 0.1}, "interval": "closed"}
+    )
+    assert closed.params.radius == {"age": 0.0, "income": 0.1}

@@ -202,10 +202,18 @@ class IdentificationRiskParams(Params):
                     f"radius grid given for {', '.join(map(repr, foreign))}, which scenario {name!r} neither "
                     "knows nor synthesises"
                 )
+        values = _radius_numbers(self.radius, self.radius_grid)
+        for s in self.scenarios.values():
+            values += _radius_numbers(s.radius, s.radius_grid)
+        zero = [where for where, r in values if r == 0]
+        if zero and self.interval == "open":
+            # |x - y| < 0 holds for no pair: the file risk would be 0 because nothing matches
+            raise ValueError(
+                f"{zero[0]} is 0, but with interval='open' a match needs |x - y| < radius, so a radius of 0 "
+                "matches nothing, not even a record's own value; for exact matching set interval: closed "
+                "(then 0 means equal values), or declare the variable a factor in the schema"
+            )
         if self.percentage:
-            values = _radius_numbers(self.radius, self.radius_grid)
-            for s in self.scenarios.values():
-                values += _radius_numbers(s.radius, s.radius_grid)
             for where, r in values:
                 if r >= 1:
                     raise ValueError(
