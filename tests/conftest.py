@@ -37,3 +37,17 @@ def dask_client():
         Client(cluster) as client,
     ):
         yield client
+
+
+@pytest.fixture(scope="module")
+def clients():
+    """A one-worker and a two-worker in-process cluster (results must not depend on the workers)."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as one,
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as two,
+        Client(one, set_as_default=False) as c1,
+        Client(two, set_as_default=False) as c2,
+    ):
+        yield c1, c2

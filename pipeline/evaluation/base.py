@@ -155,6 +155,13 @@ class Result(ABC):
         """The rows as a frame with :data:`TIDY_COLUMNS` (``params`` as canonical JSON)."""
         return rows_frame(self.rows())
 
+    def values_by_set(self) -> dict[str, dict[str, float]]:
+        """``{synthetic set: {measure: value}}`` of the rows (a summary for :meth:`to_dict`)."""
+        sets: dict[str, dict[str, float]] = {}
+        for r in self.rows():
+            sets.setdefault(r.synthetic, {})[r.measure] = r.value
+        return sets
+
     def level_counts(self) -> Sequence[LevelCounts]:
         """The level labels the summary shows with their original record counts (binned numeric
         variables with their breaks), so that written summaries can coarsen the labels that

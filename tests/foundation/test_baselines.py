@@ -17,7 +17,6 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
 
 from pipeline.data.schema import Schema
 from pipeline.datasets import load_demo
@@ -251,17 +250,6 @@ def test_options_are_validated():
 
 
 # ---- partitions and workers -----------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def clients():
-    with (
-        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as one,
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as two,
-        Client(one, set_as_default=False) as c1,
-        Client(two, set_as_default=False) as c2,
-    ):
-        yield c1, c2
 
 
 def _lazy(data: EvalData, parts: int) -> EvalData:

@@ -14,7 +14,6 @@ from functools import cache
 import dask.dataframe as dd
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
 
 from pipeline.datasets import load_demo, load_demo_synthetic
 from pipeline.errors import CompatibilityError, ParameterError
@@ -93,18 +92,6 @@ def test_registry_entry_agrees_with_its_class(type_: str) -> None:
     entry = REGISTRY[type_]
     cls = entry.measure
     assert (cls.type, cls.family, cls.description) == (entry.type, entry.family, entry.description)
-
-
-@pytest.fixture(scope="module")
-def clients():
-    """A one-worker and a two-worker in-process cluster."""
-    with (
-        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as one,
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as two,
-        Client(one, set_as_default=False) as c1,
-        Client(two, set_as_default=False) as c2,
-    ):
-        yield c1, c2
 
 
 @pytest.mark.parametrize("type_", sorted(EXAMPLES))

@@ -11,7 +11,6 @@ from functools import cache
 
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
 from pydantic import ValidationError
 
 from pipeline.data.dataset import Dataset
@@ -44,18 +43,6 @@ def _dataset(name: str, npartitions: int = 1) -> Dataset:
 
 def _sets(syn: Synthesiser, original: Dataset, executor: Executor) -> list[pd.DataFrame]:
     return [s.reset_index(drop=True) for s in syn.synthesise(original, executor).synthetic]
-
-
-@pytest.fixture(scope="module")
-def clients():
-    """A one-worker and a two-worker in-process cluster."""
-    with (
-        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as one,
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as two,
-        Client(one, set_as_default=False) as c1,
-        Client(two, set_as_default=False) as c2,
-    ):
-        yield c1, c2
 
 
 def test_every_registered_synthesiser_has_an_example() -> None:

@@ -63,8 +63,5 @@ class AttackResult(Result):
         return list(self.row_list)
 
     def to_dict(self) -> dict[str, Any]:
-        sets: dict[str, dict[str, float]] = {}
-        for r in self.row_list:
-            sets.setdefault(r.synthetic, {})[r.measure] = r.value
         params = dict(self.row_list[0].params) if self.row_list else {}
-        return {"attack": self.attack, "params": params, "sets": sets}
+        return {"attack": self.attack, "params": params, "sets": self.values_by_set()}

@@ -62,7 +62,4 @@ class DCRResult(Result):
         return list(self.row_list)
 
     def to_dict(self) -> dict[str, Any]:
-        sets: dict[str, dict[str, float]] = {}
-        for r in self.row_list:
-            sets.setdefault(r.synthetic, {})[r.measure] = r.value
-        return {"vars": list(self.variables), "sets": sets}
+        return {"vars": list(self.variables), "sets": self.values_by_set()}
