@@ -86,8 +86,13 @@ def main(verbose: bool) -> None:
 @click.option("--out", "out", type=click.Path(path_type=Path), help="Run folder (default: the task's 'output').")
 @click.option("--history", type=click.Path(path_type=Path), help="Also append the results to this history store.")
 @click.option("--no-report", is_flag=True, help="Skip the HTML report.")
+@click.option(
+    "--force", is_flag=True, help="Write into a non-empty folder that is not the task's (none of its files is touched)."
+)
 @_handle_errors
-def run(task_file: Path, cluster: Path | None, out: Path | None, history: Path | None, no_report: bool) -> None:
+def run(
+    task_file: Path, cluster: Path | None, out: Path | None, history: Path | None, no_report: bool, force: bool
+) -> None:
     """Run TASK_FILE and write results.parquet, summary.json, manifest.json and report.html."""
     from pipeline.runner import check_writable_folder, run_task
     from pipeline.tasks import load_task
@@ -96,7 +101,7 @@ def run(task_file: Path, cluster: Path | None, out: Path | None, history: Path |
     hist = history or task.spec.history
     if hist is not None:
         check_writable_folder(hist, "history")
-    outcome = run_task(task, cluster=cluster, out_dir=out, report=not no_report, history=hist)
+    outcome = run_task(task, cluster=cluster, out_dir=out, report=not no_report, history=hist, force=force)
     if hist is not None:
         from pipeline.store import ResultsStore
 
@@ -108,7 +113,11 @@ def run(task_file: Path, cluster: Path | None, out: Path | None, history: Path |
 @click.argument("task_file", type=click.Path(path_type=Path))
 @click.option("--history", type=click.Path(path_type=Path), help="Results store (default: the task's 'history').")
 @click.option("--date", "run_date", help="Run date YYYY-MM-DD (default: today, UTC).")
-@click.option("--force", is_flag=True, help="Run even if the history already has results for the date.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Run even if the history has results for the date; write into a non-empty folder that is not the task's.",
+)
 @click.option("--cluster", type=click.Path(path_type=Path), help="Cluster config YAML (default: local).")
 @click.option("--out", "out", type=click.Path(path_type=Path), help="Run folder (default: <output>/<date>).")
 @_handle_errors
@@ -165,14 +174,17 @@ def history(history_dir: Path, task_name: str | None, measure: str | None, as_cs
 @click.argument("task_file", type=click.Path(path_type=Path))
 @click.option("--cluster", type=click.Path(path_type=Path), help="Cluster config YAML (default: local).")
 @click.option("--out", "out", type=click.Path(path_type=Path), help="Folder (default: <output>/synthesis).")
+@click.option(
+    "--force", is_flag=True, help="Write into a non-empty folder that is not the task's (none of its files is touched)."
+)
 @_handle_errors
-def synthesise(task_file: Path, cluster: Path | None, out: Path | None) -> None:
+def synthesise(task_file: Path, cluster: Path | None, out: Path | None, force: bool) -> None:
     """Write the synthetic sets, released margins and fit report of every 'synthesise' source
     (finished syntheses in the folder's cache are reused), their rows and the manifest."""
     from pipeline.runner import synthesise_task
     from pipeline.tasks import load_task
 
-    outcome = synthesise_task(load_task(task_file), cluster=cluster, out_dir=out)
+    outcome = synthesise_task(load_task(task_file), cluster=cluster, out_dir=out, force=force)
     for path in outcome.releases:
         click.echo(f"wrote {path}")
     click.echo(f"{len(outcome.results)} result rows in {outcome.out_dir} (run {outcome.run_id})")
@@ -180,8 +192,14 @@ def synthesise(task_file: Path, cluster: Path | None, out: Path | None) -> None:
 
 @main.command()
 @click.argument("task_file", type=click.Path(path_type=Path))
+@click.option(
+    "--out", "out", type=click.Path(path_type=Path), help="Run folder to check (default: the task's 'output')."
+)
+@click.option(
+    "--force", is_flag=True, help="Write into a non-empty folder that is not the task's (none of its files is touched)."
+)
 @_handle_errors
-def validate(task_file: Path) -> None:
+def validate(task_file: Path, out: Path | None, force: bool) -> None:
     """Check TASK_FILE (format, measures, parameters, data) without running it; print its units.
 
     Synthesised sources are checked against the schema their synthesis will have; nothing is
@@ -190,7 +208,7 @@ def validate(task_file: Path) -> None:
     from pipeline.runner import validate_task
     from pipeline.tasks import load_task
 
-    units = validate_task(load_task(task_file))
+    units = validate_task(load_task(task_file), out_dir=out, force=force)
     for u in units:
         click.echo(f"{u.fingerprint}  {u.label}")
     click.echo(f"{task_file}: valid, {len(units)} unit(s)")

@@ -147,8 +147,22 @@ def run_nightly(
 
     The run folder ``<output>/<date>`` gets the run's files, ``gates.json`` and the report with
     the nightly comparison, and its manifest last; the history gets the results once the gates
-    have been checked (a gate naming an unknown measure leaves both untouched).
+    have been checked (a gate naming an unknown measure leaves both untouched). ``force``: run
+    even if the history has the date, and into a non-empty folder that is not the task's (as
+    :func:`~pipeline.runner.execute_task`'s ``force``).
+
+    Two nightly runs of a task for one date: the second into the same run folder is refused at
+    once (the folder's lock); one into another folder runs, but the history stores one of them
+    only — "not yet stored for the date" is checked again under the history's lock when storing,
+    and the later run is refused there (unless ``force``), its folder left untouched.
+
+    Raises
+    ------
+    TaskError
+        Besides invalid tasks and inputs: another run holds the run folder, or stored the date
+        while this one ran.
     """
+    from pipeline.run.folder import run_folder_for
     from pipeline.runner import check_writable_folder, default_out_dir, execute_task, write_run
 
     hist_path = history or task.spec.history
@@ -173,12 +187,21 @@ def run_nightly(
         previous = store.read_run(last.path)  # a corrupted previous result fails here, before any work
         previous_id = f"{last.run_date} ({last.run_id})"
     out = Path(out_dir) if out_dir else default_out_dir(task) / date
-    outcome = execute_task(task, cluster=cluster, out_dir=out, history=hist_path)
-    checks = check_gates(outcome.results, previous, task.spec.gates)
-    store.append(outcome.results, outcome.manifest, run_date=date)
-    write_run(
-        outcome,
-        extra_sections=[gates_html(checks, previous_id)],
-        extra_files={"gates.json": json.dumps(jsonable([asdict(c) for c in checks]), indent=1)},
-    )
+    with run_folder_for(task, out, force):
+        outcome = execute_task(task, cluster=cluster, out_dir=out, history=hist_path, force=force)
+        checks = check_gates(outcome.results, previous, task.spec.gates)
+        with store.locked():
+            stored = store.runs(task.spec.name)
+            meanwhile = stored[(stored["run_date"] == date) & ~stored["run_id"].isin(runs["run_id"])]
+            if len(meanwhile) and not force:
+                raise TaskError(
+                    f"{task.spec.name}: results for {date} were stored in {hist_path} by another run while this one "
+                    f"ran (run {meanwhile['run_id'].iloc[-1]}); this run is not stored (use --force to store it too)"
+                )
+            store.append(outcome.results, outcome.manifest, run_date=date)
+        write_run(
+            outcome,
+            extra_sections=[gates_html(checks, previous_id)],
+            extra_files={"gates.json": json.dumps(jsonable([asdict(c) for c in checks]), indent=1)},
+        )
     return NightlyOutcome(False, date, checks, out)

@@ -59,25 +59,52 @@ def check_tidy(frame: pd.DataFrame, where: str) -> pd.DataFrame:
     return out
 
 
-def atomic_write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    """Write Parquet to a temporary file and rename it, so a crash leaves no half-written file."""
+@contextmanager
+def _replacing(path: Path) -> Iterator[Path]:
+    """A temporary sibling of ``path`` to write, renamed to ``path`` on success and removed on
+    failure (a full disk leaves neither a half-written file nor a stray temporary one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    """Write Parquet to a temporary file and rename it, so a crash leaves no half-written file."""
+    with _replacing(path) as tmp:
+        frame.to_parquet(tmp, index=False)
+
+
+def make_private(folder: Path) -> None:
+    """Make ``folder`` and everything in it readable by the owner only (folders 0700, files 0600):
+    record-level data (synthetic sets, their caches) whatever the umask."""
+    folder.chmod(0o700)
+    for root, dirs, files in os.walk(folder):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o700, follow_symlinks=False)
+        for f in files:
+            if not os.path.islink(os.path.join(root, f)):
+                os.chmod(os.path.join(root, f), 0o600)
 
 
 @contextmanager
-def atomic_folder(dest: Path) -> Iterator[Path]:
+def atomic_folder(dest: Path, private: bool = False) -> Iterator[Path]:
     """A temporary sibling folder to fill, renamed to ``dest`` (replacing an older one) on success.
 
     A crash or an error leaves ``dest`` as it was and no half-written folder behind.
+    ``private``: the folder holds record-level data; it is created 0700 and everything written
+    into it is made owner-only (:func:`make_private`) before it takes ``dest``'s place.
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex}"
-    tmp.mkdir()
+    tmp.mkdir(mode=0o700 if private else 0o777)
     try:
         yield tmp
+        if private:
+            make_private(tmp)
         old = None
         if dest.exists():
             old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex}"
@@ -91,10 +118,8 @@ def atomic_folder(dest: Path) -> Iterator[Path]:
 
 
 def atomic_write_text(text: str, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    with _replacing(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def jsonable(obj: Any) -> Any:

@@ -40,10 +40,12 @@ from pipeline.results import RESULT_COLUMNS
 from pipeline.run.cache import UnitOutput, synthesis_folder, synthesised_sets
 from pipeline.run.folder import (
     RunOutcome,
-    check_folder_owner,
+    check_run_folder,
     check_writable_folder,
     claim_folder,
     default_out_dir,
+    run_folder_for,
+    run_names,
     write_run,
 )
 from pipeline.run.groups import RepetitionGroup, repetition_groups, run_repetition
@@ -134,6 +136,7 @@ def execute_task(
     measures: bool = True,
     release_dir: str | Path | None = None,
     history: str | Path | None = None,
+    force: bool = False,
 ) -> RunOutcome:
     """Run every unit of ``task`` (its syntheses, then, if ``measures``, its measure units) on
     the configured cluster; cache each unit under ``<out>/.units``; write nothing else.
@@ -141,21 +144,34 @@ def execute_task(
     :func:`write_run` writes the run folder.  ``release_dir`` (default ``<out>/synthesis``) is
     where the folder will hold each synthesis's release, as ``<dataset>/<source>/rep<r>``.
     ``history`` (default: the task's) is the results history whose privacy-budget spend counts
-    against the task's ``privacy_budget`` cap.
+    against the task's ``privacy_budget`` cap. ``force``: run into a non-empty folder that is
+    not the task's run folder (nothing in it that a run of the task did not write is removed or
+    overwritten; :func:`~pipeline.run.folder.check_run_folder`). The run holds the folder's lock.
 
     Raises
     ------
     PipelineError
-        For invalid inputs (before any work starts) or a failed unit (finished units stay
-        cached for the next run).
+        For invalid inputs or a folder the run may not write into or another run holds (before
+        any work starts) or a failed unit (finished units stay cached for the next run).
     """
+    out = Path(out_dir) if out_dir is not None else default_out_dir(task)
+    releases_to = Path(release_dir) if release_dir is not None else out / "synthesis"
+    with run_folder_for(task, out, force, releases_to):
+        return _execute(task, cluster, out, progress, measures, releases_to, history)
+
+
+def _execute(
+    task: LoadedTask,
+    cluster: str | Path | dict[str, Any] | None,
+    out: Path,
+    progress: bool,
+    measures: bool,
+    releases_to: Path,
+    history: str | Path | None,
+) -> RunOutcome:
     from pipeline.cluster import connect, describe
 
     cluster_cfg = _cluster_config(task, cluster)
-    out = Path(out_dir) if out_dir is not None else default_out_dir(task)
-    check_writable_folder(out, "output folder")
-    check_folder_owner(out, task)
-    releases_to = Path(release_dir) if release_dir is not None else out / "synthesis"
     started = dt.datetime.now(dt.UTC)
     run_id = started.strftime("%Y%m%dT%H%M%S%fZ")
     t_start = time.perf_counter()
@@ -277,10 +293,12 @@ def run_task(
     progress: bool = True,
     report: bool = True,
     history: str | Path | None = None,
+    force: bool = False,
 ) -> RunOutcome:
     """Run every unit of ``task`` on the configured cluster and write the run folder.
 
-    ``history``: the results history the privacy-budget cap is checked against (default: the task's).
+    ``history``: the results history the privacy-budget cap is checked against (default: the task's);
+    ``force``: run into a non-empty folder that is not the task's (see :func:`execute_task`).
 
     Raises
     ------
@@ -288,24 +306,31 @@ def run_task(
         For invalid inputs (before any result is written) or a failed unit (finished units
         stay cached for the next run; no results file is written for a failed run).
     """
-    outcome = execute_task(task, cluster, out_dir, progress, history=history)
-    write_run(outcome, report=report)
+    out = Path(out_dir) if out_dir is not None else default_out_dir(task)
+    with run_folder_for(task, out, force):
+        outcome = execute_task(task, cluster, out, progress, history=history, force=force)
+        write_run(outcome, report=report)
     return outcome
 
 
-def validate_task(task: LoadedTask) -> list[Unit | SynthesisUnit]:
+def validate_task(
+    task: LoadedTask, out_dir: str | Path | None = None, force: bool = False
+) -> list[Unit | SynthesisUnit]:
     """Check a task without running it; return its units (syntheses first).
 
     Reads the data of file and demo sources and runs every measure unit's checks — the same as
     a run — on them; a synthesised source is checked against the schema its synthesis will
     have (:meth:`~pipeline.synth.base.Synthesiser.schema`), so nothing is synthesised. The
-    task's privacy-budget cap is checked against its history, as a run would.
+    task's privacy-budget cap is checked against its history, and its run folder (``out_dir``,
+    default the task's) as a run with ``force`` would check it.
 
     Raises
     ------
     PipelineError
         The first problem found, naming the task file, the measure and the data.
     """
+    out = Path(out_dir) if out_dir is not None else default_out_dir(task)
+    check_run_folder(out, task, force, run_names(out, out / "synthesis", []))
     executor = task_executor(task)
     inputs = read_inputs(task)
     persist_inputs(inputs, executor)  # read once for all checks, as a run does
@@ -323,14 +348,16 @@ def synthesise_task(
     cluster: str | Path | dict[str, Any] | None = None,
     out_dir: str | Path | None = None,
     progress: bool = True,
+    force: bool = False,
 ) -> RunOutcome:
     """Only synthesise: run (or reuse) every synthesis unit of ``task`` and write the folder —
     each release in ``<out>/<dataset>/<source>/rep<r>/`` (synthetic sets, released margins, fit
-    report), the syntheses' rows in ``results.parquet``/``.csv``, ``summary.json`` and, last,
-    ``manifest.json``."""
+    report; owner-only), the syntheses' rows in ``results.parquet``/``.csv``, ``summary.json``
+    and, last, ``manifest.json``. ``force``: as for :func:`execute_task`."""
     if not any(s.synthesise is not None for d in task.spec.datasets for s in d.synthetic):
         raise TaskError(f"{task.path}: no synthetic source has a 'synthesise' section")
     out = Path(out_dir) if out_dir is not None else default_out_dir(task) / "synthesis"
-    outcome = execute_task(task, cluster, out, progress, measures=False, release_dir=out)
-    write_run(outcome, report=False)
+    with run_folder_for(task, out, force, out):
+        outcome = execute_task(task, cluster, out, progress, measures=False, release_dir=out, force=force)
+        write_run(outcome, report=False)
     return outcome

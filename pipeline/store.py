@@ -7,7 +7,10 @@ Layout::
     <store>/run_date=YYYY-MM-DD/task=<name>/<run_id>.manifest.json
 
 Each run writes new files (temporary name, then rename), so nothing in the history is ever
-overwritten and a crash leaves no half-written file.  Query it with pandas or pyarrow::
+overwritten and a crash leaves no half-written file.  A run appends under the store's lock
+(``<store>/.sdc-lock``, :mod:`pipeline.run.lock`): concurrent runs append one after the other
+(waiting up to :data:`LOCK_WAIT` seconds), and a check-then-append (a nightly run's "not yet
+stored for this date") holds it across both.  Query it with pandas or pyarrow::
 
     pd.read_parquet("history", filters=[("task", "=", "nightly")])
 """
@@ -15,6 +18,8 @@ overwritten and a crash leaves no half-written file.  Query it with pandas or py
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,7 @@ import pyarrow.parquet as pq
 
 from pipeline.errors import DataError
 from pipeline.results import RESULT_COLUMNS, atomic_write_parquet, atomic_write_text, jsonable
+from pipeline.run.lock import exclusive
 
 MARKER = "_sdc_results_store.json"
 FORMAT_VERSION = 1
@@ -31,6 +37,10 @@ FORMAT_VERSION = 1
 #: stored before results had structured params; read as unknown) and ``type`` (runs stored
 #: before results had the measure type; read as unknown)
 OPTIONAL_COLUMNS = ("task", "params", "type")
+#: the lock a run holds on the store while it appends
+LOCK_FILE = ".sdc-lock"
+#: seconds a run waits for another run's append before it gives up
+LOCK_WAIT = 60.0
 
 
 class ResultsStore:
@@ -69,17 +79,42 @@ class ResultsStore:
     def run_dir(self, run_date: str, task: str) -> Path:
         return self.root / f"run_date={run_date}" / f"task={task}"
 
-    def append(self, results: pd.DataFrame, manifest: dict[str, Any], run_date: str | None = None) -> Path:
-        """Add one run's tidy results (never overwriting an existing file)."""
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's lock (creating the store if needed): no other run appends meanwhile.
+
+        Raises
+        ------
+        TaskError
+            Another run held it for :data:`LOCK_WAIT` seconds (its PID and start time named).
+        """
         self._check(create=True)
+        with exclusive(self.root / LOCK_FILE, f"results history {self.root}", wait=LOCK_WAIT):
+            yield
+
+    def append(self, results: pd.DataFrame, manifest: dict[str, Any], run_date: str | None = None) -> Path:
+        """Add one run's tidy results (never overwriting an existing file), under the store's lock.
+
+        Raises
+        ------
+        DataError
+            The run is already stored, or writing failed (a full disk; nothing is left behind).
+        """
         date = run_date or manifest["started_utc"][:10]
         folder = self.run_dir(date, manifest["task"])
         path = folder / f"{manifest['run_id']}.parquet"
-        if path.exists():
-            raise DataError(f"{path} already exists in the history; a run is never overwritten")
-        table = results.drop(columns=[c for c in ("task",) if c in results.columns])
-        atomic_write_parquet(table, path)
-        atomic_write_text(json.dumps(jsonable(manifest), indent=1), folder / f"{manifest['run_id']}.manifest.json")
+        with self.locked():
+            if path.exists():
+                raise DataError(f"{path} already exists in the history; a run is never overwritten")
+            table = results.drop(columns=[c for c in ("task",) if c in results.columns])
+            try:
+                atomic_write_parquet(table, path)
+                atomic_write_text(
+                    json.dumps(jsonable(manifest), indent=1), folder / f"{manifest['run_id']}.manifest.json"
+                )
+            except OSError as e:
+                path.unlink(missing_ok=True)
+                raise DataError(f"cannot add the run to the history {self.root}: {e.strerror or e}") from None
         return path
 
     def runs(self, task: str | None = None, missing_ok: bool = False) -> pd.DataFrame:

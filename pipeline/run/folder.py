@@ -1,19 +1,33 @@
-"""The run folder: who owns it, what a rerun removes, and writing it (the manifest last).
+"""The run folder: who owns it, what a run may write and remove there, its lock, and writing it.
 
 ``results.parquet`` / ``results.csv``  the tidy table (:data:`pipeline.results.RESULT_COLUMNS`)
 ``summary.json``                      every unit's JSON summary, keyed by unit label
-``synthesis/<dataset>/<source>/rep<r>/``  each synthesis's release (copied from the cache)
+``synthesis/<dataset>/<source>/rep<r>/``  each synthesis's release (copied from the cache; 0700/0600)
 ``report.html``                       the self-contained report (plots embedded)
 extra files (``gates.json`` of a nightly run)
-``manifest.json``                     task, cluster config, versions, seeds, timings, fingerprints
+``manifest.json``                     task, cluster config, versions, seeds, timings, fingerprints and
+                                      ``written``: every file and release folder the run wrote
+``.units/``                           the units' caches (0700), the owner file, the lock
+
+A run writes into a missing or empty folder, into its task's own run folder, or — with
+``force`` — beside other files in a non-empty folder. It never removes or overwrites a path it
+did not write: only what an earlier manifest of the same task lists (``written``) is replaced
+or, when this run no longer writes it, removed; any other file with a name the run would write
+is a refusal, ``force`` or not. Every path written or removed must resolve inside the folder.
+The files are written to temporary names and published together, the manifest last, only
+when all were written: a failure (a full disk) removes the temporaries and leaves the previous
+run as it was.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,14 +35,24 @@ from typing import Any
 import pandas as pd
 
 from pipeline.errors import TaskError
-from pipeline.results import atomic_folder, atomic_write_parquet, atomic_write_text, jsonable
+from pipeline.results import atomic_write_text, jsonable, make_private
 from pipeline.run.inputs import TaskInputs
+from pipeline.run.lock import exclusive
 from pipeline.tasks import LoadedTask
 
+#: the units' caches, the owner file and the lock of a run folder
+CACHE = ".units"
 #: in ``<out>/.units``: the task the run folder belongs to
 OWNER_FILE = "task.json"
-#: files of a run folder that a run writes only on request: removed when a rerun does not
-STALE_FILES = ("report.html", "gates.json")
+#: in ``<out>/.units``: the lock a run holds on its folder (:mod:`pipeline.run.lock`)
+LOCK_FILE = "lock"
+#: in ``<out>/.units``: what a run is publishing (ours, should it stop before its manifest)
+PUBLISHING_FILE = "publishing.json"
+MANIFEST = "manifest.json"
+#: the files a run may write at the top of its folder (besides its releases)
+RUN_FILES = ("results.parquet", "results.csv", "summary.json", "report.html", "gates.json", MANIFEST)
+#: how many of the entries in the way a refusal names
+_NAMED = 5
 
 
 @dataclass
@@ -51,7 +75,7 @@ def default_out_dir(task: LoadedTask) -> Path:
 
 def folder_owner(out: Path) -> str | None:
     """The name of the task whose run folder ``out`` is (its owner file, else its manifest)."""
-    for f in (out / ".units" / OWNER_FILE, out / "manifest.json"):
+    for f in (out / CACHE / OWNER_FILE, out / MANIFEST):
         if f.is_file():
             try:
                 return str(json.loads(f.read_text(encoding="utf-8"))["task"])
@@ -77,8 +101,8 @@ def check_folder_owner(out: Path, task: LoadedTask) -> None:
 
 
 def claim_folder(cache: Path, task: LoadedTask) -> None:
-    """Mark ``cache`` (``<out>/.units``) as the task's."""
-    cache.mkdir(parents=True, exist_ok=True)
+    """Mark ``cache`` (``<out>/.units``, created 0700: its caches hold record-level data) as the task's."""
+    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
     atomic_write_text(json.dumps({"task": task.spec.name, "task_file": str(task.path)}), cache / OWNER_FILE)
 
 
@@ -98,27 +122,208 @@ def check_writable_folder(path: str | Path, what: str) -> None:
         raise TaskError(f"{what} {path}: {existing} is not writable")
 
 
-def _remove_stale(out: Path, written: set[str], releases: Iterable[Path]) -> None:
-    """Remove what an earlier run of the task left and this one did not write: the optional files
-    and release folders (``<root>/<dataset>/<source>/rep<r>``) of syntheses no longer in the task."""
-    for name in STALE_FILES:
-        if name not in written:
-            (out / name).unlink(missing_ok=True)
-    keep = {Path(r) for r in releases}
-    for root in {out / "synthesis", *(r.parent.parent.parent for r in keep)}:
-        for rep in root.glob("*/*/rep*") if root.is_dir() else []:
-            if rep.is_dir() and rep not in keep:
-                shutil.rmtree(rep)
-        for d in [*sorted(root.glob("*/*")), *sorted(root.glob("*")), root]:
-            if d.is_dir() and d.name != ".units" and not any(d.iterdir()):
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _relative(out: Path, path: Path) -> str:
+    return Path(os.path.relpath(path.absolute(), out.absolute())).as_posix()
+
+
+def written_by_task(out: Path, task_name: str) -> set[str]:
+    """The paths (relative to ``out``, POSIX) that earlier runs of the task wrote there.
+
+    Its manifest's ``written`` list and, when a run stopped while publishing (before its
+    manifest), what that run and the runs before it wrote (``.units/publishing.json``). A
+    manifest from before runs listed what they wrote counts the run files present and its
+    release folders. Nothing, when ``out`` is not the task's folder.
+    """
+    if folder_owner(out) != task_name:
+        return set()
+    ours: set[str] = set()
+    manifest = _read_json(out / MANIFEST)
+    if manifest is not None and manifest.get("task") == task_name:
+        if "written" in manifest:
+            ours.update(map(str, manifest["written"]))
+        else:
+            ours.update(n for n in RUN_FILES if (out / n).exists())
+            ours.update(_relative(out, Path(d)) for d in manifest.get("releases", {}).values())
+            ours.update(_relative(out, d) for d in out.glob("synthesis/*/*/rep*"))
+    publishing = _read_json(out / CACHE / PUBLISHING_FILE)
+    finished = manifest is not None and publishing is not None and publishing.get("run_id") == manifest.get("run_id")
+    if publishing is not None and publishing.get("task") == task_name and not finished:
+        ours.update(map(str, publishing.get("written", [])))
+    return ours
+
+
+def _few(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:_NAMED])
+    return shown if len(names) <= _NAMED else f"{shown} and {len(names) - _NAMED} more"
+
+
+def _only_lock(cache: Path) -> bool:
+    """Whether ``<out>/.units`` holds nothing but a lock (a run that stopped before claiming the folder)."""
+    return cache.is_dir() and {p.name for p in cache.iterdir()} <= {LOCK_FILE}
+
+
+def run_names(out: Path, release_dir: Path, datasets: Iterable[str]) -> list[str]:
+    """The names a run may write at the top of ``out``: the run files and the first folder of
+    its releases (``synthesis``; the datasets' folders when the releases are ``out`` itself).
+
+    Raises
+    ------
+    TaskError
+        ``release_dir`` is not inside ``out``.
+    """
+    top = Path(_relative(out, release_dir)).parts[:1]
+    if top == ("..",):
+        raise TaskError(f"release folder {release_dir} is outside the run folder {out}")
+    return [*RUN_FILES, *(top if top and top != (".",) else datasets)]
+
+
+def check_run_folder(out: Path, task: LoadedTask, force: bool, names: Iterable[str]) -> None:
+    """Refuse, before any work, a folder this run may not write into (nothing is created).
+
+    A missing or empty folder and the task's own run folder are fine; another task's run folder
+    is refused; any other non-empty folder only with ``force``. Whatever the folder, one of
+    ``names`` (:func:`run_names`) that is there and was not written by a run of the task is in
+    the way: a run never overwrites a file it did not write.
+
+    Raises
+    ------
+    TaskError
+        Naming what is in the way and how to proceed.
+    """
+    check_writable_folder(out, "output folder")
+    check_folder_owner(out, task)
+    if not out.is_dir():
+        return
+    name = task.spec.name
+    owned = folder_owner(out) == name
+    present = sorted(p.name for p in out.iterdir() if not (p.name == CACHE and _only_lock(p)))
+    if present and not owned and not force:
+        raise TaskError(
+            f"{out} is not empty and is not a run folder of task {name!r} (it holds {_few(present)}): give --out "
+            "a new or empty folder, or --force to write beside these files (a run never removes or overwrites "
+            "a file it did not write)"
+        )
+    ours = {Path(p).parts[0] for p in written_by_task(out, name) if Path(p).parts} | ({MANIFEST} if owned else set())
+    clash = [n for n in dict.fromkeys(names) if n not in ours and ((out / n).exists() or (out / n).is_symlink())]
+    if clash:
+        raise TaskError(
+            f"{out}: {_few(clash)} {'is' if len(clash) == 1 else 'are'} not from a run of task {name!r} and "
+            f"{'has a name' if len(clash) == 1 else 'have names'} this run writes; a run never overwrites a file it "
+            "did not write: move them away or give --out another folder"
+        )
+
+
+def _missing_parents(folder: Path) -> list[Path]:
+    """``folder`` and the folders above it that do not exist yet, outermost first."""
+    return [p for p in reversed([folder, *folder.parents]) if not p.exists()]
+
+
+@contextmanager
+def hold_run_folder(out: Path) -> Iterator[None]:
+    """Hold the run folder's lock (``<out>/.units/lock``; :func:`pipeline.run.lock.exclusive`).
+
+    Folders created for the lock are removed on release when the run left nothing else in them
+    (a run refused on its inputs leaves no folder behind).
+
+    Raises
+    ------
+    TaskError
+        Another run holds the folder (its PID and start time are named).
+    """
+    cache = out / CACHE
+    made = _missing_parents(cache)
+    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        with exclusive(cache / LOCK_FILE, f"run folder {out}") as outermost:
+            try:
+                yield
+            finally:
+                if outermost and made and _only_lock(cache):
+                    (cache / LOCK_FILE).unlink(missing_ok=True)
+    finally:
+        for d in reversed(made):
+            if d.is_dir() and not any(d.iterdir()):
                 d.rmdir()
 
 
-def _publish(release: Path, dest: Path) -> None:
-    """Copy a cached release into the run folder, replacing an older copy (a half-copied folder
-    never takes its place)."""
-    with atomic_folder(dest) as tmp:
-        shutil.copytree(release, tmp, dirs_exist_ok=True)
+@contextmanager
+def run_folder_for(task: LoadedTask, out: Path, force: bool, release_dir: Path | None = None) -> Iterator[None]:
+    """Check ``out`` for a run of ``task`` (:func:`check_run_folder`; releases in ``release_dir``,
+    default ``<out>/synthesis``), hold its lock (:func:`hold_run_folder`) and check it again
+    under the lock.
+
+    Raises
+    ------
+    TaskError
+        The folder is not one the run may write into, or another run holds it.
+    """
+    releases = release_dir if release_dir is not None else out / "synthesis"
+    names = run_names(out, releases, [d.name for d in task.spec.datasets])
+    check_run_folder(out, task, force, names)
+    with hold_run_folder(out):
+        check_run_folder(out, task, force, names)
+        yield
+
+
+def _inside(out: Path, path: Path) -> Path:
+    """``path``, which must resolve inside the run folder ``out`` (symbolic links followed).
+
+    Raises
+    ------
+    TaskError
+        It does not: a run writes and removes nothing outside its folder.
+    """
+    root, resolved = out.resolve(), path.resolve()
+    if resolved == root or not resolved.is_relative_to(root):
+        raise TaskError(f"{path} is outside the run folder {out}; a run writes and removes only inside its folder")
+    return path
+
+
+def _temporary(dest: Path) -> Path:
+    return dest.with_name(f".{dest.name}.sdc-tmp-{uuid.uuid4().hex[:12]}")
+
+
+def _discard(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _remove_stale(out: Path, stale: Iterable[str]) -> None:
+    """Remove what an earlier run of the task wrote and this one did not (each path inside
+    ``out``), then the folders above them that this leaves empty."""
+    for rel in sorted(stale):
+        path = _inside(out, out / rel)
+        if path.parts[len(out.parts)] == CACHE:
+            continue
+        _discard(path)
+        for parent in path.parents:
+            if parent == out or not parent.is_dir() or any(parent.iterdir()):
+                break
+            parent.rmdir()
+
+
+def _publish(tmp: Path, dest: Path) -> None:
+    """Put a staged file or folder in ``dest``'s place (an older folder there is removed after)."""
+    if not tmp.is_dir():
+        os.replace(tmp, dest)
+        return
+    old = None
+    if dest.exists():
+        old = _temporary(dest)
+        dest.rename(old)
+    tmp.rename(dest)
+    if old is not None:
+        shutil.rmtree(old)
 
 
 def write_run(
@@ -128,18 +333,80 @@ def write_run(
     extra_files: Mapping[str, str] | None = None,
 ) -> None:
     """Write the run folder: results, summary, the syntheses' releases, ``extra_files`` (name ->
-    text, e.g. ``gates.json``), the report (with ``extra_sections``) and, last, the manifest."""
-    out = outcome.out_dir
-    atomic_write_parquet(outcome.results, out / "results.parquet")
-    atomic_write_text(outcome.results.to_csv(index=False), out / "results.csv")
-    atomic_write_text(json.dumps(jsonable(outcome.summaries), indent=1), out / "summary.json")
-    for dest, release in outcome.releases.items():
-        _publish(release, dest)
-    for name, text in (extra_files or {}).items():
-        atomic_write_text(text, out / name)
-    if report:
-        from pipeline.report.html import write_report
+    text, e.g. ``gates.json``), the report (with ``extra_sections``) and, last, the manifest,
+    whose ``written`` lists them.
 
-        write_report(outcome, out / "report.html", extra_sections=list(extra_sections))
-    _remove_stale(out, {*(extra_files or {}), *(["report.html"] if report else [])}, outcome.releases)
-    atomic_write_text(json.dumps(jsonable(outcome.manifest), indent=1), out / "manifest.json")
+    Everything is written to temporary names first and published only when all of it was
+    written; then what an earlier run of the task wrote and this one did not is removed; the
+    manifest comes last. A failure while writing (a full disk) removes the temporaries and
+    leaves the folder as it was.
+
+    Raises
+    ------
+    TaskError
+        A path the run writes is outside the folder or is a file no run of the task wrote, or
+        writing failed (the system's reason named; nothing was published).
+    """
+    out = outcome.out_dir
+    task_name = str(outcome.manifest["task"])
+    files: dict[str, Callable[[Path], Any]] = {
+        "results.parquet": lambda p: outcome.results.to_parquet(p, index=False),
+        "results.csv": lambda p: p.write_text(outcome.results.to_csv(index=False), encoding="utf-8"),
+        "summary.json": lambda p: p.write_text(json.dumps(jsonable(outcome.summaries), indent=1), encoding="utf-8"),
+    }
+    for name, text in (extra_files or {}).items():
+        files[name] = lambda p, text=text: p.write_text(text, encoding="utf-8")
+    if report:
+        from pipeline.report.html import render
+
+        files["report.html"] = lambda p: p.write_text(render(outcome, list(extra_sections)), encoding="utf-8")
+    releases = {_inside(out, dest): release for dest, release in outcome.releases.items()}
+    targets = [*(_inside(out, out / name) for name in files), *releases]
+    written = sorted(_relative(out, t) for t in targets)
+    with hold_run_folder(out):
+        ours = written_by_task(out, task_name)
+        foreign = [w for w, t in zip(written, targets, strict=True) if (t.exists() or t.is_symlink()) and w not in ours]
+        if foreign:
+            raise TaskError(
+                f"{out}: {_few(foreign)} {'is' if len(foreign) == 1 else 'are'} not from a run of task {task_name!r}; "
+                "a run never overwrites a file it did not write: move them away or give --out another folder"
+            )
+        staged: list[tuple[Path, Path]] = []
+        made: list[Path] = []
+        publishing, claimed = out / CACHE / PUBLISHING_FILE, False
+        try:
+            for name, write in files.items():
+                staged.append((_temporary(out / name), out / name))
+                write(staged[-1][0])
+            for dest, release in releases.items():
+                made += _missing_parents(dest.parent)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                staged.append((_temporary(dest), dest))
+                staged[-1][0].mkdir(mode=0o700)
+                shutil.copytree(release, staged[-1][0], dirs_exist_ok=True)
+                make_private(staged[-1][0])
+            claim = {"task": task_name, "run_id": outcome.run_id, "written": sorted(ours | set(written))}
+            atomic_write_text(json.dumps(claim), publishing)
+            claimed = True
+            manifest = _temporary(out / MANIFEST)
+            staged.append((manifest, out / MANIFEST))
+            manifest.write_text(json.dumps(jsonable({**outcome.manifest, "written": written}), indent=1), "utf-8")
+        except BaseException as e:
+            for tmp, _ in staged:
+                _discard(tmp)
+            if claimed:
+                publishing.unlink(missing_ok=True)
+            for d in reversed(made):
+                if d.is_dir() and not any(d.iterdir()):
+                    d.rmdir()
+            if isinstance(e, OSError):
+                reason = os.strerror(e.errno) if e.errno else str(e)
+                code = f" ({errno.errorcode[e.errno]})" if e.errno in errno.errorcode else ""
+                raise TaskError(
+                    f"cannot write the run folder {out}: {reason}{code}; nothing was published, the folder is as it was"
+                ) from None
+            raise
+        for tmp, dest in staged[:-1]:
+            _publish(tmp, dest)
+        _remove_stale(out, ours - set(written) - {MANIFEST})
+        _publish(*staged[-1])

@@ -25,6 +25,7 @@ def write_release(
 ) -> Path:
     """Write ``synthetic/syn<i>.<format>`` (+ ``.schema.json``), ``extra(folder)``'s files and the
     report ``(file name, content)`` into ``out_dir``, atomically (a temporary sibling renamed at the end).
+    The folder and its files are readable by the owner only (0700 / 0600): the sets are record-level data.
 
     Raises
     ------
@@ -34,7 +35,7 @@ def write_release(
     out = Path(out_dir)
     if out.exists() and not overwrite:
         raise ParameterError(f"out_dir {out} already exists; pass overwrite=True to replace it")
-    with atomic_folder(out) as tmp:
+    with atomic_folder(out, private=True) as tmp:
         (tmp / "synthetic").mkdir()
         for i, frame in enumerate(synthetic):
             for fmt in dict.fromkeys(formats):

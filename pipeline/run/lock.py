@@ -1,0 +1,127 @@
+"""One writer at a time: an advisory lock on a run folder or a results history.
+
+The lock is :func:`fcntl.flock` on a file kept open for as long as it is held, with the
+holder's PID, host and start time written into it for the message a second writer gets. The
+kernel drops a flock when its process ends, however it ends, so a lock left by a killed run
+(its file still names the dead holder) is taken over at once, with a warning. A lock is
+re-entrant in the thread that holds it (a run holds its folder while the functions it calls
+take the same lock); another thread of the same process is refused like another process.
+flock works on local filesystems and on NFS v4 (as a POSIX lock); on an older NFS it may not
+exclude writers on other hosts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pipeline.errors import TaskError
+
+log = logging.getLogger(__name__)
+
+#: lock file -> (holding thread, depth) of the locks this process holds
+_held: dict[Path, tuple[int, int]] = {}
+_guard = threading.Lock()
+#: how often a waiting writer tries again, seconds
+_POLL = 0.1
+
+
+def _holder(fd: int) -> dict[str, str]:
+    """What a lock file says about its holder (empty when released cleanly)."""
+    text = os.pread(fd, 4096, 0).decode("utf-8", errors="replace")
+    if not text.strip():
+        return {}
+    try:
+        found = json.loads(text)
+    except ValueError:
+        found = {}
+    return {k: str(found.get(k, "?")) if isinstance(found, dict) else "?" for k in ("pid", "host", "started")}
+
+
+def _acquire(path: Path, what: str, wait: float) -> int:
+    """The open, locked lock file (its descriptor), with this process written in as the holder."""
+    deadline = time.monotonic() + wait
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            if time.monotonic() < deadline:
+                time.sleep(_POLL)
+                continue
+            raise TaskError(
+                f"{what} is in use by another run (PID {holder.get('pid', '?')} on {holder.get('host', '?')}, "
+                f"started {holder.get('started', '?')}; lock {path}): wait for it to finish, or use another folder"
+            ) from None
+        # the holder may have removed the file while this process waited for it: lock the one on disk
+        try:
+            current = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            current = False
+        if not current:
+            os.close(fd)
+            continue
+        stale = _holder(fd)
+        if stale:
+            log.warning(
+                "%s: taking over the lock left by a run that ended without releasing it (PID %s on %s, started %s)",
+                what,
+                stale.get("pid", "?"),
+                stale.get("host", "?"),
+                stale.get("started", "?"),
+            )
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": dt.datetime.now(dt.UTC).isoformat()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(me).encode("utf-8"), 0)
+        return fd
+
+
+@contextmanager
+def exclusive(path: Path, what: str, wait: float = 0.0) -> Iterator[bool]:
+    """Hold the lock file ``path`` (created 0600) while the block runs.
+
+    ``what`` names the locked thing in the refusal; ``wait``: seconds to wait for another holder
+    before refusing (0: refuse at once). Yields whether this call took the lock (False when the
+    thread already held it). On release the file is emptied, which marks a clean release.
+
+    Raises
+    ------
+    TaskError
+        Another process or thread holds the lock (its PID, host and start time are named).
+    """
+    key = Path(os.path.abspath(path))
+    me = threading.get_ident()
+    with _guard:
+        thread, depth = _held.get(key, (me, 0))
+        if depth and thread == me:
+            _held[key] = (me, depth + 1)
+    if depth and thread == me:
+        try:
+            yield False
+        finally:
+            with _guard:
+                _held[key] = (me, _held[key][1] - 1)
+        return
+    if depth:
+        raise TaskError(f"{what} is in use by another run in this process (PID {os.getpid()}; lock {key})")
+    fd = _acquire(key, what, wait)
+    with _guard:
+        _held[key] = (me, 1)
+    try:
+        yield True
+    finally:
+        with _guard:
+            del _held[key]
+        os.ftruncate(fd, 0)
+        os.close(fd)
