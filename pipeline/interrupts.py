@@ -47,7 +47,9 @@ def sigint_for_this_process_only() -> Iterator[None]:
 
 def _forward_sigint(done: threading.Event) -> None:
     while not done.is_set():
-        if signal.sigtimedwait({signal.SIGINT}, _POLL_S) is not None:
+        taken = signal.sigtimedwait({signal.SIGINT}, _POLL_S)
+        # a stop and continue (SIGSTOP/SIGCONT, Ctrl-Z and fg) ends the wait with si_signo 0: not a SIGINT
+        if taken is not None and taken.si_signo == signal.SIGINT:
             _received.set()
             _thread.interrupt_main(signal.SIGINT)
 

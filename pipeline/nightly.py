@@ -187,7 +187,7 @@ def run_nightly(
         previous = store.read_run(last.path)  # a corrupted previous result fails here, before any work
         previous_id = f"{last.run_date} ({last.run_id})"
     out = Path(out_dir) if out_dir else default_out_dir(task) / date
-    with run_folder_for(task, out, force):
+    with run_folder_for(task, out, force, optional=["report.html", "gates.json"]):
         outcome = execute_task(task, cluster=cluster, out_dir=out, history=hist_path, force=force)
         checks = check_gates(outcome.results, previous, task.spec.gates)
         with store.locked():

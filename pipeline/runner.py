@@ -307,7 +307,7 @@ def run_task(
         stay cached for the next run; no results file is written for a failed run).
     """
     out = Path(out_dir) if out_dir is not None else default_out_dir(task)
-    with run_folder_for(task, out, force):
+    with run_folder_for(task, out, force, optional=["report.html"] if report else []):
         outcome = execute_task(task, cluster, out, progress, history=history, force=force)
         write_run(outcome, report=report)
     return outcome
@@ -330,7 +330,7 @@ def validate_task(
         The first problem found, naming the task file, the measure and the data.
     """
     out = Path(out_dir) if out_dir is not None else default_out_dir(task)
-    check_run_folder(out, task, force, run_names(out, out / "synthesis", []))
+    check_run_folder(out, task, force, run_names(out, out / "synthesis", [], ["report.html"]))
     executor = task_executor(task)
     inputs = read_inputs(task)
     persist_inputs(inputs, executor)  # read once for all checks, as a run does

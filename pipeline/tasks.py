@@ -17,13 +17,22 @@ import glob
 import hashlib
 import itertools
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    model_validator,
+)
 
 from pipeline import __version__
 from pipeline.config_io import YamlLines, error_message, read_yaml
@@ -65,10 +74,24 @@ class OriginalSpec(_Spec):
         return self
 
 
+def _plain_name(name: str) -> str:
+    """A task, dataset or source name: it names folders of a run (``synthesis/<dataset>/<source>``,
+    the history's ``task=<name>``), so it cannot be a path that leads out of them."""
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):
+        raise ValueError(
+            f"{name!r} is not a plain name: use letters, digits, '_', '.' and '-', starting with a letter, a digit "
+            "or '_' (the name is a folder of the run)"
+        )
+    return name
+
+
+PlainName = Annotated[str, AfterValidator(_plain_name)]
+
+
 class SourceSpec(_Spec):
     """One synthetic source: files (``paths``, globs allowed), a bundled demo, or a synthesiser."""
 
-    name: str
+    name: PlainName
     demo: str | None = None
     paths: list[str] | None = None
     schema_file: str | None = Field(None, alias="schema")
@@ -87,7 +110,7 @@ class SourceSpec(_Spec):
 
 
 class DatasetSpec(_Spec):
-    name: str
+    name: PlainName
     original: OriginalSpec
     synthetic: list[SourceSpec] = []
 
@@ -141,7 +164,7 @@ class ExecutionSpec(_Spec):
 
 
 class TaskSpec(_Spec):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    name: PlainName
     description: str = ""
     datasets: list[DatasetSpec] = Field(min_length=1)
     measures: list[MeasureSpec] = Field(min_length=1)

@@ -49,8 +49,10 @@ LOCK_FILE = "lock"
 #: in ``<out>/.units``: what a run is publishing (ours, should it stop before its manifest)
 PUBLISHING_FILE = "publishing.json"
 MANIFEST = "manifest.json"
-#: the files a run may write at the top of its folder (besides its releases)
-RUN_FILES = ("results.parquet", "results.csv", "summary.json", "report.html", "gates.json", MANIFEST)
+#: the files every run writes at the top of its folder (besides its releases)
+TABLE_FILES = ("results.parquet", "results.csv", "summary.json", MANIFEST)
+#: and those a run may write: the report, a nightly run's gates
+RUN_FILES = (*TABLE_FILES, "report.html", "gates.json")
 #: how many of the entries in the way a refusal names
 _NAMED = 5
 
@@ -140,7 +142,8 @@ def written_by_task(out: Path, task_name: str) -> set[str]:
     Its manifest's ``written`` list and, when a run stopped while publishing (before its
     manifest), what that run and the runs before it wrote (``.units/publishing.json``). A
     manifest from before runs listed what they wrote counts the run files present and its
-    release folders. Nothing, when ``out`` is not the task's folder.
+    release folders. Nothing, when ``out`` is not the task's folder; never a path that does not
+    resolve inside ``out`` (an edited manifest cannot make a run remove anything outside).
     """
     if folder_owner(out) != task_name:
         return set()
@@ -157,7 +160,7 @@ def written_by_task(out: Path, task_name: str) -> set[str]:
     finished = manifest is not None and publishing is not None and publishing.get("run_id") == manifest.get("run_id")
     if publishing is not None and publishing.get("task") == task_name and not finished:
         ours.update(map(str, publishing.get("written", [])))
-    return ours
+    return {rel for rel in ours if _resolves_inside(out, out / rel)}
 
 
 def _few(names: Sequence[str]) -> str:
@@ -170,9 +173,10 @@ def _only_lock(cache: Path) -> bool:
     return cache.is_dir() and {p.name for p in cache.iterdir()} <= {LOCK_FILE}
 
 
-def run_names(out: Path, release_dir: Path, datasets: Iterable[str]) -> list[str]:
-    """The names a run may write at the top of ``out``: the run files and the first folder of
-    its releases (``synthesis``; the datasets' folders when the releases are ``out`` itself).
+def run_names(out: Path, release_dir: Path, datasets: Iterable[str], optional: Iterable[str] = ()) -> list[str]:
+    """The names a run writes at the top of ``out``: the table files, the ``optional`` ones it
+    writes (``report.html``, ``gates.json``) and the first folder of its releases
+    (``synthesis``; the datasets' folders when the releases are ``out`` itself).
 
     Raises
     ------
@@ -182,7 +186,7 @@ def run_names(out: Path, release_dir: Path, datasets: Iterable[str]) -> list[str
     top = Path(_relative(out, release_dir)).parts[:1]
     if top == ("..",):
         raise TaskError(f"release folder {release_dir} is outside the run folder {out}")
-    return [*RUN_FILES, *(top if top and top != (".",) else datasets)]
+    return [*TABLE_FILES, *optional, *(top if top and top != (".",) else datasets)]
 
 
 def check_run_folder(out: Path, task: LoadedTask, force: bool, names: Iterable[str]) -> None:
@@ -255,10 +259,12 @@ def hold_run_folder(out: Path) -> Iterator[None]:
 
 
 @contextmanager
-def run_folder_for(task: LoadedTask, out: Path, force: bool, release_dir: Path | None = None) -> Iterator[None]:
+def run_folder_for(
+    task: LoadedTask, out: Path, force: bool, release_dir: Path | None = None, optional: Iterable[str] = ()
+) -> Iterator[None]:
     """Check ``out`` for a run of ``task`` (:func:`check_run_folder`; releases in ``release_dir``,
-    default ``<out>/synthesis``), hold its lock (:func:`hold_run_folder`) and check it again
-    under the lock.
+    default ``<out>/synthesis``; the ``optional`` files it writes), hold its lock
+    (:func:`hold_run_folder`) and check it again under the lock.
 
     Raises
     ------
@@ -266,11 +272,16 @@ def run_folder_for(task: LoadedTask, out: Path, force: bool, release_dir: Path |
         The folder is not one the run may write into, or another run holds it.
     """
     releases = release_dir if release_dir is not None else out / "synthesis"
-    names = run_names(out, releases, [d.name for d in task.spec.datasets])
+    names = run_names(out, releases, [d.name for d in task.spec.datasets], optional)
     check_run_folder(out, task, force, names)
     with hold_run_folder(out):
         check_run_folder(out, task, force, names)
         yield
+
+
+def _resolves_inside(out: Path, path: Path) -> bool:
+    root, resolved = out.resolve(), path.resolve()
+    return resolved != root and resolved.is_relative_to(root)
 
 
 def _inside(out: Path, path: Path) -> Path:
@@ -281,8 +292,7 @@ def _inside(out: Path, path: Path) -> Path:
     TaskError
         It does not: a run writes and removes nothing outside its folder.
     """
-    root, resolved = out.resolve(), path.resolve()
-    if resolved == root or not resolved.is_relative_to(root):
+    if not _resolves_inside(out, path):
         raise TaskError(f"{path} is outside the run folder {out}; a run writes and removes only inside its folder")
     return path
 
@@ -361,11 +371,11 @@ def write_run(
 
         files["report.html"] = lambda p: p.write_text(render(outcome, list(extra_sections)), encoding="utf-8")
     releases = {_inside(out, dest): release for dest, release in outcome.releases.items()}
-    targets = [*(_inside(out, out / name) for name in files), *releases]
-    written = sorted(_relative(out, t) for t in targets)
+    targets = {_relative(out, t): t for t in [*(_inside(out, out / name) for name in files), *releases]}
+    written = sorted(targets)
     with hold_run_folder(out):
         ours = written_by_task(out, task_name)
-        foreign = [w for w, t in zip(written, targets, strict=True) if (t.exists() or t.is_symlink()) and w not in ours]
+        foreign = [w for w, t in targets.items() if (t.exists() or t.is_symlink()) and w not in ours]
         if foreign:
             raise TaskError(
                 f"{out}: {_few(foreign)} {'is' if len(foreign) == 1 else 'are'} not from a run of task {task_name!r}; "

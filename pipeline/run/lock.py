@@ -102,22 +102,30 @@ def exclusive(path: Path, what: str, wait: float = 0.0) -> Iterator[bool]:
     """
     key = Path(os.path.abspath(path))
     me = threading.get_ident()
-    with _guard:
-        thread, depth = _held.get(key, (me, 0))
-        if depth and thread == me:
-            _held[key] = (me, depth + 1)
-    if depth and thread == me:
+    deadline = time.monotonic() + wait
+    while True:
+        with _guard:
+            thread, depth = _held.get(key, (me, 0))
+            _held[key] = (me, depth + 1) if thread == me else (thread, depth)
+        if thread != me and time.monotonic() < deadline:
+            time.sleep(_POLL)
+            continue
+        break
+    if thread != me:
+        raise TaskError(f"{what} is in use by another run in this process (PID {os.getpid()}; lock {key})")
+    if depth:
         try:
             yield False
         finally:
             with _guard:
                 _held[key] = (me, _held[key][1] - 1)
         return
-    if depth:
-        raise TaskError(f"{what} is in use by another run in this process (PID {os.getpid()}; lock {key})")
-    fd = _acquire(key, what, wait)
-    with _guard:
-        _held[key] = (me, 1)
+    try:
+        fd = _acquire(key, what, max(0.0, deadline - time.monotonic()))
+    except BaseException:
+        with _guard:
+            del _held[key]
+        raise
     try:
         yield True
     finally:
