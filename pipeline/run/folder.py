@@ -105,6 +105,7 @@ def check_folder_owner(out: Path, task: LoadedTask) -> None:
 def claim_folder(cache: Path, task: LoadedTask) -> None:
     """Mark ``cache`` (``<out>/.units``, created 0700: its caches hold record-level data) as the task's."""
     cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cache.chmod(0o700)  # also a folder of a run from before caches were owner-only
     atomic_write_text(json.dumps({"task": task.spec.name, "task_file": str(task.path)}), cache / OWNER_FILE)
 
 
