@@ -195,9 +195,7 @@ def synthesise(task_file: Path, cluster: Path | None, out: Path | None, force: b
 @click.option(
     "--out", "out", type=click.Path(path_type=Path), help="Run folder to check (default: the task's 'output')."
 )
-@click.option(
-    "--force", is_flag=True, help="Write into a non-empty folder that is not the task's (none of its files is touched)."
-)
+@click.option("--force", is_flag=True, help="Check the folder as for a run with --force.")
 @_handle_errors
 def validate(task_file: Path, out: Path | None, force: bool) -> None:
     """Check TASK_FILE (format, measures, parameters, data) without running it; print its units.
