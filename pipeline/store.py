@@ -66,6 +66,10 @@ class ResultsStore:
             return False
         raise DataError(f"{self.root}: no results store here")
 
+    def create(self) -> None:
+        """Make the store here if there is none yet (a foreign non-empty folder is refused)."""
+        self._check(create=True)
+
     def run_dir(self, run_date: str, task: str) -> Path:
         return self.root / f"run_date={run_date}" / f"task={task}"
 

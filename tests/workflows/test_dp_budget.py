@@ -5,6 +5,7 @@ over-budget run before anything is written."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,16 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.errors import TaskError
-from pipeline.synth.dp_ledger import BudgetCap, Spend, budget_table, check_cap, ledger_entries
+from pipeline.synth.dp_ledger import (
+    LEDGER_FILE,
+    BudgetCap,
+    Spend,
+    _ledger_lock,
+    budget_table,
+    check_cap,
+    ledger_entries,
+    reserve,
+)
 
 TASK = """
 name: dp_budget
@@ -140,3 +150,62 @@ def test_validate_checks_the_cap_against_the_tasks_history(tmp_path: Path) -> No
     assert refused.exit_code == 2
     assert "epsilon 1.4 > cap 1 (already spent epsilon 0, delta 0 in the history" in refused.output
     assert not (tmp_path / "hist").exists()
+
+
+def _synthesise(tmp_path: Path, task: Path, out: str) -> object:
+    args = ["synthesise", str(task), "--cluster", str(tmp_path / "local.yaml"), "--out", str(tmp_path / out)]
+    return CliRunner().invoke(main, [*args, "--history", str(tmp_path / "hist")])
+
+
+def test_synthesise_records_its_spend_and_the_cap_holds_for_it(tmp_path: Path) -> None:
+    """Issue 25 (3): `synthesise` wrote DP releases without recording them (3 releases over a cap)."""
+    cap = "privacy_budget: {epsilon: 3.0}"
+    first = _synthesise(tmp_path, _task(tmp_path, seed=1, cap=cap), "syn1")  # epsilon 0.5 + 0.9
+    assert first.exit_code == 0, first.output
+    ledger = [json.loads(line) for line in (tmp_path / "hist" / LEDGER_FILE).read_text().splitlines()]
+    assert sorted((e["task"], e["source"], e["epsilon"]) for e in ledger) == [
+        ("dp_budget", "gaussian", pytest.approx(0.9)),
+        ("dp_budget", "laplace", 0.5),
+    ]
+    assert (tmp_path / "hist" / LEDGER_FILE).stat().st_mode & 0o777 == 0o600
+    assert _synthesise(tmp_path, _task(tmp_path, seed=2, cap=cap), "syn2").exit_code == 0  # 2.8 of 3
+    refused = _synthesise(tmp_path, _task(tmp_path, seed=3, cap=cap), "syn3")
+    assert refused.exit_code == 2
+    assert "epsilon 4.2 > cap 3 (already spent epsilon 2.8" in refused.output
+    assert not (tmp_path / "syn3").exists()
+    out = CliRunner().invoke(main, ["history", str(tmp_path / "hist"), "--budget", "--csv"])
+    assert out.output.strip().splitlines()[1].split(",")[2:4] == ["4", "2.8"]
+
+
+def test_a_cap_without_a_history_is_refused(tmp_path: Path) -> None:
+    task = _task(tmp_path, seed=1, cap="privacy_budget: {epsilon: 3.0}")
+    out = CliRunner().invoke(main, ["validate", str(task)])
+    assert out.exit_code == 2
+    assert "'privacy_budget' caps the spend recorded in a results history, and the task has none" in out.output
+
+
+def _reserve_in_child(root: str, queue: multiprocessing.Queue) -> None:
+    try:
+        reserve(BudgetCap(epsilon=5.0), [_spend("child", 4.0)], root, "t", "t.yaml")
+        queue.put("recorded")
+    except TaskError as e:
+        queue.put(str(e))
+
+
+def test_the_cap_check_and_the_record_happen_under_one_lock(tmp_path: Path) -> None:
+    """Two runs started together cannot both pass a cap only one fits: while one holds the ledger
+    (checking and recording), the other waits, then sees its spend."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    with _ledger_lock(tmp_path):
+        child = ctx.Process(target=_reserve_in_child, args=(str(tmp_path), queue))
+        child.start()
+        child.join(timeout=1.0)
+        assert child.is_alive()  # blocked on the lock
+        # the holder records its spend (as reserve does, inside the lock)
+        line = json.dumps({"task": "t", **ledger_entries([_spend("parent", 4.0)])[0]})
+        (tmp_path / LEDGER_FILE).write_text(line + "\n")
+    child.join(timeout=30)
+    message = queue.get(timeout=5)
+    assert "epsilon 8 > cap 5 (already spent epsilon 4" in message
+    assert [json.loads(x)["release"] for x in (tmp_path / LEDGER_FILE).read_text().splitlines()] == ["parent"]
