@@ -30,6 +30,7 @@ import fcntl
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -52,6 +53,7 @@ BUDGET_COLUMNS = ["dataset", "data", "releases", "epsilon", "delta"]
 LEDGER_FILE = "_privacy_ledger.jsonl"
 #: in a results history: held while the cap is checked and the spend recorded
 LOCK_FILE = ".privacy_ledger.lock"
+_IN_PROCESS = threading.Lock()
 
 
 class BudgetCap(BaseModel):
@@ -128,13 +130,17 @@ def _ledger_lines(root: Path) -> list[dict[str, Any]]:
 
 @contextmanager
 def _ledger_lock(root: Path) -> Iterator[None]:
-    """Hold the history's ledger lock (released by the kernel if the process dies)."""
-    fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+    """Hold the history's ledger lock (released by the kernel if the process dies).
+
+    A POSIX record lock (``lockf``), not ``flock``: a process forked while the lock is held
+    (a worker, a test's child) does not hold it with its copy of the descriptor."""
+    with _IN_PROCESS:  # record locks do not exclude threads of one process
+        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
 
 def reserve(
