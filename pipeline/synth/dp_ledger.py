@@ -56,6 +56,15 @@ LOCK_FILE = ".privacy_ledger.lock"
 _IN_PROCESS = threading.Lock()
 
 
+def _new_thread_lock() -> None:
+    """A forked child starts with the thread lock free (its copy may have been taken)."""
+    global _IN_PROCESS
+    _IN_PROCESS = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_thread_lock)
+
+
 class BudgetCap(BaseModel):
     """A task's privacy-budget cap per dataset (basic composition over all its releases)."""
 
