@@ -177,14 +177,17 @@ def history(history_dir: Path, task_name: str | None, measure: str | None, as_cs
 @click.option(
     "--force", is_flag=True, help="Write into a non-empty folder that is not the task's (none of its files is touched)."
 )
+@click.option(
+    "--history", type=click.Path(path_type=Path), help="Results history whose privacy ledger records DP spend."
+)
 @_handle_errors
-def synthesise(task_file: Path, cluster: Path | None, out: Path | None, force: bool) -> None:
+def synthesise(task_file: Path, cluster: Path | None, out: Path | None, force: bool, history: Path | None) -> None:
     """Write the synthetic sets, released margins and fit report of every 'synthesise' source
     (finished syntheses in the folder's cache are reused), their rows and the manifest."""
     from pipeline.runner import synthesise_task
     from pipeline.tasks import load_task
 
-    outcome = synthesise_task(load_task(task_file), cluster=cluster, out_dir=out, force=force)
+    outcome = synthesise_task(load_task(task_file), cluster=cluster, out_dir=out, force=force, history=history)
     for path in outcome.releases:
         click.echo(f"wrote {path}")
     click.echo(f"{len(outcome.results)} result rows in {outcome.out_dir} (run {outcome.run_id})")

@@ -11,13 +11,16 @@ import types
 import typing
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from pipeline.errors import TaskError
+
+#: a random seed as every setting takes it: a whole number >= 0 (numpy refuses negative seeds)
+Seed = Annotated[int, Field(ge=0)]
 
 
 def read_yaml(path: str | Path, what: str) -> Any:

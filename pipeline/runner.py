@@ -57,6 +57,7 @@ from pipeline.run.inputs import (
     read_inputs,
     stand_in_syntheses,
 )
+from pipeline.run.integrity import check_inputs
 from pipeline.run.schedule import Progress, run_all
 from pipeline.run.units import evaluate_unit, run_synthesis, validate_units
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit, code_version, expand
@@ -181,11 +182,13 @@ def _execute(
         units = list(expand(task, inputs.hashes)) if measures else []
         if measures and not units:
             raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
-        budget = planned_spend(task, inputs, history if history is not None else task.spec.history)
         persist_inputs(inputs, executor)
+        check_inputs(task, inputs, executor)
         if units:
             stand_in_syntheses(task, inputs, executor)
             validate_units(task, units, inputs, executor, {s.key for s in inputs.syntheses})
+        # the cap checked and this run's DP spend recorded once every check has passed, before any release
+        budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
         cache = out / ".units"
         claim_folder(cache, task)
         count = Progress(len(inputs.syntheses) + len(units), progress)
@@ -334,6 +337,7 @@ def validate_task(
     executor = task_executor(task)
     inputs = read_inputs(task)
     persist_inputs(inputs, executor)  # read once for all checks, as a run does
+    check_inputs(task, inputs, executor)
     units = list(expand(task, inputs.hashes))
     if not units:
         raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
@@ -349,15 +353,19 @@ def synthesise_task(
     out_dir: str | Path | None = None,
     progress: bool = True,
     force: bool = False,
+    history: str | Path | None = None,
 ) -> RunOutcome:
     """Only synthesise: run (or reuse) every synthesis unit of ``task`` and write the folder —
     each release in ``<out>/<dataset>/<source>/rep<r>/`` (synthetic sets, released margins, fit
     report; owner-only), the syntheses' rows in ``results.parquet``/``.csv``, ``summary.json``
-    and, last, ``manifest.json``. ``force``: as for :func:`execute_task`."""
+    and, last, ``manifest.json``. ``force``: as for :func:`execute_task`. ``history`` (default:
+    the task's) keeps the privacy ledger that records the DP releases' spend and caps it."""
     if not any(s.synthesise is not None for d in task.spec.datasets for s in d.synthetic):
         raise TaskError(f"{task.path}: no synthetic source has a 'synthesise' section")
     out = Path(out_dir) if out_dir is not None else default_out_dir(task) / "synthesis"
     with run_folder_for(task, out, force, out):
-        outcome = execute_task(task, cluster, out, progress, measures=False, release_dir=out, force=force)
+        outcome = execute_task(
+            task, cluster, out, progress, measures=False, release_dir=out, history=history, force=force
+        )
         write_run(outcome, report=False)
     return outcome

@@ -27,7 +27,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
 
 from pipeline import __version__
-from pipeline.config_io import YamlLines, error_message, read_yaml
+from pipeline.config_io import Seed, YamlLines, error_message, read_yaml
 from pipeline.errors import TaskError
 from pipeline.evaluation.base import Measure, canonical_params, setting_text
 from pipeline.evaluation.execution import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
@@ -92,6 +92,9 @@ class SourceSpec(_Spec):
     compatibility: Literal["strict", "align"] = "strict"
     #: text encoding of CSV files (default: the schema's, else the original's, else UTF-8)
     encoding: str | None = None
+    #: a deliberate reference, e.g. the original evaluated as its own synthetic set: exempt from the
+    #: check that refuses a source which is a copy of the original (:mod:`pipeline.run.integrity`)
+    control: bool = False
 
     @model_validator(mode="after")
     def _one_source(self) -> SourceSpec:
@@ -160,8 +163,10 @@ class TaskSpec(_Spec):
     description: str = ""
     datasets: list[DatasetSpec] = Field(min_length=1)
     measures: list[MeasureSpec] = Field(min_length=1)
-    repetitions: int = Field(1, ge=1)
-    seed: int = 0
+    #: at most 10,000: each repetition is a synthesis and its measure units (a typo such as
+    #: 1000000000 is refused at load instead of expanding for hours)
+    repetitions: int = Field(1, ge=1, le=10_000)
+    seed: Seed = 0
     output: str | None = None
     cluster: str | None = None
     history: str | None = None

@@ -35,6 +35,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from pipeline.config_io import Seed
 from pipeline.evaluation.base import Measure, Params, Result, Row, canonical_json
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
@@ -60,7 +61,7 @@ class BaselineOptions(Params):
         holdout-sized data.
     """
 
-    seed: int = 0
+    seed: Seed = 0
     permutations: int = Field(default=20, ge=0)
 
     @field_validator("permutations")

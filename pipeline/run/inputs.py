@@ -18,7 +18,7 @@ import pandas as pd
 
 from pipeline.data.compare import align_synthetic
 from pipeline.data.dataset import Dataset, read_dataset
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, TaskError
 from pipeline.evaluation.execution import Executor
 from pipeline.tasks import DatasetSpec, LoadedTask, SourceSpec, SynthesisUnit, content_hash, synthesis_units
 
@@ -134,16 +134,24 @@ def in_context(task: LoadedTask, unit: SynthesisUnit, e: PipelineError) -> Pipel
     return type(e)(f"{task.path}: {unit.where}: synthesise: {e}")
 
 
-def planned_spend(task: LoadedTask, inputs: TaskInputs, history: str | Path | None) -> list[dict[str, Any]]:
+def planned_spend(
+    task: LoadedTask, inputs: TaskInputs, history: str | Path | None, record: bool = False
+) -> list[dict[str, Any]]:
     """The privacy-budget ledger entries of the run's DP releases, after checking the task's cap
     against them and the spend already in ``history`` (see :mod:`pipeline.synth.dp_ledger`).
+
+    With ``record`` (a run, not ``validate``) and a ``history``, the check and the record of
+    the new releases in the history's ledger happen under its lock (the history is created if
+    it does not exist yet).
 
     Raises
     ------
     TaskError
-        The run would take a dataset over its cap (nothing has been written yet).
+        The run would take a dataset over its cap, or the task has a cap but no history to
+        keep its ledger in (nothing has been written yet).
     """
-    from pipeline.synth.dp_ledger import check_cap, history_entries, ledger_entries, release_spend
+    from pipeline.store import ResultsStore
+    from pipeline.synth.dp_ledger import check_cap, history_entries, ledger_entries, release_spend, reserve
 
     spends = []
     for u in inputs.syntheses:
@@ -152,7 +160,16 @@ def planned_spend(task: LoadedTask, inputs: TaskInputs, history: str | Path | No
         )
         if s is not None:
             spends.append(s)
-    check_cap(task.spec.privacy_budget, spends, history_entries(history), str(task.path))
+    cap = task.spec.privacy_budget
+    if cap is not None and history is None:
+        raise TaskError(
+            f"{task.path}: 'privacy_budget' caps the spend recorded in a results history, and the task has none: "
+            "add 'history: <folder>' to the task (or pass --history)"
+        )
+    if record and history is not None and spends:
+        with ResultsStore(history).locked():
+            return reserve(cap, spends, history, task.spec.name, str(task.path))
+    check_cap(cap, spends, history_entries(history), str(task.path))
     return ledger_entries(spends)
 
 

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal, Protocol
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.config_io import validation_message
+from pipeline.config_io import Seed, validation_message
 from pipeline.data.dataset import Dataset
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
@@ -57,8 +57,10 @@ class SynthesisParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: str
-    m: int = Field(1, ge=1, description="number of synthetic sets")
-    seed: int | None = None
+    #: at most 1,000 sets per release (synthpop's studies use up to 100; a typo such as 1e20 is
+    #: refused at load instead of allocating sets for hours)
+    m: int = Field(1, ge=1, le=1_000, description="number of synthetic sets")
+    seed: Seed | None = None
     output_format: list[OutputFormat] = Field(default_factory=lambda: ["parquet"], min_length=1)
 
     def canonical(self) -> dict[str, Any]:

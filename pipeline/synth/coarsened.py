@@ -11,8 +11,9 @@ their levels and n, which is the method's guarantee.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,7 +39,7 @@ from pipeline.synth.control import (
 )
 from pipeline.synth.dp import DpParams, DpRecord, check_dp, margin_noise
 from pipeline.synth.ipf import EngineName, FitReport, StructZeroMode, TolType, fit_ipf
-from pipeline.synth.margins import Layout, MarginOrder, MarginTable, margin_sets, tabulate, write_margins
+from pipeline.synth.margins import Layout, MarginOrder, MarginTable, margin_sets, rare_levels, tabulate, write_margins
 from pipeline.synth.release import write_release
 from pipeline.synth.sample import draw_synthetic, output_schema
 from pipeline.synth.sdc import SdcResult, SdcStep, apply_sdc
@@ -188,6 +189,9 @@ class SynthesisResult(Result):
     seed: int
     params: MarginsParams
     dp: DpRecord | None = None
+    #: per variable, the levels held by fewer than ``limit`` original records: counted, not named,
+    #: in the summary and the fit report (the released margins and sets name every level)
+    unnamed_levels: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def datasets(self, prefix: str = "syn") -> list[Dataset]:
         """The synthetic sets as :class:`Dataset` objects named ``syn1``, ``syn2``, ..."""
@@ -221,7 +225,7 @@ class SynthesisResult(Result):
             "m": len(self.synthetic),
             "seed": self.seed,
             "params": self.params.model_dump(mode="json"),
-            "layout": self.layout.to_dict(),
+            "layout": self.layout.to_dict(self.unnamed_levels),
             "sdc": list(self.sdc),
             "bins": self.bins,
             "margin_control": self.margins.to_dict(),
@@ -328,6 +332,15 @@ def synthesise_frame(
         )
     else:
         released, dp_record, priorn = _noisy_release(gt_tables, n, params, seed)
+    unnamed = rare_levels(layout, gt_tables, params.limit)
+    for name, positions in unnamed.items():
+        warnings.warn(
+            f"synthesis: variable {name!r} has {len(positions)} level(s) held by fewer than {params.limit} records; "
+            "the release names every level of the schema (its margins and synthetic sets need them): merge such "
+            f"levels first (sdc: [{{step: merge_levels, variable: {name}, min_count: {params.limit}}}]) if their "
+            "labels are confidential",
+            stacklevel=2,
+        )
     del gt_tables  # the boundary: from here on only the released margins, their levels and n
     fit = fit_ipf(
         released.tables,
@@ -361,6 +374,7 @@ def synthesise_frame(
         seed=seed,
         params=params,
         dp=dp_record,
+        unnamed_levels=unnamed,
     )
 
 

@@ -7,19 +7,28 @@ a task that reuses a cached release publishes the same noisy margins again and s
 new, so the ledger counts each fingerprint once. A *dataset* is identified by its name and the
 content hash of its original: the same name over different data is a different budget.
 
-Where it is recorded: the run's ``manifest.json`` (``privacy_budget``: one entry per release),
-which the results history stores beside every run; the release rows ``dp_epsilon_spent`` /
-``dp_delta_spent`` are in the results. ``sdc-pipeline history --budget`` sums the entries of
-all runs per dataset (:func:`budget_table`).
+Where it is recorded: the run's ``manifest.json`` (``privacy_budget``: one entry per release)
+and, when the task has a results history (``history:`` or ``--history``), the history's ledger
+``<history>/_privacy_ledger.jsonl`` — by every command that releases DP data (``run``,
+``synthesise``, ``nightly``). The release rows ``dp_epsilon_spent`` / ``dp_delta_spent`` are in
+the results. ``sdc-pipeline history --budget`` sums the entries of the ledger and of every
+stored manifest per dataset (:func:`budget_table`).
 
-The cap (task ``privacy_budget: {epsilon: .., delta: ..}``) is checked before anything is
-written: spend already in the task's history plus this run's new releases, per dataset.
+The cap (task ``privacy_budget: {epsilon: .., delta: ..}``) needs a history and is checked
+before anything is written: spend already in the history plus this run's new releases, per
+dataset. The check and the record of this run's spend happen under the history's lock
+(:func:`reserve`), so two runs started together cannot both pass a cap that only one fits. A
+run records its spend when it starts: one that fails afterwards has counted its releases
+(conservative: their noise may have been drawn); running it again reuses the same fingerprints
+and spends nothing new.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,6 +46,8 @@ LEDGER_KEY = "privacy_budget"
 """The manifest key of the ledger entries."""
 
 BUDGET_COLUMNS = ["dataset", "data", "releases", "epsilon", "delta"]
+#: in a results history: one JSON line per recorded release spend
+LEDGER_FILE = "_privacy_ledger.jsonl"
 
 
 class BudgetCap(BaseModel):
@@ -84,11 +95,11 @@ def ledger_entries(spends: Iterable[Spend]) -> list[dict[str, Any]]:
 
 
 def history_entries(root: str | Path | None, task: str | None = None) -> list[dict[str, Any]]:
-    """Every ledger entry stored in a results history (none when there is no history yet),
-    optionally of one task's runs only."""
+    """Every ledger entry stored in a results history — its ledger file and its runs' manifests
+    (none when there is no history yet) — optionally of one task's runs only."""
     if root is None:
         return []
-    out = []
+    out = [e for e in _ledger_lines(Path(root)) if task is None or e.get("task") == task]
     for f in sorted(Path(root).glob(f"run_date=*/task={task or '*'}/*.manifest.json")):
         try:
             manifest = json.loads(f.read_text(encoding="utf-8"))
@@ -96,6 +107,55 @@ def history_entries(root: str | Path | None, task: str | None = None) -> list[di
             raise DataError(f"{f}: corrupted run manifest in the history") from None
         out += manifest.get(LEDGER_KEY, [])
     return out
+
+
+def _ledger_lines(root: Path) -> list[dict[str, Any]]:
+    path = root / LEDGER_FILE
+    if not path.is_file():
+        return []
+    out = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise DataError(f"{path}: line {number} is not a ledger entry (corrupted privacy ledger)") from None
+    return out
+
+
+def reserve(
+    cap: BudgetCap | None, planned: Sequence[Spend], root: str | Path, task: str, where: str
+) -> list[dict[str, Any]]:
+    """Check ``planned`` against the cap and record its new releases in the history's ledger;
+    return the manifest's entries (:func:`ledger_entries`).
+
+    ``root`` must be an existing results history, and the caller holds its lock
+    (:meth:`pipeline.store.ResultsStore.locked`) so that the check and the record are one step.
+
+    Raises
+    ------
+    TaskError
+        The run would take a dataset over its cap (nothing is recorded).
+    """
+    root = Path(root)
+    previous = history_entries(root)
+    check_cap(cap, planned, previous, where)
+    seen = {e["release"] for e in previous}
+    recorded = dt.datetime.now(dt.UTC).isoformat()
+    lines = "".join(
+        json.dumps({"task": task, "recorded_utc": recorded, **asdict(s)}) + "\n"
+        for s in planned
+        if s.release not in seen
+    )
+    if lines:
+        fd = os.open(root / LEDGER_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            data = memoryview(lines.encode())
+            while data:
+                data = data[os.write(fd, data) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return ledger_entries(planned)
 
 
 def budget_table(entries: Sequence[dict[str, Any]]) -> pd.DataFrame:

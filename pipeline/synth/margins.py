@@ -17,7 +17,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -85,8 +85,17 @@ class Layout:
         parts = " x ".join(f"{n}({k})" for n, k in zip(self.names, self.shape, strict=True))
         return f"{parts} = {self.n_cells:,} cells"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"variables": [{"name": n, "levels": list(lv)} for n, lv in zip(self.names, self.levels, strict=True)]}
+    def to_dict(self, unnamed: Mapping[str, Sequence[int]] | None = None) -> dict[str, Any]:
+        """Variables and their levels; the levels at the positions ``unnamed[variable]`` are left
+        out and counted (``unnamed_levels``) instead of named."""
+        out = []
+        for name, lv in zip(self.names, self.levels, strict=True):
+            hidden = set((unnamed or {}).get(name, ()))
+            entry: dict[str, Any] = {"name": name, "levels": [x for i, x in enumerate(lv) if i not in hidden]}
+            if hidden:
+                entry["unnamed_levels"] = len(hidden)
+            out.append(entry)
+        return {"variables": out}
 
 
 @dataclass(frozen=True, eq=False)
@@ -244,6 +253,22 @@ def _sum_counts(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame({"table": [], "cell": [], "count": []}, dtype="int64")
     return pd.concat(parts, ignore_index=True).groupby(["table", "cell"], as_index=False, sort=True)["count"].sum()
+
+
+def rare_levels(layout: Layout, tables: Sequence[MarginTable], limit: int) -> dict[str, tuple[int, ...]]:
+    """Per variable, the positions of its levels held by at least one and fewer than ``limit``
+    records (one-way totals of the first margin holding the variable)."""
+    out = {}
+    for name in layout.names:
+        table = next((t for t in tables if name in t.variables), None)
+        if table is None:
+            continue
+        axis = table.variables.index(name)
+        totals = table.counts.sum(axis=tuple(i for i in range(table.counts.ndim) if i != axis))
+        rare = tuple(int(i) for i in np.flatnonzero((totals > 0) & (totals < limit)))
+        if rare:
+            out[name] = rare
+    return out
 
 
 def tabulate(

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from pipeline.config_io import Seed
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Params
 from pipeline.evaluation.data import EvalData, as_eval_data
@@ -74,7 +75,7 @@ class UtilityGenParams(Params):
     maxit: int = Field(200, ge=1)
     max_params: int = Field(400, ge=1)
     not_synthesised: list[str] | None = None
-    seed: int | None = None
+    seed: Seed | None = None
     compress: bool = True
 
     unique_names = field_validator("vars", "not_synthesised", mode="before")(_names)
@@ -138,7 +139,7 @@ class UtilityTablesParams(Params):
     nworst: int = Field(5, ge=1)
     max_table: float = Field(1e7, gt=0)
     cont_na: CodeMap | None = None
-    seed: int | None = None
+    seed: Seed | None = None
 
     unique_names = field_validator("vars", mode="before")(_names)
 

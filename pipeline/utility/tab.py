@@ -180,10 +180,11 @@ def table_statistics(
     diff = ts - td * cc / (1 - cc)
     VW = float(np.sum(diff**2 / expect))
     FT = float(4 * np.sum((np.sqrt(ts) - np.sqrt(cc / (1 - cc) * td)) ** 2))
+    # a one-cell table has no degree of freedom: the standardised statistics are NaN (0/0), as in R
     with np.errstate(divide="ignore", invalid="ignore"):
         zdiff = (s_all - o_all * cc / (1 - cc)) / np.sqrt((s_all + o_all) * cc)
-        S_FT = FT / df
-        S_VW = VW / df
+        S_FT = float(np.divide(FT, df))
+        S_VW = float(np.divide(VW, df))
         pMSE = VW * cc * (1 - cc) ** 2 / N
         ptabd = td / np.sum(td)
         ptabs = ts / np.sum(ts)
@@ -192,12 +193,12 @@ def table_statistics(
             np.sum((ptabd * np.log2(ptabd / phalf))[ptabd > 0]) / 2
             + np.sum((ptabs * np.log2(ptabs / phalf))[ptabs > 0]) / 2
         )
-        S_JSD = jsd * 2 * N / df / math.log(2)
+        S_JSD = float(np.divide(jsd * 2 * N, df)) / math.log(2)
         okc = (ts > 1e-8) & (td > 1e-8)
         sok, dok = ts[okc], td[okc]
         dfG = len(dok) if k_syn else len(dok) - 1
         G = float(2 * np.sum(sok * np.log(sok / np.sum(sok) / dok * np.sum(dok))))
-        S_G = G / dfG
+        S_G = float(np.divide(G, dfG))
         score = ts / (ts + td)
         SPECKS = ks_statistic(score, ts, td)
         U = wilcoxon_w(score, ts, td)
@@ -205,7 +206,7 @@ def table_statistics(
         PO50 = float((np.sum(ts[predsyn]) + np.sum(td[~predsyn])) / (np.sum(ts) + np.sum(td)) * 100 - 50)
         MabsDD = float(np.sum(np.abs(diff)) / np.sum(ts))
         WMabsDD = float(np.sum(np.abs(diff) / np.sqrt(expect)) / math.sqrt(2 / math.pi))
-        S_WMabsDD = WMabsDD / df
+        S_WMabsDD = float(np.divide(WMabsDD, df))
         dBhatt = float(np.sqrt(1 - np.sum(np.sqrt(ptabd * ptabs))))
     stats = {
         "VW": VW, "FT": FT, "JSD": jsd, "SPECKS": SPECKS, "WMabsDD": WMabsDD, "U": U, "G": G, "pMSE": pMSE,

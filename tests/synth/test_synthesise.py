@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from synth_helpers import example_tables
 
 from pipeline.data.dataset import Dataset
+from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.synth import MarginsParams, fit_ipf, read_margins, synthesise, synthesise_frame, synthesised_schema
 
@@ -279,3 +280,28 @@ def test_synthesised_schema_is_the_schema_of_the_sets_without_synthesising(sd201
         synthesised_schema(original, params(sdc=[{"step": "categorise", "variable": "income", "breaks": [0, 100]}]))
     with pytest.raises(ValidationError, match="limit"):  # the settings: refused by their model
         params(limit=0)
+
+
+def test_a_level_held_by_fewer_than_limit_records_is_counted_not_named(sd2011_subset) -> None:
+    """Issue 25 (8): the synthesis summary (summary.json, fit_report.json) named a level that one
+    record holds; it is counted there now, and the synthesis warns that the release names it."""
+    df, schema = sd2011_subset
+    spec = schema.to_dict()
+    for col in spec["columns"]:
+        if col["name"] == "marital":
+            col["levels"] = [*col["levels"], "ZQXMARKER"]
+    schema = Schema.from_dict(spec)
+    frame = df.copy()
+    frame["marital"] = frame["marital"].cat.add_categories("ZQXMARKER")
+    frame.loc[frame.index[0], "marital"] = "ZQXMARKER"
+    with pytest.warns(UserWarning, match=r"variable 'marital' has \d level\(s\) held by fewer than 10 records"):
+        result = synthesise_frame(frame, schema, params(variables=["sex", "marital"], sdc=[]))
+    summary = result.to_dict()
+    assert "ZQXMARKER" not in json.dumps(summary)
+    marital = next(v for v in summary["layout"]["variables"] if v["name"] == "marital")
+    held = frame["marital"].value_counts(dropna=False)
+    rare = [lv for lv, n in held.items() if 0 < n < 10]
+    assert "ZQXMARKER" in rare and marital["unnamed_levels"] == len(rare)
+    assert set(marital["levels"]) == {lv for lv, n in held.items() if n >= 10 or n == 0} | (
+        {None} & set(marital["levels"])
+    )

@@ -5,6 +5,8 @@ over-budget run before anything is written."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,16 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.errors import TaskError
-from pipeline.synth.dp_ledger import BudgetCap, Spend, budget_table, check_cap, ledger_entries
+from pipeline.store import ResultsStore
+from pipeline.synth.dp_ledger import (
+    LEDGER_FILE,
+    BudgetCap,
+    Spend,
+    budget_table,
+    check_cap,
+    ledger_entries,
+    reserve,
+)
 
 TASK = """
 name: dp_budget
@@ -140,3 +151,65 @@ def test_validate_checks_the_cap_against_the_tasks_history(tmp_path: Path) -> No
     assert refused.exit_code == 2
     assert "epsilon 1.4 > cap 1 (already spent epsilon 0, delta 0 in the history" in refused.output
     assert not (tmp_path / "hist").exists()
+
+
+def _synthesise(tmp_path: Path, task: Path, out: str) -> object:
+    args = ["synthesise", str(task), "--cluster", str(tmp_path / "local.yaml"), "--out", str(tmp_path / out)]
+    return CliRunner().invoke(main, [*args, "--history", str(tmp_path / "hist")])
+
+
+def test_synthesise_records_its_spend_and_the_cap_holds_for_it(tmp_path: Path) -> None:
+    """Issue 25 (3): `synthesise` wrote DP releases without recording them (3 releases over a cap)."""
+    cap = "privacy_budget: {epsilon: 3.0}"
+    first = _synthesise(tmp_path, _task(tmp_path, seed=1, cap=cap), "syn1")  # epsilon 0.5 + 0.9
+    assert first.exit_code == 0, first.output
+    ledger = [json.loads(line) for line in (tmp_path / "hist" / LEDGER_FILE).read_text().splitlines()]
+    assert sorted((e["task"], e["source"], e["epsilon"]) for e in ledger) == [
+        ("dp_budget", "gaussian", pytest.approx(0.9)),
+        ("dp_budget", "laplace", 0.5),
+    ]
+    assert (tmp_path / "hist" / LEDGER_FILE).stat().st_mode & 0o777 == 0o600
+    assert _synthesise(tmp_path, _task(tmp_path, seed=2, cap=cap), "syn2").exit_code == 0  # 2.8 of 3
+    refused = _synthesise(tmp_path, _task(tmp_path, seed=3, cap=cap), "syn3")
+    assert refused.exit_code == 2
+    assert "epsilon 4.2 > cap 3 (already spent epsilon 2.8" in refused.output
+    assert not (tmp_path / "syn3").exists()
+    out = CliRunner().invoke(main, ["history", str(tmp_path / "hist"), "--budget", "--csv"])
+    assert out.output.strip().splitlines()[1].split(",")[2:4] == ["4", "2.8"]
+
+
+def test_a_cap_without_a_history_is_refused(tmp_path: Path) -> None:
+    task = _task(tmp_path, seed=1, cap="privacy_budget: {epsilon: 3.0}")
+    out = CliRunner().invoke(main, ["validate", str(task)])
+    assert out.exit_code == 2
+    assert "'privacy_budget' caps the spend recorded in a results history, and the task has none" in out.output
+
+
+CHILD = """
+import sys
+from pipeline.errors import TaskError
+from pipeline.store import ResultsStore
+from pipeline.synth.dp_ledger import BudgetCap, Spend, reserve
+from pipeline.store import ResultsStore
+spend = Spend("d", "h", "s", 0, "child", 4.0, 0.0, "laplace")
+try:
+    with ResultsStore(sys.argv[1]).locked():
+        reserve(BudgetCap(epsilon=5.0), [spend], sys.argv[1], "t", "t.yaml")
+    print("recorded")
+except TaskError as e:
+    print(e)
+"""
+
+
+def test_the_cap_check_and_the_record_happen_under_one_lock(tmp_path: Path) -> None:
+    """Two runs started together cannot both pass a cap only one fits: while one holds the
+    history (checking and recording), the other waits, then sees its spend."""
+    store = ResultsStore(tmp_path / "hist")
+    with store.locked():
+        child = subprocess.Popen([sys.executable, "-c", CHILD, str(store.root)], stdout=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):
+            child.wait(timeout=2.0)  # waiting for the lock
+        reserve(BudgetCap(epsilon=5.0), [_spend("parent", 4.0)], store.root, "t", "t.yaml")
+    out, _ = child.communicate(timeout=60)
+    assert "epsilon 8 > cap 5 (already spent epsilon 4" in out
+    assert [json.loads(x)["release"] for x in (store.root / LEDGER_FILE).read_text().splitlines()] == ["parent"]

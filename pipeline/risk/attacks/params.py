@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
+from pipeline.config_io import Seed
 from pipeline.evaluation.base import Params
 
 
@@ -26,7 +27,7 @@ class AttackParams(Params):
     """
 
     n_attacks: int | None = Field(500, ge=1)
-    seed: int = 0
+    seed: Seed = 0
     confidence_level: float = Field(0.95, gt=0, lt=1)
     block_on: list[str] = Field(default_factory=list)
 

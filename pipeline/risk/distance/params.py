@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from pipeline.config_io import Seed
 from pipeline.evaluation.base import Params
 
 
@@ -37,7 +38,7 @@ class DCRParams(Params):
 
     vars: list[str] | None = Field(None, min_length=1)
     baseline_records: int = Field(10_000, ge=1)
-    seed: int = 0
+    seed: Seed = 0
     confidence_level: float = Field(0.95, gt=0, lt=1)
     block_on: list[str] = Field(default_factory=list)
     holdout_scale: Literal["training", "holdout"] = "training"
