@@ -169,8 +169,15 @@ def test_riskier_release_fails_the_repu_gate(tmp_path):
     (tmp_path / "local.yaml").write_text("type: local\nn_workers: 1\nprocesses: false\n")
     r1 = _nightly(task, "--date", "2026-11-01")
     assert r1.exit_code == 0, r1.output
-    # tonight's release copies the original records: every unique in the original is replicated
+    # an exact copy of the original is refused before any work (issue 25, item 4)
     shutil.copy(demo_path("sd2011_subset.csv"), tmp_path / "release.csv")
+    copy = _nightly(task, "--date", "2026-11-02")
+    assert copy.exit_code == 2 and "is a copy of the original (the same records)" in copy.output
+    # tonight's release copies the original's keys and target (2 % of incomes moved, so not refused
+    # as a copy): every unique in the original is replicated
+    release = pd.read_csv(demo_path("sd2011_subset.csv"))
+    release.loc[release.index % 50 == 0, "income"] += 1
+    release.to_csv(tmp_path / "release.csv", index=False)
     r2 = _nightly(task, "--date", "2026-11-02")
     assert r2.exit_code == 3, r2.output
     assert "GATE FAILED repU [sd/release keys=sex+age+edu+marital;target=ls]: max repU = 8.6 > 5" in r2.output
