@@ -161,7 +161,7 @@ def execute_task(
     t_start = time.perf_counter()
     with connect(cluster_cfg.model_dump()) as client:
         executor = task_executor(task, client)
-        inputs = read_inputs(task, with_sources=measures)
+        inputs = read_inputs(task, executor, with_sources=measures)
         units = list(expand(task, inputs.hashes)) if measures else []
         if measures and not units:
             raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
@@ -265,6 +265,8 @@ def execute_task(
         "units": timings,
         "releases": {s.label: str(dest) for s, dest in zip(inputs.syntheses, releases, strict=True)},
         "privacy_budget": budget,
+        # per dataset with a holdout: file or split settings, record counts, fingerprint (no values)
+        "holdouts": inputs.holdout_records,
         "rows": len(results),
     }
     return RunOutcome(run_id, out, results, summaries, manifest, inputs, releases)
@@ -307,7 +309,7 @@ def validate_task(task: LoadedTask) -> list[Unit | SynthesisUnit]:
         The first problem found, naming the task file, the measure and the data.
     """
     executor = task_executor(task)
-    inputs = read_inputs(task)
+    inputs = read_inputs(task, executor)
     persist_inputs(inputs, executor)  # read once for all checks, as a run does
     units = list(expand(task, inputs.hashes))
     if not units:
