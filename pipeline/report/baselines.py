@@ -74,8 +74,8 @@ def _settings(rows: pd.DataFrame) -> Iterator[tuple[tuple, str, dict[str, float]
             for name, key in (("excess", "mean"), ("lower95", "lower95"), ("upper95", "upper95")):
                 value = summary.loc[summary[SUMMARY] == key, "value"]
                 figures[name] = float(value.iloc[0]) if len(value) else float("nan")
-            named = f"{entry} [{labels[unit]}]" if labels[unit] else entry
-            yield release, named if entries > 1 or labels[unit] else labels[unit], figures
+            named = (f"{entry} [{labels[unit]}]" if labels[unit] else entry) if entries > 1 else labels[unit]
+            yield release, named, figures
 
 
 def _worst(found: list[tuple[str, dict[str, float]]]) -> tuple[str, dict[str, float], int]:

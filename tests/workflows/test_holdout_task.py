@@ -259,3 +259,34 @@ def test_a_fraction_leaving_too_few_records_is_refused(tmp_path):
     text = SPLIT_TASK.replace("0.25", "0.001")
     with pytest.raises(TaskError, match=r"line 8: dataset 'ce': holdout: .*leaves 6 holdout .* at least 20"):
         validate_task(load_task(_write(tmp_path, text)))
+
+
+def test_without_a_holdout_m_sets_get_t_intervals_and_no_baseline(tmp_path):
+    text = """
+name: sets
+datasets:
+  - name: sd
+    original: {demo: sd2011_subset}
+    synthetic:
+      - {name: cart, demo: sd2011_cart}
+measures:
+  - type: disclosure
+    params: {keys: [sex, agegr], targets: [ls]}
+"""
+    outcome = run_task(
+        load_task(_write(tmp_path, text)),
+        cluster=_local(tmp_path),
+        out_dir=tmp_path / "o",
+        progress=False,
+        report=False,
+    )
+    results = outcome.results
+    assert outcome.manifest["holdouts"] == {}
+    assert of_kind(results, baseline="excess").empty
+    own = of_kind(results[results["measure"] == "repU"])
+    values = own.loc[own["synthetic"].str.isdigit(), "value"].to_numpy()
+    assert len(values) == 5
+    (mean,) = of_kind(results[results["measure"] == "repU"], summary="mean")["value"]
+    (upper,) = of_kind(results[results["measure"] == "repU"], summary="upper95")["value"]
+    half = 2.7764451051977987 * values.std(ddof=1) / np.sqrt(5)  # t(0.975, 4)
+    assert mean == pytest.approx(values.mean()) and upper == pytest.approx(values.mean() + half)
