@@ -4,6 +4,8 @@ A gate (``gates:`` in the task file) names a measure (optionally its family) and
 for any dataset × source × measure entry × params (the rows' structured parameters, not the
 display setting), the statistic over the synthetic sets (``max`` or ``mean``) is ``above`` a
 threshold, or has risen by more than ``rise_above`` since the previous run in the history.
+It judges the measure's own rows, or with ``summary``/``baseline`` the rows of that summary
+over sets or holdout baseline (``repU upper95 above 1``: the upper bound of repU's interval).
 A previous run stored before results had params gives no previous value (see
 :func:`check_gates`).  Gate results are written to ``gates.json`` in the run folder
 and shown in the report; the CLI exits with status 3 when a gate fails.
@@ -22,6 +24,7 @@ import pandas as pd
 from pipeline.errors import TaskError
 from pipeline.gates import GATE_GROUP, gate_value
 from pipeline.results import jsonable
+from pipeline.row_params import of_kind
 from pipeline.store import ResultsStore
 from pipeline.tasks import GateSpec, LoadedTask
 
@@ -46,11 +49,17 @@ class GateCheck:
 
 
 def _select(results: pd.DataFrame, gate: GateSpec) -> pd.DataFrame:
-    """The rows of the gate's measure (of its family, when the gate names one)."""
+    """The rows of the gate's measure (of its family, when the gate names one): its own figures,
+    or those of the gate's ``summary`` / ``baseline``."""
     sel = results[results["measure"] == gate.measure]
     if gate.family is not None:
         sel = sel[sel["family"] == gate.family]
-    return sel
+    return of_kind(sel, gate.baseline, gate.summary)
+
+
+def _gate_label(gate: GateSpec) -> str:
+    """The gate's measure and the rows it judges, for messages (``repU excess upper95``)."""
+    return " ".join(x for x in (gate.measure, gate.baseline, gate.summary) if x)
 
 
 def check_gates(current: pd.DataFrame, previous: pd.DataFrame | None, gates: list[GateSpec]) -> list[GateCheck]:
@@ -64,6 +73,11 @@ def check_gates(current: pd.DataFrame, previous: pd.DataFrame | None, gates: lis
     checks: list[GateCheck] = []
     for gate in gates:
         sel = _select(current, gate)
+        if sel.empty and (gate.summary or gate.baseline) and (current["measure"] == gate.measure).any():
+            raise TaskError(
+                f"gate on {_gate_label(gate)!r}: this run has no such rows of {gate.measure!r} (a summary "
+                "needs at least 2 synthetic sets; a baseline needs a holdout and a measure with baselines)"
+            )
         if sel.empty:
             known = ", ".join(sorted(current["measure"].unique()))
             raise TaskError(f"gate names measure {gate.measure!r}, which this run did not produce; measures: {known}")
@@ -73,13 +87,15 @@ def check_gates(current: pd.DataFrame, previous: pd.DataFrame | None, gates: lis
             prev = gate_value(before[key], gate.statistic) if key in before else None
             reasons = []
             if gate.above is not None and value > gate.above:
-                reasons.append(f"{gate.statistic} {gate.measure} = {value:.6g} > {gate.above:g}")
+                reasons.append(f"{gate.statistic} {_gate_label(gate)} = {value:.6g} > {gate.above:g}")
             if gate.rise_above is not None and prev is not None and value - prev > gate.rise_above:
-                reasons.append(f"{gate.measure} rose by {value - prev:.6g} (from {prev:.6g}) > {gate.rise_above:g}")
+                reasons.append(
+                    f"{_gate_label(gate)} rose by {value - prev:.6g} (from {prev:.6g}) > {gate.rise_above:g}"
+                )
             dataset, source, measure_name, params = key
             checks.append(
                 GateCheck(
-                    measure=gate.measure,
+                    measure=_gate_label(gate),
                     measure_name=measure_name,
                     dataset=dataset,
                     source=source,

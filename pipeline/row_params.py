@@ -102,3 +102,18 @@ def value_text(value: Any) -> str:
     if isinstance(value, tuple):
         return ", ".join(value_text(v) for v in value)
     return str(value)
+
+
+#: the params keys of the rows added to a measure's own (:mod:`pipeline.evaluation.baseline`):
+#: its holdout baselines and its summaries over synthetic sets
+BASELINE, SUMMARY = "baseline", "summary"
+
+
+def of_kind(rows: pd.DataFrame, baseline: str | None = None, summary: str | None = None) -> pd.DataFrame:
+    """The rows whose ``baseline`` and ``summary`` params are ``baseline`` and ``summary`` (None:
+    absent). ``of_kind(rows)`` is a measure's own figures — what headlines and gates judge by
+    default — without the holdout baselines and summaries over sets added beside them."""
+    kinds = param_columns(rows[["params"]], BASELINE, SUMMARY)
+    keep = (kinds[BASELINE] == baseline) if baseline is not None else kinds[BASELINE].isna()
+    keep &= (kinds[SUMMARY] == summary) if summary is not None else kinds[SUMMARY].isna()
+    return rows[keep.to_numpy(dtype=bool)]

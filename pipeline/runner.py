@@ -178,7 +178,7 @@ def _execute(
     t_start = time.perf_counter()
     with connect(cluster_cfg.model_dump()) as client:
         executor = task_executor(task, client)
-        inputs = read_inputs(task, with_sources=measures)
+        inputs = read_inputs(task, executor, with_sources=measures)
         units = list(expand(task, inputs.hashes)) if measures else []
         if measures and not units:
             raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
@@ -284,6 +284,8 @@ def _execute(
         "units": timings,
         "releases": {s.label: str(dest) for s, dest in zip(inputs.syntheses, releases, strict=True)},
         "privacy_budget": budget,
+        # per dataset with a holdout: file or split settings, record counts, fingerprint (no values)
+        "holdouts": inputs.holdout_records,
         "rows": len(results),
     }
     return RunOutcome(run_id, out, results, summaries, manifest, inputs, releases)
@@ -335,7 +337,7 @@ def validate_task(
     out = Path(out_dir) if out_dir is not None else default_out_dir(task)
     check_run_folder(out, task, force, run_names(out, out / "synthesis", [], ["report.html"]))
     executor = task_executor(task)
-    inputs = read_inputs(task)
+    inputs = read_inputs(task, executor)
     persist_inputs(inputs, executor)  # read once for all checks, as a run does
     check_inputs(task, inputs, executor)
     units = list(expand(task, inputs.hashes))

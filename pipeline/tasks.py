@@ -30,6 +30,7 @@ from pipeline import __version__
 from pipeline.config_io import Seed, YamlLines, error_message, read_yaml
 from pipeline.errors import TaskError
 from pipeline.evaluation.base import Measure, canonical_params, setting_text
+from pipeline.evaluation.baseline import BaselineOptions
 from pipeline.evaluation.execution import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
 from pipeline.synth.base import Synthesiser, SynthesisParams
 from pipeline.synth.dp_ledger import BudgetCap
@@ -104,10 +105,66 @@ class SourceSpec(_Spec):
         return self
 
 
+class HoldoutSpec(_Spec):
+    """Records of the same population that the synthetic data were not made from (docs/baselines.md).
+
+    Either a file (``path``, read with the original's schema and settings; a bare string is a
+    path) or, for a dataset whose sources all synthesise, ``fraction``: the original is split
+    once, seeded, before any synthesis, and the synthesisers see only the training part.
+    """
+
+    path: str | None = None
+    #: text encoding of a CSV file (default: the original's)
+    encoding: str | None = None
+    fraction: float | None = Field(None, gt=0, lt=1, description="share of the original kept back")
+    #: seed of the split (default: the task's)
+    seed: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _path_text(cls, value: Any) -> Any:
+        return {"path": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> HoldoutSpec:
+        if (self.path is None) == (self.fraction is None):
+            raise ValueError("give exactly one of 'path' (a holdout file) or 'fraction' (split the original)")
+        if self.path is not None and self.seed is not None:
+            raise ValueError("'seed' is for a 'fraction' split, not a holdout file")
+        if self.fraction is not None and self.encoding is not None:
+            raise ValueError("'encoding' is for a holdout file, not a 'fraction' split")
+        return self
+
+
 class DatasetSpec(_Spec):
     name: PlainName
     original: OriginalSpec
     synthetic: list[SourceSpec] = []
+    #: records the synthesisers never saw: the control of every risk figure (holdout baselines)
+    holdout: HoldoutSpec | None = None
+
+    @model_validator(mode="after")
+    def _split_before_synthesis(self) -> DatasetSpec:
+        if self.holdout is not None and self.holdout.fraction is not None:
+            given = [s.name for s in self.synthetic if s.synthesise is None]
+            if given:
+                raise ValueError(
+                    f"dataset {self.name!r}: holdout: fraction splits the original before synthesis, but "
+                    f"source(s) {', '.join(map(repr, given))} were not made here (they may have seen every "
+                    "record): give their holdout as a file (holdout: {path: ...}) or put them in another dataset"
+                )
+        return self
+
+
+class BaselineSpec(BaselineOptions):
+    """How the holdout baselines of a task are drawn (:class:`~pipeline.evaluation.baseline.BaselineOptions`);
+    the seed defaults to the task's."""
+
+    seed: int | None = None  # type: ignore[assignment]
+
+    def options(self, task_seed: int) -> BaselineOptions:
+        """The options with the seed filled in."""
+        return BaselineOptions(seed=task_seed if self.seed is None else self.seed, permutations=self.permutations)
 
 
 class MeasureSpec(_Spec):
@@ -135,10 +192,17 @@ class MeasureSpec(_Spec):
 
 
 class GateSpec(_Spec):
-    """A nightly regression gate on one measure (see :mod:`pipeline.nightly`)."""
+    """A nightly regression gate on one measure (see :mod:`pipeline.nightly`).
+
+    Without ``summary``/``baseline`` it judges the measure's own rows; with them, the rows of that
+    summary over sets (``summary: upper95``: the 95 % interval's upper bound) and/or holdout
+    baseline (``baseline: excess``) — e.g. ``{measure: repU, summary: upper95, above: 1}``.
+    """
 
     measure: str
     family: str | None = None
+    summary: Literal["mean", "sd", "lower95", "upper95"] | None = None
+    baseline: Literal["training", "holdout", "excess", "normalised_excess"] | None = None
     above: float | None = None
     rise_above: float | None = None
     statistic: Literal["max", "mean"] = "max"
@@ -173,6 +237,8 @@ class TaskSpec(_Spec):
     #: privacy-budget cap per dataset over the history's DP releases and this run's
     privacy_budget: BudgetCap | None = None
     gates: list[GateSpec] = []
+    #: holdout baselines of the datasets with a holdout (permutations behind the excess interval, seed)
+    baseline: BaselineSpec = BaselineSpec()
     concurrency: int = Field(2, ge=1, description="units evaluated at the same time")
     execution: ExecutionSpec = ExecutionSpec()
 
@@ -416,6 +482,8 @@ class Unit:
     #: (:func:`~pipeline.evaluation.base.canonical_params`), as in its rows
     canonical_params: dict[str, Any]
     fingerprint: str
+    #: how its holdout baselines are drawn (used when its dataset has a holdout)
+    baseline: BaselineOptions
 
     @property
     def setting(self) -> str:
@@ -451,12 +519,15 @@ def expand(task: LoadedTask, input_hashes: dict[tuple[str, str | None, int], str
     """All units of a task in a stable order.
 
     ``input_hashes`` maps (dataset, source or None, repetition) to the content hash of the
-    inputs (for a synthesised source: its synthesis unit's fingerprint); measures that need
+    inputs (for a synthesised source: its synthesis unit's fingerprint; with a holdout, the
+    holdout's fingerprint included); the baseline options count in the fingerprints of units
+    on a dataset with a holdout. Measures that need
     synthetic data get one unit per source and repetition, the ``profile`` of the original
     alone gets ``source=None``. Each grid point's Measure is built once and shared by its units.
     """
     from pipeline.measures import REGISTRY
 
+    options = task.spec.baseline.options(task.spec.seed)
     i = 0
     for m in task.spec.measures:
         entry = REGISTRY[m.type]
@@ -478,8 +549,15 @@ def expand(task: LoadedTask, input_hashes: dict[tuple[str, str | None, int], str
                     if m.sources is None or s.name in m.sources
                     for r in range(task.spec.repetitions if s.synthesise is not None else 1)
                 ]
+            baseline = {"baseline": options.model_dump()} if d.holdout is not None else {}
             for src, rep in targets:
                 for point, measure, params in points:
-                    fp = _fingerprint({"inputs": input_hashes[(d.name, src, rep)], "measure": m.type, "params": params})
-                    yield Unit(i, d.name, src, rep, m, {k: point[k] for k in m.grid}, measure, params, fp)
+                    parts = {
+                        "inputs": input_hashes[(d.name, src, rep)],
+                        "measure": m.type,
+                        "params": params,
+                        **baseline,
+                    }
+                    grid_point = {k: point[k] for k in m.grid}
+                    yield Unit(i, d.name, src, rep, m, grid_point, measure, params, _fingerprint(parts), options)
                     i += 1

@@ -12,10 +12,12 @@ from typing import Any
 
 import pandas as pd
 
+from pipeline.report.baselines import excess_section
 from pipeline.report.markup import CSS, table_html
 from pipeline.report.sections import SECTIONS
 from pipeline.report.summary import release_summary
 from pipeline.results import atomic_write_text
+from pipeline.row_params import of_kind
 
 FAMILY_TITLES = {
     "profile": "Data profiles and key blocks",
@@ -68,6 +70,7 @@ def render(outcome: Any, extra_sections: list[str] | None = None) -> str:
     parts = [
         f"<h1>sdc-pipeline report — {html.escape(m['task'])}</h1>",
         summary_section(outcome),
+        excess_section(res),
         '<section id="metadata"><h2>Run</h2>',
         table_html(meta, css_class="meta"),
         "</section>",
@@ -77,8 +80,8 @@ def render(outcome: Any, extra_sections: list[str] | None = None) -> str:
         sub = res[res["family"] == family]
         title = FAMILY_TITLES.get(family, family)
         parts.append(f'<section id="{html.escape(family)}"><h2>{html.escape(title)}</h2>')
-        if family in SECTIONS:
-            parts += SECTIONS[family](sub, outcome)
+        if family in SECTIONS:  # a family's plots and tables show its own figures (baselines: above)
+            parts += SECTIONS[family](of_kind(sub), outcome)
         parts.append(
             f'<p class="raw">All {len(sub)} values of this section, unrounded: the run\'s '
             '<a href="results.csv" download>results.csv</a> (and results.parquet) beside this report.</p></section>'

@@ -34,7 +34,7 @@ import pandas as pd
 from pipeline.gates import GATE_GROUP, gate_value
 from pipeline.results import per_set
 from pipeline.risk.idrisk.plots import r_star
-from pipeline.row_params import value_text
+from pipeline.row_params import of_kind, value_text
 
 RELEASE = ["dataset", "source", "repetition"]
 SUMMARY_COLUMNS = ["dataset", "source", "repetition", "headline", "value", "threshold", "basis", "status", "note"]
@@ -63,7 +63,13 @@ HEADLINES = (
 
 def _gate(manifest: dict[str, Any], h: Headline) -> dict[str, Any] | None:
     for g in manifest["task_spec"].get("gates") or []:
-        if g["measure"] == h.measure and g.get("above") is not None and g.get("family") in (None, h.family):
+        on_own_rows = g.get("summary") is None and g.get("baseline") is None  # not on an interval bound
+        if (
+            on_own_rows
+            and g["measure"] == h.measure
+            and g.get("above") is not None
+            and g.get("family") in (None, h.family)
+        ):
             return g
     return None
 
@@ -100,8 +106,9 @@ def _radius_note(best: pd.DataFrame, key: tuple[Any, ...]) -> tuple[str, bool]:
 def release_summary(results: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
     """The headline measures of every release with threshold, basis and pass/attention
     (columns :data:`SUMMARY_COLUMNS`)."""
-    rows = per_set(results[results["source"] != ""])
-    best = r_star(results)  # once, not per release (a study has thousands)
+    own = of_kind(results)  # the measures' own figures, not their baselines and summaries over sets
+    rows = per_set(own[own["source"] != ""])
+    best = r_star(own)  # once, not per release (a study has thousands)
     out = []
     for h in HEADLINES:
         sub = rows[(rows["measure"] == h.measure) & (rows["family"] == h.family)]

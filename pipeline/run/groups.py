@@ -100,9 +100,10 @@ def repetition_task(
     units: list[tuple[Unit, str]],
     against: Schema | None,
 ) -> RepetitionOutput:
-    """A :class:`RepetitionGroup` on a worker: the synthesis (unless its ``sets`` are given, from
-    the cache), then each measure unit's checks (with its error ``context``) and evaluation on
-    the original restricted to ``against`` (the synthesised schema) and the sets, until one fails.
+    """A :class:`RepetitionGroup` on a worker: the synthesis of ``frames[0]`` (unless its ``sets``
+    are given, from the cache), then each measure unit's checks (with its error ``context``) and
+    evaluation on the original restricted to ``against`` (the synthesised schema), the sets and
+    the holdout ``frames[1]`` (when the dataset has one), until one fails.
 
     Raises
     ------
@@ -122,7 +123,8 @@ def repetition_task(
     try:
         if units:
             assert against is not None
-            data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False)
+            holdout = frames[1] if len(frames) > 1 else None
+            data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False, holdout=holdout)
         for u, context in units:
             check_unit(u.measure, data, executor, context)
             with _named(f"measure {u.label}"):
@@ -152,10 +154,11 @@ def run_repetition(
     # a resumed run evaluates the sets it synthesised before
     sets = None if done is None else [d.to_pandas() for d in synthesised_sets(syn, cache)]
     against = inputs.synthetic[syn.key][0].schema if todo else None
-    original = inputs.originals[syn.dataset]
-    job = ((0,), syn, sets, [(u, unit_context(task, u, inputs)) for u in todo], against)
+    original, holdout = inputs.originals[syn.dataset], inputs.holdout(syn.dataset)
+    frames = [original.frame] if holdout is None or not todo else [original.frame, holdout.frame]
+    job = (tuple(range(len(frames))), syn, sets, [(u, unit_context(task, u, inputs)) for u in todo], against)
     shared = (original.schema, task.spec.execution.model_dump())
-    (out,) = executor.map_frame_tasks(repetition_task, [job], [original.frame], shared)
+    (out,) = executor.map_frame_tasks(repetition_task, [job], frames, shared)
     if done is None:
         assert out.result is not None and out.synthesis is not None
         done = store_synthesis(syn, out.result, out.synthesis, cache)

@@ -1,12 +1,15 @@
-"""The data of a task: originals and sources read, aligned and kept in cluster memory once.
+"""The data of a task: originals, holdouts and sources read, aligned and kept in cluster memory once.
 
-A synthesised source enters as its :class:`~pipeline.tasks.SynthesisUnit`; until it has run
-it is a schema-only stand-in (:func:`stand_in_syntheses`) so that every measure unit can be
-checked before any work.
+A dataset's holdout is read from its file as the original is, or split off the original
+before any synthesis (:mod:`pipeline.synth.split`): the original the synthesisers and the
+measures get is then the training part.  A synthesised source enters as its
+:class:`~pipeline.tasks.SynthesisUnit`; until it has run it is a schema-only stand-in
+(:func:`stand_in_syntheses`) so that every measure unit can be checked before any work.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Iterable, Sequence
@@ -17,9 +20,10 @@ from typing import Any
 import pandas as pd
 
 from pipeline.data.compare import align_synthetic
-from pipeline.data.dataset import Dataset, read_dataset
+from pipeline.data.dataset import DEFAULT_ENCODING, Dataset, read_dataset, read_raw
 from pipeline.errors import PipelineError, TaskError
 from pipeline.evaluation.execution import Executor
+from pipeline.synth.split import MIN_HOLDOUT_RECORDS, HoldoutSplit
 from pipeline.tasks import DatasetSpec, LoadedTask, SourceSpec, SynthesisUnit, content_hash, synthesis_units
 
 log = logging.getLogger("pipeline")
@@ -32,7 +36,14 @@ SourceKey = tuple[str, str, int]
 class TaskInputs:
     """The data of a task: originals, the synthetic sets per source, and the syntheses to run."""
 
+    #: dataset -> the records the measures compare (with a ``fraction`` holdout: the training part)
     originals: dict[str, Dataset] = field(default_factory=dict)
+    #: dataset -> its holdout records, in the original's schema (datasets with a holdout only)
+    holdouts: dict[str, Dataset] = field(default_factory=dict)
+    #: dataset -> how its holdout was made (for the manifest: counts, settings, fingerprint; no values)
+    holdout_records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: dataset -> content hash of the original as read (before a split): the privacy-budget ledger's
+    original_hashes: dict[str, str] = field(default_factory=dict)
     #: (dataset, source, repetition) -> (original aligned to the source, synthetic sets); a
     #: synthesised source is a schema-only stand-in until its synthesis unit has run
     synthetic: dict[SourceKey, tuple[Dataset, list[Dataset]]] = field(default_factory=dict)
@@ -44,6 +55,10 @@ class TaskInputs:
         if source is None:
             return self.originals[dataset], []
         return self.synthetic[(dataset, source, repetition)]
+
+    def holdout(self, dataset: str) -> Dataset | None:
+        """The holdout of ``dataset`` (None without one)."""
+        return self.holdouts.get(dataset)
 
 
 def _data_hash(datasets: list[Dataset]) -> str:
@@ -66,6 +81,71 @@ def _read_original(task: LoadedTask, spec: DatasetSpec) -> Dataset:
     if o.missing_codes:
         ds = replace(ds, schema=ds.schema.with_missing_codes(o.missing_codes))
     return ds
+
+
+def _holdout_context(task: LoadedTask, spec: DatasetSpec) -> str:
+    """How holdout errors name their place: the task file, the line and the dataset."""
+    from pipeline.config_io import YamlLines
+
+    index = next(i for i, d in enumerate(task.spec.datasets) if d.name == spec.name)
+    line = YamlLines(task.path).line(["datasets", index, "holdout"])
+    return f"{task.path}: " + (f"line {line}: " if line else "") + f"dataset {spec.name!r}: holdout"
+
+
+def _read_holdout(
+    task: LoadedTask, spec: DatasetSpec, original: Dataset, executor: Executor
+) -> tuple[Dataset, dict[str, Any]]:
+    """The holdout file of ``spec``, read as its original is (same schema, missing codes and
+    encoding), with the original's variables exactly (a ``columns`` selection applies to both).
+
+    Raises
+    ------
+    TaskError
+        Missing or extra variables, too few records, or a read error (naming the file).
+    """
+    h, o = spec.holdout, spec.original
+    assert h is not None and h.path is not None
+    path = task.resolve(h.path)
+    encoding = h.encoding or o.encoding or original.schema.encoding
+    context = _holdout_context(task, spec)
+    try:
+        columns = [str(c) for c in read_raw(path, encoding or DEFAULT_ENCODING)[0].columns]
+        expected = list(original.schema.names)
+        missing = [v for v in expected if v not in columns]
+        extra = [] if o.columns else [v for v in columns if v not in expected]
+        if missing or extra:
+            what = [
+                f"missing {', '.join(map(repr, missing))}" if missing else "",
+                f"extra {', '.join(map(repr, extra))}" if extra else "",
+            ]
+            raise TaskError(
+                f"{path}: a holdout must hold the original's variables ({', '.join(expected)}): "
+                + "; ".join(w for w in what if w)
+            )
+        holdout = read_dataset(
+            path, schema=original.schema, name=f"{spec.name}_holdout", columns=expected, encoding=encoding
+        )
+        (counts,) = executor.partition_rows(holdout.frame)
+    except PipelineError as e:
+        raise TaskError(f"{context}: {e}") from None
+    records = int(sum(counts))
+    if records < MIN_HOLDOUT_RECORDS:
+        raise TaskError(f"{context}: {path} has {records} records; a holdout needs at least {MIN_HOLDOUT_RECORDS}")
+    fingerprint = hashlib.sha256(_data_hash([holdout]).encode()).hexdigest()[:20]
+    return holdout, {"kind": "file", "path": str(path), "holdout_records": records, "fingerprint": fingerprint}
+
+
+def _split(
+    task: LoadedTask, spec: DatasetSpec, original: Dataset, executor: Executor, data_hash: str
+) -> tuple[Dataset, Dataset, dict[str, Any]]:
+    """The training part, the holdout and the record of a ``fraction`` split of ``original``."""
+    h = spec.holdout
+    assert h is not None and h.fraction is not None
+    split = HoldoutSplit(h.fraction, task.spec.seed if h.seed is None else h.seed)
+    try:
+        return split.split(original, executor, data_hash)
+    except PipelineError as e:
+        raise TaskError(f"{_holdout_context(task, spec)}: {e}") from None
 
 
 def _read_source(
@@ -106,26 +186,39 @@ def against_synthesised(original: Dataset, sets: list[Dataset]) -> tuple[Dataset
     return aligned, sets
 
 
-def read_inputs(task: LoadedTask, with_sources: bool = True) -> TaskInputs:
-    """Read every original and (``with_sources``) every file or demo source; list the syntheses.
+def read_inputs(task: LoadedTask, executor: Executor | None = None, with_sources: bool = True) -> TaskInputs:
+    """Read every original and holdout (splitting those with a ``fraction`` holdout, which
+    counts their records with ``executor``, default :meth:`Executor.current`) and
+    (``with_sources``) every file or demo source; list the syntheses.
 
     Nothing is synthesised: a synthesised source enters as its :class:`SynthesisUnit`, whose
-    fingerprint is the input hash of the measure units on it.
+    fingerprint is the input hash of the measure units on it (plus the holdout's fingerprint).
     """
+    executor = executor or Executor.current()
     inputs = TaskInputs()
+    holdout_hashes: dict[str, str] = {}
     for d in task.spec.datasets:
         original = _read_original(task, d)
         h = _data_hash([original])
+        inputs.original_hashes[d.name] = h
+        if d.holdout is not None and d.holdout.fraction is not None:
+            original, inputs.holdouts[d.name], record = _split(task, d, original, executor, h)
+            h += record["fingerprint"]  # the training part: what synthesisers and measures see
+        elif d.holdout is not None:
+            inputs.holdouts[d.name], record = _read_holdout(task, d, original, executor)
+        if d.holdout is not None:
+            inputs.holdout_records[d.name] = record
+            holdout_hashes[d.name] = record["fingerprint"]
         inputs.originals[d.name] = original
         inputs.hashes[(d.name, None, 0)] = h
         for src in d.synthetic:
             if src.synthesise is None and with_sources:
                 aligned, sets = _read_source(task, d, original, src)
                 inputs.synthetic[(d.name, src.name, 0)] = (aligned, sets)
-                inputs.hashes[(d.name, src.name, 0)] = h + _data_hash(sets)
+                inputs.hashes[(d.name, src.name, 0)] = h + _data_hash(sets) + holdout_hashes.get(d.name, "")
     inputs.syntheses = synthesis_units(task, {d: inputs.hashes[(d, None, 0)] for d in inputs.originals})
     for s in inputs.syntheses:
-        inputs.hashes[s.key] = s.fingerprint
+        inputs.hashes[s.key] = s.fingerprint + holdout_hashes.get(s.dataset, "")
     return inputs
 
 
@@ -156,7 +249,7 @@ def planned_spend(
     spends = []
     for u in inputs.syntheses:
         s = release_spend(
-            u.dataset, inputs.hashes[(u.dataset, None, 0)], u.source, u.repetition, u.fingerprint, u.synthesiser
+            u.dataset, inputs.original_hashes[u.dataset], u.source, u.repetition, u.fingerprint, u.synthesiser
         )
         if s is not None:
             spends.append(s)
@@ -203,13 +296,14 @@ def persist_inputs(inputs: TaskInputs, executor: Executor, keys: Sequence[Source
     """Read inputs once into cluster memory, so that units share them instead of re-reading files:
     the originals and every source, or only the sources ``keys`` (e.g. finished syntheses)."""
     chosen = list(inputs.synthetic) if keys is None else list(keys)
-    datasets = list(inputs.originals.values()) if keys is None else []
+    datasets = [*inputs.originals.values(), *inputs.holdouts.values()] if keys is None else []
     for k in chosen:
         original, sets = inputs.synthetic[k]
         datasets += [original, *sets]
     by_id = _persisted(datasets, executor)
     if keys is None:
         inputs.originals = {k: by_id[id(v.frame)] for k, v in inputs.originals.items()}
+        inputs.holdouts = {k: by_id[id(v.frame)] for k, v in inputs.holdouts.items()}
     for k in chosen:
         original, sets = inputs.synthetic[k]
         inputs.synthetic[k] = (by_id[id(original.frame)], [by_id[id(s.frame)] for s in sets])

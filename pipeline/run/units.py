@@ -10,6 +10,7 @@ import pandas as pd
 
 from pipeline.data.dataset import Dataset
 from pipeline.errors import PipelineError, TaskError
+from pipeline.evaluation import baseline
 from pipeline.evaluation.base import Measure, Row, canonical_json, setting_text
 from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
@@ -28,8 +29,11 @@ from pipeline.tasks import LoadedTask, SynthesisUnit, Unit
 
 
 def unit_eval_data(unit: Unit, inputs: TaskInputs) -> EvalData:
+    """A unit's data: the original (aligned to its source), the sets and the dataset's holdout
+    (cast to the original's schema, restricted to its variables)."""
     original, sets = inputs.data(*unit.source_key)
-    return as_eval_data(original, sets, require_synthetic=False)
+    holdout = inputs.holdout(unit.dataset)
+    return as_eval_data(original, sets, require_synthetic=False, holdout=None if holdout is None else holdout.frame)
 
 
 def unit_context(task: LoadedTask, unit: Unit, inputs: TaskInputs) -> str:
@@ -101,9 +105,13 @@ def unit_table(rows: Sequence[Row], unit: Unit | SynthesisUnit) -> pd.DataFrame:
 
 
 def evaluated(unit: Unit, data: EvalData, executor: Executor) -> UnitOutput:
-    """Evaluate a measure unit on ``data``: its table, public summary and seconds."""
+    """Evaluate a measure unit on ``data``: its table, public summary and seconds.
+
+    The measure's rows come with its holdout baselines (when ``data`` has a holdout) and the
+    summary rows over its synthetic sets (:func:`pipeline.evaluation.baseline.evaluate`).
+    """
     t0 = time.perf_counter()
-    result = unit.measure.evaluate(data, executor)
+    result = baseline.evaluate(unit.measure, data, executor, unit.baseline)
     seconds = time.perf_counter() - t0
     return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds)
 

@@ -12,10 +12,10 @@ It mirrors the measure contract (:mod:`pipeline.evaluation.base`). Every synthes
   and one :class:`~pipeline.evaluation.execution.Executor`, returning a :class:`SynthesisOutput`
   (the m sets, their schema, rows of the results table, a release to write).
 
-A step that changes what the synthesiser sees (the holdout split of a later issue: the original
-split into the records it may learn from and those kept back) is one more method of this
-contract called by the runner between reading the original and :meth:`synthesise`, not a runner
-special case.
+What a synthesiser sees is decided before it is called: a dataset's ``holdout: {fraction}``
+splits the original once (:class:`~pipeline.synth.split.HoldoutSplit`, run by
+:mod:`pipeline.run.inputs` after reading the original), and every synthesiser of that dataset
+gets the training part as its ``original`` — the same call, no synthesiser special case.
 """
 
 from __future__ import annotations

@@ -33,8 +33,9 @@ def test_repeated_source_gives_one_point_per_repetition_single_source_one_per_se
 def test_hornby_hu_tasks_validate_without_synthesising(tmp_path):
     units = validate_task(load_task(TASKS / "hornby_hu.yaml"))
     syntheses = [u for u in units if isinstance(u, SynthesisUnit)]
-    assert [u.source for u in syntheses] == [
-        "s1_income", "s2_income_tenure", "s3_income_expenditure", "s4_income_expenditure_tenure"
+    assert [(u.dataset, u.source) for u in syntheses] == [
+        ("cedata", "s1_income"), ("cedata", "s2_income_tenure"), ("cedata", "s3_income_expenditure"),
+        ("cedata", "s4_income_expenditure_tenure"), ("cedata_holdout", "s1_income"),
     ]  # fmt: skip
     assert all(u.params.m == 20 for u in syntheses)
     text = (TASKS / "hornby_hu_m_study.yaml").read_text(encoding="utf-8")
