@@ -164,3 +164,22 @@ def test_a_zero_radius_with_open_intervals_is_refused_with_how_to_match_exactly(
         {"scenarios": scenario, "radius": {"age": 0, "income": 0.1}, "interval": "closed"}
     )
     assert closed.params.radius == {"age": 0.0, "income": 0.1}
+
+
+def test_exact_variables_take_no_radius_and_belong_to_a_scenario(frames):
+    from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
+
+    scenario = {"s": {"known": ["sex", "age"], "synthesised": ["income"]}}
+    with pytest.raises(ParameterError, match=r"'age' is matched exactly .*also given a radius"):
+        IdentificationRiskMeasure({"scenarios": scenario, "radius": {"age": 0.1, "income": 0.1}, "exact": ["age"]})
+    with pytest.raises(ParameterError, match="'age' is matched exactly"):
+        IdentificationRiskMeasure(
+            {"scenarios": {"s": {**scenario["s"], "radius_grid": {"age": [0.1]}}}, "radius": 0.1, "exact": ["age"]}
+        )
+    with pytest.raises(ParameterError, match="exact names 'wage', which no scenario uses"):
+        IdentificationRiskMeasure({"scenarios": scenario, "radius": 0.1, "exact": ["wage"]})
+    with pytest.raises(ParameterError, match=r"a radius of 0 matches nothing.*exact: \[variable\]"):
+        IdentificationRiskMeasure({"scenarios": scenario, "radius": {"age": 0, "income": 0.1}})
+    orig, syn = frames
+    res = identification_risk(orig, [syn], ["sex", "age"], ["income"], 0.1, exact=["age"])
+    assert res.radius == {"income": 0.1}
