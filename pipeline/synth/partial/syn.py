@@ -717,6 +717,7 @@ class PartialSynthesiser(Synthesiser):
     kind = "partial"
     params_model = PartialParams
     collects_original = True
+    row_aligned = True
     description = "partially synthetic data with synthpop syn() semantics (cart, sample, norm, normrank, ...)"
     params: PartialParams
 
