@@ -76,11 +76,11 @@ def validate_units(
         memo = (u.type, canonical_json(u.canonical_params), data_id)
         if memo in checked:
             continue
+        context = unit_context(task, u, inputs)
         try:
             data = unit_eval_data(u, inputs)
         except PipelineError as e:
-            raise TaskError(f"{unit_context(task, u, inputs)}: {e}") from None
-        context = unit_context(task, u, inputs)
+            raise TaskError(f"{context}: {e}") from None
         synthesiser = made_by.get(u.source_key)
         if u.measure.needs_row_aligned and synthesiser is not None and not synthesiser.row_aligned:
             raise TaskError(
