@@ -32,6 +32,14 @@ def _quiet_libraries() -> None:
     logging.getLogger("bokeh").setLevel(logging.ERROR)
 
 
+def _read_task_yaml(task_file: Path) -> None:
+    """Fail on a missing task file or a YAML syntax error in a fraction of a second, before the
+    task loader's imports (pandas, Dask, the measures' numba kernels: seconds)."""
+    from pipeline.config_io import read_yaml
+
+    read_yaml(task_file, "task file")
+
+
 def _handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
     """One-line ``error:`` and exit 2 for a :class:`PipelineError`; Ctrl-C and SIGTERM stop the
     command (the cluster is closed on the way out) with exit 130 / 143 and one line on resuming."""
@@ -94,6 +102,7 @@ def run(
     task_file: Path, cluster: Path | None, out: Path | None, history: Path | None, no_report: bool, force: bool
 ) -> None:
     """Run TASK_FILE and write results.parquet, summary.json, manifest.json and report.html."""
+    _read_task_yaml(task_file)
     from pipeline.runner import check_writable_folder, run_task
     from pipeline.tasks import load_task
 
@@ -206,6 +215,7 @@ def validate(task_file: Path, out: Path | None, force: bool) -> None:
     Synthesised sources are checked against the schema their synthesis will have; nothing is
     synthesised or evaluated.
     """
+    _read_task_yaml(task_file)
     from pipeline.runner import validate_task
     from pipeline.tasks import load_task
 

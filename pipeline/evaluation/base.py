@@ -202,6 +202,9 @@ class Measure(ABC):
     params_model: ClassVar[type[Params]]
     #: whether the measure compares synthetic sets with the original (else: the original alone)
     needs_synthetic: ClassVar[bool] = True
+    #: whether row i of every synthetic set must be the synthetic version of original record i (a
+    #: run refuses sources whose synthesiser makes new records, :attr:`Synthesiser.row_aligned`)
+    needs_row_aligned: ClassVar[bool] = False
     description: ClassVar[str] = ""
     #: the measures (row names) that compare synthetic data with original records and get holdout
     #: baselines (:mod:`pipeline.evaluation.baseline`), each with the scale of its normalised excess

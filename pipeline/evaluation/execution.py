@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import sys
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -120,6 +121,8 @@ class Executor:
     @classmethod
     def current(cls, **kw: Any) -> Executor:
         """An executor on the active Dask client, if any (the package's only ``get_client``)."""
+        if "distributed" not in sys.modules:  # no client can be active: spare loading distributed
+            return cls(None, **kw)
         try:
             from distributed import get_client
 
@@ -646,6 +649,8 @@ def _combine_tree(parts: list[Any], combine: Callable[[Sequence[Any]], Any], spl
 
 def _is_future(value: Any) -> bool:
     """Whether ``value`` is a distributed future (a partial kept on the cluster)."""
+    if "distributed" not in sys.modules:  # no future without it: spare loading it
+        return False
     try:
         from distributed import Future
     except ImportError:

@@ -959,6 +959,15 @@ class LogitFit:
     converged: bool
     rank: int
     fitted_extreme: bool  # fitted probabilities within 1e-8 of 0 or 1: (quasi-)separation
+    #: the coefficients still ran off when the deviance had stopped changing (:attr:`IRLS.diverging`):
+    #: the likelihood has no maximum (quasi-separation)
+    diverging: bool = False
+
+    @property
+    def separated(self) -> bool:
+        """Complete or quasi-complete separation: fitted probabilities numerically 0 or 1, or
+        coefficients running off (where R's ``glm.fit`` may stop at ``maxit`` with |β| ~ 1e15)."""
+        return self.fitted_extreme or self.diverging
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -968,6 +977,7 @@ class LogitFit:
             "null_deviance": self.null_deviance,
             "rank": self.rank,
             "fitted_probabilities_0_or_1": self.fitted_extreme,
+            "coefficients_diverging": self.diverging,
             "coefficients": {
                 n: (None if np.isnan(c) else float(c)) for n, c in zip(self.names, self.coefficients, strict=True)
             },
@@ -1045,6 +1055,13 @@ class AliasCheck:
                                     check_finite=False)  # fmt: skip
 
 
+#: a fit is diverging when the coefficient that moved most in the last step (relative to its size)
+#: moved by more than this share of its previous step: near a maximum Newton's steps shrink
+#: quadratically (1e-1, 1e-3, 1e-7, ...), where the likelihood has none (separation) the separated
+#: coefficient keeps moving by about +1 on the logit scale per step
+DIVERGING_RATIO = 0.5
+
+
 @dataclass
 class IRLS:
     """R's ``glm.fit`` iteration driven by pass results (see module docstring)."""
@@ -1062,6 +1079,8 @@ class IRLS:
     redo: bool = False
     history: list[float] = field(default_factory=list)
     check: AliasCheck | None = None
+    #: the last two Newton steps (β_k − β_{k−1}, β_{k−1} − β_{k−2}) on the same columns
+    steps: tuple[np.ndarray, ...] = ()
 
     def request(self) -> tuple[str, np.ndarray | None, np.ndarray | None]:
         """The next pass: (mode, beta on kept columns, kept columns); ``alias``: (mode, coef, columns)."""
@@ -1157,7 +1176,7 @@ class IRLS:
             self.kept = kept_local
             rx = rx[:, kept_local]
         beta, *_ = np.linalg.lstsq(rx, qty, rcond=None)
-        self.beta = beta
+        self._step_to(beta)
         self.iteration += 1
         self.force_qr = False
 
@@ -1176,8 +1195,24 @@ class IRLS:
         if not np.all(np.isfinite(delta)) or np.linalg.cond(scaled) > 1e12:
             self.force_qr = self.redo = True
             return
-        self.beta = self.beta + delta
+        self._step_to(self.beta + delta)
         self.iteration += 1
+
+    def _step_to(self, beta: np.ndarray) -> None:
+        old = self.beta
+        same_columns = old is not None and old.shape == beta.shape
+        self.steps = (beta - old, *self.steps[:1]) if same_columns else ()
+        self.beta = beta
+
+    @property
+    def diverging(self) -> bool:
+        """Whether the coefficients run off instead of converging (:data:`DIVERGING_RATIO`)."""
+        if len(self.steps) < 2 or not self.steps[0].size:
+            return False
+        last, previous = self.steps
+        moved = np.abs(last) / (np.abs(self.beta) + 1.0)
+        j = int(np.argmax(moved))
+        return bool(moved[j] > 1e-6 and abs(last[j]) > DIVERGING_RATIO * abs(previous[j]))
 
     def coefficients(self) -> np.ndarray:
         out = np.full(self.p, np.nan)

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TypeVar
 
 from pipeline.errors import PipelineError
+from pipeline.kernel_cache import FIRST_COMPILE_NOTICE, kernels_cached
 
 Item = TypeVar("Item")
 Out = TypeVar("Out")
@@ -23,6 +24,8 @@ class Progress:
     def __init__(self, total: int, enabled: bool) -> None:
         self.total, self.enabled, self.done, self.cached = total, enabled, 0, 0
         self.start = time.perf_counter()
+        if enabled and not kernels_cached():  # so that the first run does not look hung
+            print(FIRST_COMPILE_NOTICE, file=sys.stderr, flush=True)
 
     def report(self, label: str, seconds: float, cached: bool) -> None:
         self.done += 1

@@ -74,17 +74,33 @@ def validate_units(
     the same data (the repetitions of a synthesised source share one stand-in) are checked once.
     """
     checked: set[tuple[str, str, int]] = set()
+    made_by = {s.key: s.synthesiser for s in inputs.syntheses}
     for u in units:
         data_id = id(inputs.originals[u.dataset]) if u.source is None else id(inputs.synthetic[u.source_key])
         memo = (u.type, canonical_json(u.canonical_params), data_id)
         if memo in checked:
             continue
+        context = unit_context(task, u, inputs)
         try:
             data = unit_eval_data(u, inputs)
         except PipelineError as e:
-            raise TaskError(f"{unit_context(task, u, inputs)}: {e}") from None
+            raise TaskError(f"{context}: {e}") from None
+        synthesiser = made_by.get(u.source_key)
+        if u.measure.needs_row_aligned and synthesiser is not None and not synthesiser.row_aligned:
+            raise TaskError(
+                f"{context}: {u.type} needs row i of every synthetic set to be the synthetic version of original "
+                f"record i, but the {synthesiser.kind!r} synthesiser makes new records (draws), so its value would "
+                "mean nothing; evaluate it on a partial synthesis (kind: partial) or leave this source out (sources:)"
+            )
         stand_in = u.source_key in stand_ins
-        check_unit(u.measure, data, None if stand_in else executor, unit_context(task, u, inputs))
+        check_unit(u.measure, data, None if stand_in else executor, context)
+        if stand_in:
+            # the sets are not made yet: the aggregates of the original (missing values a measure
+            # refuses) are checked now, so that a run does not stop after its syntheses
+            try:
+                u.measure.check_aggregates(data.with_frames(data.frames[:1]), executor)
+            except PipelineError as e:
+                raise TaskError(f"{context}: {e}") from None
         checked.add(memo)
 
 

@@ -13,20 +13,48 @@ Public API
 * :func:`draw_synthetic` - multinomial sampling with chunk-independent seeds.
 """
 
-from pipeline.synth.base import Synthesiser, SynthesisParams
-from pipeline.synth.coarsened import (
-    MarginsParams,
-    MarginsSynthesiser,
-    SynthesisResult,
-    synthesise,
-    synthesise_frame,
-    synthesised_schema,
-)
-from pipeline.synth.control import ControlledMargins, adjust_total, coarsen, control_margins, sdc_small
-from pipeline.synth.ipf import FitReport, IpfFit, fit_ipf
-from pipeline.synth.margins import Layout, MarginTable, margin_sets, read_margins, tabulate, write_margins
-from pipeline.synth.sample import draw_synthetic
-from pipeline.synth.sdc import Categorise, MergeLevels, SdcResult, TopBottomCoding, apply_sdc
+import importlib
+from typing import Any
+
+# the names are imported on first use: `import pipeline.synth.base` (the synthesiser contract, which
+# the task loader needs) must not load the margins synthesiser's numba kernels and IPF engines
+_MODULE_OF = {
+    "Synthesiser": "pipeline.synth.base",
+    "SynthesisParams": "pipeline.synth.base",
+    "MarginsParams": "pipeline.synth.coarsened",
+    "MarginsSynthesiser": "pipeline.synth.coarsened",
+    "SynthesisResult": "pipeline.synth.coarsened",
+    "synthesise": "pipeline.synth.coarsened",
+    "synthesise_frame": "pipeline.synth.coarsened",
+    "synthesised_schema": "pipeline.synth.coarsened",
+    "ControlledMargins": "pipeline.synth.control",
+    "adjust_total": "pipeline.synth.control",
+    "coarsen": "pipeline.synth.control",
+    "control_margins": "pipeline.synth.control",
+    "sdc_small": "pipeline.synth.control",
+    "FitReport": "pipeline.synth.ipf",
+    "IpfFit": "pipeline.synth.ipf",
+    "fit_ipf": "pipeline.synth.ipf",
+    "Layout": "pipeline.synth.margins",
+    "MarginTable": "pipeline.synth.margins",
+    "margin_sets": "pipeline.synth.margins",
+    "read_margins": "pipeline.synth.margins",
+    "tabulate": "pipeline.synth.margins",
+    "write_margins": "pipeline.synth.margins",
+    "draw_synthetic": "pipeline.synth.sample",
+    "Categorise": "pipeline.synth.sdc",
+    "MergeLevels": "pipeline.synth.sdc",
+    "SdcResult": "pipeline.synth.sdc",
+    "TopBottomCoding": "pipeline.synth.sdc",
+    "apply_sdc": "pipeline.synth.sdc",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_MODULE_OF[name]), name)
+
 
 __all__ = [
     "Categorise",

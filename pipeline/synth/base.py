@@ -96,6 +96,9 @@ class Synthesiser(ABC):
     #: original's records; a run synthesises and evaluates them in one task on a worker when the
     #: executor keeps the original in memory, :mod:`pipeline.run.groups`)
     collects_original: ClassVar[bool] = False
+    #: whether row i of every set is the synthetic version of original record i (partial synthesis);
+    #: else the records are new draws, on which row-aligned measures (identification risk) mean nothing
+    row_aligned: ClassVar[bool] = False
     description: ClassVar[str] = ""
 
     def __init__(self, params: SynthesisParams | Mapping[str, Any] | None = None, **kwargs: Any) -> None:

@@ -204,6 +204,7 @@ def _logit_fit(spec: ModelSpec, state: IRLS, dev: float, null_dev: float, mu_min
         converged=state.converged,
         rank=len(state.kept),
         fitted_extreme=bool(mu_max > 1 - extreme or mu_min < extreme),
+        diverging=state.diverging,
     )
 
 
@@ -360,7 +361,7 @@ class UtilityGenResult(Result):
     ``S_pMSE``); ``pMSEExp``, the null expectation of pMSE (analytic ``km1 (1-c)^2 c / N`` for
     logit, half the mean resampled pMSE for ``perm``/``pairs``); ``df`` (``km1``, logit only);
     ``SPECKS``, ``PO50`` (threshold 0.5), ``U`` and, with ``pairs``, ``S_SPECKS``,
-    ``S_PO50``, ``S_U``.
+    ``S_PO50``, ``S_U``. A logit model's ``fits`` say whether it separated the sets.
     """
 
     method: str
@@ -395,9 +396,18 @@ class UtilityGenResult(Result):
         return self.stats.mean()
 
     def rows(self) -> list[Row]:
-        """Every statistic per set ("1".."m") and the means over the sets ("mean"); no inner params."""
+        """Every statistic per set ("1".."m") and the means over the sets ("mean"); no inner params.
+
+        When a logit model separates some set from the original
+        (:attr:`~pipeline.rmodels.glm.LogitFit.separated`; R's ``glm`` may break down on such
+        sets, docs/utility.md), ``separation`` per set (1 such a set, else 0) and its "mean", the
+        share of such sets."""
         rows = [Row(str(i), str(name), float(v)) for i, row in self.stats.iterrows() for name, v in row.items()]
         rows += [Row("mean", str(name), float(v)) for name, v in self.summary().items()]
+        flags = [float(f.separated) for f in self.fits if isinstance(f, LogitFit)]
+        if len(flags) == self.m and any(flags):
+            rows += [Row(str(i + 1), "separation", v) for i, v in enumerate(flags)]
+            rows.append(Row("mean", "separation", float(np.mean(flags))))
         return rows
 
     def to_dict(self) -> dict[str, Any]:
@@ -576,10 +586,11 @@ def _assemble(
                     f"utility_gen: the logit model of synthetic set {j + 1} did not converge in {fit.iter} "
                     "iterations (raise maxit)"
                 )
-            if fit.fitted_extreme:
+            if fit.separated:
                 notes.append(
-                    f"utility_gen: fitted probabilities numerically 0 or 1 for synthetic set {j + 1} "
-                    "(complete or quasi-complete separation: the model tells the data sets apart)"
+                    f"utility_gen: the logit model separates synthetic set {j + 1} from the original (complete or "
+                    "quasi-complete separation: fitted probabilities numerically 0 or 1 or coefficients running off; "
+                    "the row 'separation' is 1)"
                 )
     null_pmse: dict[str, np.ndarray] = {}
     nnosplits: dict[str, tuple[int, int]] = {}

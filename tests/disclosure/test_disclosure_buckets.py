@@ -175,3 +175,34 @@ def test_one_pass_over_the_records_and_no_record_shuffle(client, data) -> None:
     assert tasks["bucket_cells"] == 5  # each partition's counts cut into buckets
     assert n_buckets >= 2 and tasks["getitem"] == 5 * n_buckets
     assert set(tasks) == {"tally_records", "merge_tallies", "bucket_cells", "getitem", "bucket_summaries"}
+
+
+def test_measure_result_has_synthpop_names_a_short_repr_and_one_setting_per_key_set():
+    """Issue 23: ``DisclosureMeasure(params).run(data)`` had no ``.ident`` and a 4,800-character
+    repr; the same key set got other setting labels in a source with another column order."""
+    from pipeline.datasets import load_demo, load_demo_synthetic
+    from pipeline.evaluation.data import as_eval_data
+    from pipeline.evaluation.execution import Executor
+    from pipeline.risk.disclosure.measure import DisclosureMeasure
+
+    orig = load_demo("sd2011_subset").to_pandas()
+    syn = load_demo_synthetic("sd2011_cart")[0].to_pandas()
+    measure = DisclosureMeasure({"keys": ["sex", "age", "edu"], "target": "ls"})
+    memory = Executor(policy="memory")
+    res = measure.run(as_eval_data(orig, [syn]), memory)
+    assert list(res.ident.columns) == ["UiO", "UiS", "UiOiS", "repU"] and res.attrib["DiSCO"].shape == (1,)
+    assert repr(res) == "DisclosureResults(keys [sex, age, edu] x 1 target(s); m=1)"
+    reordered = [c for c in reversed(orig.columns)]
+    other = measure.run(as_eval_data(orig[reordered], [syn[reordered]]), memory)
+    assert other.results[0].keys == ("edu", "age", "sex")  # synthpop's data order, inside the result
+    assert (
+        {tuple(r.params["keys"]) for r in res.rows()}
+        == {tuple(r.params["keys"]) for r in other.rows()}
+        == {("sex", "age", "edu")}
+    )
+    assert [(r.synthetic, r.measure, r.value) for r in res.rows()] == [
+        (r.synthetic, r.measure, r.value) for r in other.rows()
+    ]
+    two = DisclosureMeasure({"keys": [["sex", "age"], ["sex", "edu"]], "target": "ls"}).run(as_eval_data(orig, [syn]))
+    with pytest.raises(AttributeError, match=r"2 key sets; take one of .results\[0..1\]"):
+        _ = two.ident

@@ -87,9 +87,10 @@ def test_evaluate_multi_and_single(datasets) -> None:
     tidy = result.tidy()
     assert list(tidy.columns) == TIDY_COLUMNS
     assert set(tidy["synthetic"]) == {"original", "1", "2", "mean"}
-    smoke = {"keys": ["sex", "age", "placesize", "region"], "target": "smoke"}  # keys in data order
+    # keys in the order given (issue 23: one setting per key set whatever a source's column order)
+    smoke = {"keys": ["sex", "age", "region", "placesize"], "target": "smoke"}
     assert json.dumps(smoke, separators=(",", ":"), sort_keys=True) in set(tidy["params"])
-    assert "keys=sex+age+placesize+region;target=smoke" in set(tidy["setting"])
+    assert "keys=sex+age+region+placesize;target=smoke" in set(tidy["setting"])
     assert tidy["value"].dtype == "float64"
     direct = multi_disclosure(
         original, synthetic, ["sex", "age", "region", "placesize"], ["ls", "smoke"], not_targetslev={"smoke": "NO"}

@@ -150,3 +150,39 @@ def test_own_rows_found_in_any_row_order(shuffled):
     got = _own_rows(pd.DataFrame({ROW_COLUMN: rows}), pd.DataFrame({ROW_COLUMN: syn_rows}))
     np.testing.assert_array_equal(got, pd.Index(syn_rows).get_indexer(rows))
     assert (got == -1).sum() == 300
+
+
+@pytest.mark.parametrize("interval", ["open", "closed"])
+def test_exact_variables_beside_a_percentage_radius_match_brute_force(interval):
+    """Issue 23: whole-number years of education matched exactly while the wage takes a 10 %
+    radius (zeros included: a percentage radius of a 0 is 0, which no open interval matches)."""
+    rng = np.random.default_rng(23)
+    n = 400
+    orig = pd.DataFrame(
+        {
+            "key": pd.Categorical(rng.choice(["a", "b"], n)),
+            "education": rng.integers(0, 4, n).astype(float),
+            "experience": rng.integers(0, 3, n).astype(float),
+            "wage": rng.lognormal(6, 0.3, n),
+        }
+    )
+    syn = orig.copy()
+    moved = rng.random(n) < 0.5
+    syn.loc[moved, "wage"] = syn.loc[moved, "wage"] * rng.uniform(0.8, 1.2, int(moved.sum()))
+    known, synthesised = ["key", "education", "experience"], ["wage"]
+    res = identification_risk(
+        orig, [syn], known, synthesised, {"experience": 0.5, "wage": 0.1}, interval=interval, exact=["education"]
+    )
+    assert res.plan.categorical == ("key", "education") and res.plan.continuous == ("experience", "wage")
+    c, t = brute_force(orig, syn, known, synthesised, {"experience": 0.5, "wage": 0.1}, closed=interval == "closed")
+    np.testing.assert_array_equal(res.c[:, 0], c)
+    np.testing.assert_array_equal(res.T[:, 0], t)
+    # both whole-number variables exact; a single radius then applies to the wage alone
+    both = identification_risk(
+        orig, [syn], known, synthesised, 0.1, interval=interval, exact=["education", "experience"]
+    )
+    c, t = brute_force(orig, syn, known, synthesised, {"wage": 0.1}, closed=interval == "closed")
+    np.testing.assert_array_equal(both.c[:, 0], c)
+    np.testing.assert_array_equal(both.T[:, 0], t)
+    zeros = orig["education"].eq(0).to_numpy() & orig["experience"].eq(0).to_numpy() & ~moved
+    assert zeros.sum() > 10 and both.T[zeros, 0].all()  # a record with 0s still matches its own row

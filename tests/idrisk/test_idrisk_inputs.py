@@ -164,3 +164,49 @@ def test_a_zero_radius_with_open_intervals_is_refused_with_how_to_match_exactly(
         {"scenarios": scenario, "radius": {"age": 0, "income": 0.1}, "interval": "closed"}
     )
     assert closed.params.radius == {"age": 0.0, "income": 0.1}
+
+
+def test_exact_variables_take_no_radius_and_belong_to_a_scenario(frames):
+    from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
+
+    scenario = {"s": {"known": ["sex", "age"], "synthesised": ["income"]}}
+    with pytest.raises(ParameterError, match=r"'age' is matched exactly .*also given a radius"):
+        IdentificationRiskMeasure({"scenarios": scenario, "radius": {"age": 0.1, "income": 0.1}, "exact": ["age"]})
+    with pytest.raises(ParameterError, match="'age' is matched exactly"):
+        IdentificationRiskMeasure(
+            {"scenarios": {"s": {**scenario["s"], "radius_grid": {"age": [0.1]}}}, "radius": 0.1, "exact": ["age"]}
+        )
+    with pytest.raises(ParameterError, match="exact names 'wage', which no scenario uses"):
+        IdentificationRiskMeasure({"scenarios": scenario, "radius": 0.1, "exact": ["wage"]})
+    with pytest.raises(ParameterError, match=r"a radius of 0 matches nothing.*exact: \[variable\]"):
+        IdentificationRiskMeasure({"scenarios": scenario, "radius": {"age": 0, "income": 0.1}})
+    orig, syn = frames
+    res = identification_risk(orig, [syn], ["sex", "age"], ["income"], 0.1, exact=["age"])
+    assert res.radius == {"income": 0.1}
+
+
+def test_no_match_reports_the_share_of_records_left_out_of_the_matching(frames):
+    """Issue 23 (SLID: 44 % of the records had a missing wage): the share is a row, per scenario."""
+    from pipeline.evaluation.data import as_eval_data
+    from pipeline.evaluation.execution import Executor
+    from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
+
+    orig, syn = frames
+    orig.loc[orig.index[:6], "income"] = np.nan
+    orig.loc[orig.index[5:9], "age"] = np.nan  # one record has both
+    syn.loc[syn.index[10], "income"] = np.nan  # a synthetic record matched by nothing: not a target left out
+    scenarios = {
+        "income": {"known": ["sex"], "synthesised": ["income"]},
+        "both": {"known": ["sex", "age"], "synthesised": ["income"]},
+    }
+    params = {"scenarios": scenarios, "radius": 0.1, "na_action": "no_match"}
+    res = IdentificationRiskMeasure(params).run(as_eval_data(orig, [syn]), Executor(policy="memory"))
+    shares = {r.params["scenario"]: r.value for r in res.rows() if r.measure == "excluded_share"}
+    assert shares == {"income": 6 / 30, "both": 9 / 30}
+    assert {r.synthetic for r in res.rows() if r.measure == "excluded_share"} == {"original"}
+    assert res.to_dict()["scenarios"]["both"]["excluded_share"] == 9 / 30
+    with pytest.raises(DataError, match="set na_action: no_match"):
+        IdentificationRiskMeasure({**params, "na_action": "error"}).run(as_eval_data(orig, [syn]))
+    kept = orig.notna().all(axis=1) & syn.notna().all(axis=1)
+    plain = IdentificationRiskMeasure({**params, "na_action": "error"}).run(as_eval_data(orig[kept], [syn[kept]]))
+    assert not [r for r in plain.rows() if r.measure == "excluded_share"]

@@ -279,3 +279,67 @@ def test_sets_do_not_depend_on_the_partitioning_of_the_original(cedata):
     four = synthesise_partial(parts, params, Executor(None, policy="blocks"))
     for a, b in zip(one.synthetic, four.synthetic, strict=True):
         pd.testing.assert_frame_equal(a, b)
+
+
+def _cps_like(n: int = 3000) -> Dataset:
+    """CPS 1988's layout: the synthesised ``wage`` is column 1, kept variables that predict it follow."""
+    rng = np.random.default_rng(1988)
+    education = rng.integers(6, 19, n).astype(float)
+    experience = rng.integers(0, 45, n).astype(float)
+    parttime = rng.choice(["no", "yes"], n, p=[0.9, 0.1])
+    wage = np.exp(4.5 + 0.09 * education + 0.03 * experience - 0.0005 * experience**2 + rng.normal(0, 0.3, n))
+    frame = pd.DataFrame({"wage": wage, "education": education, "experience": experience, "parttime": parttime})
+    schema = Schema(
+        [
+            Variable("wage", "numeric"),
+            Variable("education", "integer"),
+            Variable("experience", "integer"),
+            Variable("parttime", "factor", levels=("no", "yes")),
+        ]
+    )
+    return Dataset.from_pandas(schema.apply(frame, "cps"), schema, name="cps")
+
+
+def test_synthesised_first_column_has_no_predictors_as_in_synthpop_and_the_plan_says_so(cedata):
+    """Issue 23: synthpop's default visit order gives a synthesised first column no predictors
+    (R changes its method to sample); the plan warns once, naming the variable."""
+    cps = _cps_like()
+    plan = plan_synthesis(cps.schema, partial_params(method={"wage": "cart"}))
+    assert plan.predictors == {"wage": ()}
+    (note,) = plan.notes
+    assert note.startswith("'wage' is synthesised with no predictors") and "visit_sequence: kept_first" in note
+    # explicitly asked-for independent draws, or nothing kept: nothing to warn about
+    assert plan_synthesis(cps.schema, partial_params(method={"wage": "sample"})).notes == ()
+    every = {v: "cart" for v in cps.schema.names}
+    assert plan_synthesis(cps.schema, partial_params(method=every)).notes == ()
+    # the CEdata references' layouts (kept variables first) plan without a note
+    assert plan_synthesis(cedata.schema, partial_params(method={"Income": "cart"})).notes == ()
+
+
+def test_kept_first_visits_every_kept_variable_before_the_synthesised_first_column():
+    cps = _cps_like()
+    params = partial_params(method={"wage": "cart"}, visit_sequence="kept_first", m=1, seed=3)
+    plan = plan_synthesis(cps.schema, params)
+    assert plan.visit_sequence == ("education", "experience", "parttime", "wage")
+    assert plan.predictors == {"wage": ("education", "experience", "parttime")} and plan.notes == ()
+    orig = cps.to_pandas()
+    by_default = synthesise_partial(cps, partial_params(method={"wage": "cart"}, m=1, seed=3), MEMORY)
+    kept_first = synthesise_partial(cps, params, MEMORY)
+    r_orig = np.corrcoef(np.log(orig["wage"]), orig["education"])[0, 1]
+    r_default = np.corrcoef(np.log(by_default.synthetic[0]["wage"]), orig["education"])[0, 1]
+    r_kept_first = np.corrcoef(np.log(kept_first.synthetic[0]["wage"]), orig["education"])[0, 1]
+    assert r_orig > 0.5
+    assert abs(r_default) < 0.05  # drawn independently of education (3000 records: SE ~ 0.018)
+    assert abs(r_kept_first - r_orig) < 0.05
+
+
+def test_plan_notes_are_logged_once_per_process(caplog):
+    from pipeline.synth.partial.syn import _warn_once, warn_plan
+
+    _warn_once.cache_clear()  # other tests of this process may have logged the same note
+    cps = _cps_like(200)
+    params = partial_params(method={"wage": "cart"}, variables=["wage", "experience", "education"])
+    with caplog.at_level("WARNING", logger="pipeline"):
+        for _ in range(3):  # the repetitions of a study share their plan
+            warn_plan(plan_synthesis(cps.schema, params))
+    assert [r.getMessage() for r in caplog.records].count(plan_synthesis(cps.schema, params).notes[0]) == 1

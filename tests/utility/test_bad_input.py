@@ -155,3 +155,27 @@ def test_ngroups_separates_special_codes():
         res = utility_gen(ORIG, SYN1, method="logit", vars=["sex", "income"], ngroups=5, cont_na={"income": -8},
                           schema=SCHEMA)  # fmt: skip
     assert any(name.startswith("income-8") for name in res.fits[0].names)
+
+
+def test_quasi_separation_is_a_row_per_set_and_the_fit_converges():
+    """Issue 23: where R's glm breaks down (maxit iterations, |coef| ~ 1e15, pMSE 0.25) on
+    quasi-separated sets, the IRLS port converges; the rows flag those sets."""
+    orig, syn1, syn2 = ORIG.copy(), SYN1.copy(), _data(len(ORIG), 22)
+    # region W only in 30 records of set 1: they alone are told apart (quasi-complete separation)
+    orig["region"] = orig["region"].replace("W", "E")
+    syn1["region"] = syn1["region"].replace("W", "E")
+    syn1.loc[syn1.index[:30], "region"] = "W"
+    syn2["region"] = syn2["region"].replace("W", "E")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = utility_gen(orig, [syn1, syn2], method="logit", vars=["sex", "region", "age"], maxorder=0, schema=SCHEMA)
+    # the fit stops by R's rule at |eta| ~ 16 for the 30 records (probabilities 1 - 1e-7: not
+    # "numerically 1"), with the region W coefficient still growing by ~1 per step
+    assert [(f.fitted_extreme, f.diverging, f.separated) for f in res.fits] == [(False, True, True), (False,) * 3]
+    assert all(f.converged and f.iter < 40 for f in res.fits)
+    assert res["pMSE"][0] == pytest.approx(0.0103, abs=1e-4)  # not the breakdown value 0.25 (R, |coef| ~ 1e15)
+    flags = {r.synthetic: r.value for r in res.rows() if r.measure == "separation"}
+    assert flags == {"1": 1.0, "2": 0.0, "mean": 0.5}
+    assert any("separation" in str(w.message) and "set 1" in str(w.message) for w in caught)
+    plain = utility_gen(orig, [syn2, syn2], method="logit", vars=["sex", "region", "age"], maxorder=0, schema=SCHEMA)
+    assert not [r for r in plain.rows() if r.measure == "separation"]  # nothing separated: no rows

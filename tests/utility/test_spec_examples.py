@@ -152,7 +152,9 @@ def test_tidy_and_dict_shapes():
     tidy = res.tidy()
     assert list(tidy.columns) == TIDY_COLUMNS
     assert set(tidy["synthetic"]) == {"1", "2", "mean"}
-    assert set(tidy["measure"]) == set(GEN_STATS)
+    # U2's synthetic set has no (F, Y) record: the saturated logit separates it (quasi-complete),
+    # which the rows flag (issue 23)
+    assert set(tidy["measure"]) == {*GEN_STATS, "separation"}
     assert set(tidy["params"]) == {"{}"} and set(tidy["setting"]) == {""}
     import json
 

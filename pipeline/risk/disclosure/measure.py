@@ -10,7 +10,8 @@ or several (``keys: [[sex, age], [sex, edu, marital]]``)::
       usekeysNA: {age: false}
       cont_na: {income: -8}
 
-Every row carries params ``{"keys": [...keys in data order...], "target": name}``.
+Every row carries params ``{"keys": [...keys in the order given...], "target": name}`` (the same
+setting whatever the column order of a source; the result objects keep synthpop's data order).
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ class DisclosureMeasure(Measure):
                 results.append(multi_result(by_target, self.params.ident_meas, self.params.attrib_meas))
             else:
                 results.append(per_target[0])
-        return DisclosureResults(tuple(results))
+        return DisclosureResults(tuple(results), tuple(tuple(keys) for keys in self.params.key_sets))
 
 
 def _known_level(variable: Variable, level: str, option: str, role: str) -> None:

@@ -6,7 +6,7 @@ params ``{"keys": [...keys in data order...], "target": name}``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -196,12 +196,42 @@ class MultiDisclosureResult(Result):
 
 @dataclass(frozen=True)
 class DisclosureResults(Result):
-    """The ``disclosure`` measure's result: one result per key set, in the order of the key sets."""
+    """The ``disclosure`` measure's result: one result per key set, in the order of the key sets.
+
+    With one key set it answers as that key set's result does (``.ident``, ``.attrib``,
+    ``.ident_table``, ...: synthpop's names); with several, take one of :attr:`results`.
+    Its rows name each key set's keys in the order the task gives them (``given_keys``), not in
+    the data's column order, so that a key set has one setting and one gate key in every source.
+    """
 
     results: tuple[DisclosureResult | MultiDisclosureResult, ...]
+    given_keys: tuple[tuple[str, ...], ...] = ()
+
+    def __getattr__(self, name: str) -> Any:
+        # only for names the class lacks: the only key set's attributes (never while unpickling)
+        if name.startswith("_") or name == "results":
+            raise AttributeError(name)
+        if len(self.results) != 1:
+            n = len(self.results)
+            raise AttributeError(f"{name!r}: this result holds {n} key sets; take one of .results[0..{n - 1}]")
+        return getattr(self.results[0], name)
+
+    def __repr__(self) -> str:
+        def one(res: DisclosureResult | MultiDisclosureResult) -> str:
+            targets = res.targets if isinstance(res, MultiDisclosureResult) else [res.target]
+            return f"keys [{', '.join(res.keys)}] x {len(targets)} target(s)"
+
+        m = self.results[0].m if self.results else 0
+        return f"DisclosureResults({'; '.join(one(r) for r in self.results)}; m={m})"
 
     def rows(self) -> list[Row]:
-        return [row for res in self.results for row in res.rows()]
+        if not self.given_keys:
+            return [row for res in self.results for row in res.rows()]
+        return [
+            replace(row, params={**row.params, "keys": list(given)})
+            for res, given in zip(self.results, self.given_keys, strict=True)
+            for row in res.rows()
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return {"key_sets": [res.to_dict() for res in self.results]}

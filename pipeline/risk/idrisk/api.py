@@ -29,6 +29,7 @@ def identification_risk(
     schema: Schema | None = None,
     *,
     na_action: str = "error",
+    exact: Sequence[str] = (),
     executor: Executor | None = None,
 ) -> IdentificationRiskResult:
     """Identification risk of every target record in every partially synthetic set.
@@ -64,6 +65,9 @@ def identification_risk(
     na_action : {"error", "no_match"}
         Missing/non-finite continuous values: raise, or such records match nothing.
         Missing categorical values never match (as in the package).
+    exact : list of str
+        Numeric variables matched by equality while the other continuous ones take ``radius``
+        (e.g. whole-number years of education beside a wage within 10 %).
     executor : Executor, optional
         Where to compute (default: :meth:`Executor.current`: in memory for small data, key
         blocks on the active Dask client for large data).
@@ -73,7 +77,8 @@ def identification_risk(
     IdentificationRiskResult
     """
     scenario = {"known": known, "synthesised": synthesised, "radius": radius, "radius_grid": None}
-    options = {"percentage": percentage, "euclidean": euclidean, "interval": interval, "na_action": na_action}
+    options = {"percentage": percentage, "euclidean": euclidean, "interval": interval, "na_action": na_action,
+               "exact": list(exact)}  # fmt: skip
     return _one_scenario(original, synthetic, schema, executor, scenario, options)
 
 
@@ -104,6 +109,7 @@ def radius_sweep(
     *,
     criterion: str = "mean",
     na_action: str = "error",
+    exact: Sequence[str] = (),
     executor: Executor | None = None,
 ) -> RadiusSweepResult:
     """File-level identification risk over a grid of radii, and the maximising radius.
@@ -126,7 +132,7 @@ def radius_sweep(
     """
     scenario = {"known": known, "synthesised": synthesised, "radius": radius, "radius_grid": grid}
     options = {"percentage": percentage, "euclidean": euclidean, "interval": interval, "na_action": na_action,
-               "criterion": criterion}  # fmt: skip
+               "criterion": criterion, "exact": list(exact)}  # fmt: skip
     return _one_scenario(original, synthetic, schema, executor, scenario, options)
 
 

@@ -24,17 +24,23 @@ from pipeline.risk.idrisk.plan import MatchPlan
 from pipeline.risk.idrisk.result import SetStatistics
 
 ROWS = "__rows__"
+GROUP = "__group__"
 
 
 # ---- data checks --------------------------------------------------------------------------
 
 
-def _frame_checks(frame: pd.DataFrame, continuous: Sequence[str]) -> pd.Series:
-    """Row count and number of missing/non-finite values per continuous variable (one partition)."""
+def _frame_checks(frame: pd.DataFrame, continuous: Sequence[str], groups: Sequence[Sequence[str]]) -> pd.Series:
+    """Row count, number of missing/non-finite values per continuous variable and number of records
+    with one in any variable of each group (one partition)."""
     values = {ROWS: len(frame)}
-    for v in continuous:
-        x = frame[v].to_numpy(dtype=np.float64, na_value=np.nan)
-        values[v] = int((~np.isfinite(x)).sum())
+    missing = {v: ~np.isfinite(frame[v].to_numpy(dtype=np.float64, na_value=np.nan)) for v in continuous}
+    values.update({v: int(bad.sum()) for v, bad in missing.items()})
+    for k, group in enumerate(groups):
+        any_bad = np.zeros(len(frame), dtype=bool)
+        for v in group:
+            any_bad |= missing[v]
+        values[f"{GROUP}{k}"] = int(any_bad.sum())
     return pd.Series(values, dtype=np.int64)
 
 
@@ -42,7 +48,13 @@ def _sum_checks(parts: Sequence[pd.Series]) -> pd.Series:
     return sum(parts[1:], parts[0])
 
 
-def check_frames(data: EvalData, executor: Executor, continuous: Sequence[str], na_action: str) -> int:
+def check_frames(
+    data: EvalData,
+    executor: Executor,
+    continuous: Sequence[str],
+    na_action: str,
+    groups: Sequence[Sequence[str]] = (),
+) -> tuple[int, list[int]]:
     """Cheap aggregates before any matching: one pass over every data set.
 
     Row counts must agree (row i of a partially synthetic set is the synthetic version of
@@ -51,8 +63,11 @@ def check_frames(data: EvalData, executor: Executor, continuous: Sequence[str], 
 
     Returns
     -------
-    int
-        The number n of records.
+    n : int
+        The number of records.
+    excluded : list of int
+        Per group of ``groups`` (a scenario's radius-matched variables), the original's records
+        with a missing or non-finite value in one of them: under ``no_match`` they match nothing.
 
     Raises
     ------
@@ -63,7 +78,8 @@ def check_frames(data: EvalData, executor: Executor, continuous: Sequence[str], 
         the variables and counts).
     """
     cont = list(continuous)
-    checks = executor.compute(*[executor.map_reduce(f, _frame_checks, _sum_checks, cont) for f in data.frames])
+    groups = [list(g) for g in groups]
+    checks = executor.compute(*[executor.map_reduce(f, _frame_checks, _sum_checks, cont, groups) for f in data.frames])
     n = int(checks[0][ROWS])
     for i, chk in enumerate(checks[1:], start=1):
         if int(chk[ROWS]) != n:
@@ -78,9 +94,10 @@ def check_frames(data: EvalData, executor: Executor, continuous: Sequence[str], 
                 detail = ", ".join(f"{v!r} ({k} records)" for v, k in bad.items())
                 raise DataError(
                     f"{source_name(i)} has missing or non-finite values in continuous variable(s) {detail}; "
-                    "remove them or pass na_action='no_match' (such records then match nothing)"
+                    "remove them or set na_action: no_match (those records then match nothing; the row "
+                    "excluded_share gives their share)"
                 )
-    return n
+    return n, [int(checks[0][f"{GROUP}{k}"]) for k in range(len(groups))]
 
 
 # ---- kernels, one call per block ----------------------------------------------------------

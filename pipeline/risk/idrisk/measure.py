@@ -39,6 +39,7 @@ class IdentificationRiskMeasure(Measure):
     family = "identification_risk"
     params_model = IdentificationRiskParams
     description = "Hornby & Hu identification risk with radius matching and radius sweeps"
+    needs_row_aligned = True
     #: exp.risk is a sum over records (no normalised form); file_risk and true.rate are shares
     baseline_measures: ClassVar[Mapping[str, float | None]] = {"exp.risk": None, "file_risk": 1.0, "true.rate": 1.0}
     params: IdentificationRiskParams
@@ -81,7 +82,8 @@ class IdentificationRiskMeasure(Measure):
         """Every scenario on the data in the form the executor chose (in memory or key blocks).
 
         The declared variables are kept (persisted on a cluster); one pass of aggregates checks
-        row alignment and missing continuous values; then each scenario's counts (c and T per
+        row alignment and missing continuous values (and, under ``na_action: no_match``, counts
+        the records each scenario leaves out of the matching); then each scenario's counts (c and T per
         record at a fixed radius, (c, T) histograms for a sweep) are computed on its own key
         blocks, all scenarios together.
         """
@@ -90,7 +92,8 @@ class IdentificationRiskMeasure(Measure):
         prepared = executor.prepare(data.select(p.variables()))
         prepared = prepared.with_frames(executor.persist(*prepared.frames))
         continuous = list(dict.fromkeys(v for s in setups.values() for v in s.plan.continuous))
-        n = check_frames(prepared, executor, continuous, p.na_action)
+        groups = [s.plan.continuous for s in setups.values()]
+        n, excluded = check_frames(prepared, executor, continuous, p.na_action, groups)
         counts = [
             count_records(prepared, executor, s.plan, s.radius or {})
             if s.grid is None
@@ -105,4 +108,9 @@ class IdentificationRiskMeasure(Measure):
             else:
                 stats = sweep_statistics(value, n, data.m, len(s.grid.combos))
                 results[name] = RadiusSweepResult(s.plan, s.grid, tuple(stats), p.criterion)
-        return IdentificationRiskTaskResult(results, p.sets_per_repetition)
+        shares = (
+            {name: k / n if n else 0.0 for name, k in zip(setups, excluded, strict=True)}
+            if p.na_action == "no_match"
+            else {}
+        )
+        return IdentificationRiskTaskResult(results, p.sets_per_repetition, shares)

@@ -9,6 +9,7 @@ Example task parameters (YAML)::
     radius_grid: [0.01, 0.025, 0.05, 0.1, 0.2, 0.3]   # shared by the synthesised continuous ones
     percentage: true
     interval: open
+    exact: [Age]                            # numeric variables matched by equality, not a radius
 
 A scenario may override ``radius``/``radius_grid`` (a grid may also be per variable:
 ``{Income: [...], Expenditure: [...]}``; ``radius_grid: null`` turns the sweep off).
@@ -175,6 +176,11 @@ class IdentificationRiskParams(Params):
 
     ``sets_per_repetition``: when the synthetic sets are R repetitions of m sets each (the
     paper's m study), m; the per-repetition mean file risk at r* is then reported.
+
+    ``exact``: numeric variables matched by equality in every scenario that compares them,
+    while the other numeric variables take their radius (a percentage or absolute one): e.g.
+    whole-number years of education known exactly beside a wage within 10 %.  They take no
+    radius and no grid, and a shared grid or a single radius skips them.
     """
 
     scenarios: dict[str, Scenario] = Field(min_length=1)
@@ -186,6 +192,7 @@ class IdentificationRiskParams(Params):
     criterion: Literal["mean", "median"] = "mean"
     na_action: Literal["error", "no_match"] = "error"
     sets_per_repetition: int | None = Field(default=None, ge=1)
+    exact: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self) -> IdentificationRiskParams:
@@ -195,6 +202,18 @@ class IdentificationRiskParams(Params):
         unused = [v for v in _mapping_keys(self.radius) if v not in self.variables()]
         if unused:
             raise ValueError(f"radius given for {', '.join(map(repr, unused))}, which no scenario uses")
+        unused = [v for v in self.exact if v not in self.variables()]
+        if unused:
+            raise ValueError(f"exact names {', '.join(map(repr, unused))}, which no scenario uses")
+        given = set(_mapping_keys(self.radius)) | set(_mapping_keys(self.radius_grid))
+        for s in self.scenarios.values():
+            given |= set(_mapping_keys(s.radius)) | set(_mapping_keys(s.radius_grid))
+        both = [v for v in self.exact if v in given]
+        if both:
+            raise ValueError(
+                f"{', '.join(map(repr, both))} is matched exactly ('exact') and also given a radius or a radius "
+                "grid; remove it from one of them"
+            )
         for name, scenario in self.scenarios.items():
             foreign = [v for v in _mapping_keys(self.grid_of(name)) if v not in scenario.variables()]
             if foreign:
@@ -210,8 +229,9 @@ class IdentificationRiskParams(Params):
             # |x - y| < 0 holds for no pair: the file risk would be 0 because nothing matches
             raise ValueError(
                 f"{zero[0]} is 0, but with interval='open' a match needs |x - y| < radius, so a radius of 0 "
-                "matches nothing, not even a record's own value; for exact matching set interval: closed "
-                "(then 0 means equal values), or declare the variable a factor in the schema"
+                "matches nothing, not even a record's own value; to match a variable exactly list it in "
+                "exact: [variable] (the others keep their radius), or set interval: closed (then 0 means equal "
+                "values)"
             )
         if self.percentage:
             for where, r in values:
@@ -265,6 +285,7 @@ class IdentificationRiskParams(Params):
                 euclidean=self.euclidean,
                 interval=self.interval,
                 na_action=self.na_action,
+                exact_variables=self.exact,
             )
             if grid is not None:
                 return ScenarioSetup(plan, None, make_grid(plan, grid, radius))

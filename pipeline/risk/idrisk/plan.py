@@ -41,8 +41,9 @@ class MatchPlan:
     known, synthesised : tuple of str
         The intruder's known variables and the synthesised variables, as given.
     categorical : tuple of str
-        Variables compared by exact equality (known then synthesised order).  With no radius
-        (``radius=None``) every compared variable is here, as in the package.
+        Variables compared by exact equality (known then synthesised order): factors and
+        characters, the numeric variables named in ``exact``, and with no radius
+        (``radius=None``) every compared variable, as in the package.
     continuous : tuple of str
         Variables compared within a radius, in the column order of the original data (the
         order of the package's radius vector).
@@ -95,6 +96,7 @@ def make_plan(
     euclidean: bool = False,
     interval: Interval = "open",
     na_action: NaAction = "error",
+    exact_variables: Sequence[str] = (),
 ) -> MatchPlan:
     """The :class:`MatchPlan` of validated variable lists: kinds come from the schema.
 
@@ -109,14 +111,18 @@ def make_plan(
         Disjoint variable lists, each variable of the schema.
     exact : bool
         No radius: every compared variable is matched exactly (package ``r = NULL``).
+    exact_variables : sequence of str
+        Numeric variables matched by equality while the others take a radius (float equality
+        of the stored values: exact for whole numbers, with no radius arithmetic).
     """
     known_t, syn_t = tuple(known), tuple(synthesised)
     compared = known_t + syn_t
     if exact:
         categorical, continuous = compared, ()
     else:
-        categorical = tuple(v for v in compared if not schema[v].is_numeric)
-        continuous = tuple(c for c in columns if c in compared and schema[c].is_numeric)
+        by_radius = {v for v in compared if schema[v].is_numeric and v not in exact_variables}
+        categorical = tuple(v for v in compared if v not in by_radius)
+        continuous = tuple(c for c in columns if c in by_radius)
     return MatchPlan(
         known=known_t,
         synthesised=syn_t,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -390,10 +390,14 @@ class IdentificationRiskTaskResult(Result):
     sets_per_repetition : int or None
         When the synthetic sets are R repetitions of m sets each (the paper's m study),
         m; per-repetition averages are then reported.
+    excluded_share : dict
+        Under ``na_action: no_match``, per scenario the share of the original's records left out
+        of the matching (a missing or non-finite value in a radius-matched variable); else empty.
     """
 
     scenarios: dict[str, ScenarioResult]
     sets_per_repetition: int | None = None
+    excluded_share: dict[str, float] = field(default_factory=dict)
 
     def at_max(self, name: str) -> SetStatistics:
         """Per-set statistics of a scenario at its maximising (or only) radius."""
@@ -412,11 +416,14 @@ class IdentificationRiskTaskResult(Result):
         their mean, per radius (``{"scenario", "radius"}``); for a sweep ``r_star``
         (``{"scenario", "variable"}``) and ``r_star_at_boundary`` (``{"scenario"}``);
         ``file_risk_at_max`` per set at r* (or the only radius); with ``sets_per_repetition``
-        ``repetition_file_risk`` (``{"scenario", "repetition"}``, repetitions from 1).
+        ``repetition_file_risk`` (``{"scenario", "repetition"}``, repetitions from 1); under
+        ``na_action: no_match`` ``excluded_share`` (synthetic "original", ``{"scenario"}``).
         """
         rows: list[Row] = []
         for name, res in self.scenarios.items():
             rows.extend(Row(r.synthetic, r.measure, r.value, {"scenario": name, **r.params}) for r in res.rows())
+            if name in self.excluded_share:
+                rows.append(Row("original", "excluded_share", self.excluded_share[name], {"scenario": name}))
             if self.sets_per_repetition:
                 rows.extend(
                     Row("mean", "repetition_file_risk", float(v), {"scenario": name, "repetition": k + 1})
@@ -436,6 +443,8 @@ class IdentificationRiskTaskResult(Result):
                 entry["file_risk_at_max"] = summarise(res.file_risk)
             if self.sets_per_repetition:
                 entry["repetition_file_risk"] = self.repetition_means(name).tolist()
+            if name in self.excluded_share:
+                entry["excluded_share"] = self.excluded_share[name]
             out["scenarios"][name] = entry
         out["sets_per_repetition"] = self.sets_per_repetition
         return out

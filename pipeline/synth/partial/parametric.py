@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special
 
 from pipeline.synth.partial.lindep import lindep_keep
 
@@ -125,6 +125,8 @@ def _multinom(x: np.ndarray, yk: np.ndarray, w: np.ndarray, k: int) -> np.ndarra
         grad = x.T @ (w[:, None] * (np.exp(logp) - onehot))[:, 1:]
         return float(-np.sum(w[:, None] * onehot * logp)), grad.ravel()
 
+    from scipy import optimize  # on first use: loading scipy.optimize costs about a second
+
     res = optimize.minimize(
         nll,
         np.zeros(x.shape[1] * (k - 1)),
@@ -161,7 +163,7 @@ class ParametricFit:
             assert self.values is not None
             n = len(self.values)
             pred = d @ self.beta + rng.standard_normal(len(d)) * self.sigma
-            idx = np.clip(np.round(stats.norm.cdf(pred) * (n + 1)), 1, n).astype(np.int64)
+            idx = np.clip(np.round(special.ndtr(pred) * (n + 1)), 1, n).astype(np.int64)
             return self.values[idx - 1]
         assert self.values is not None
         if self.method == "logreg":
@@ -182,7 +184,9 @@ def fit_parametric(method: str, x: np.ndarray, pcat: np.ndarray, y: np.ndarray, 
         if method == "norm":
             beta, sigma = _ridge_fit(y, xi)
             return ParametricFit(method, design, beta, sigma, decimals=decimals(y))
-        z = stats.norm.ppf(stats.rankdata(y) / (len(y) + 1))
+        from scipy.stats import rankdata  # on first use: loading scipy.stats costs about a second
+
+        z = special.ndtri(rankdata(y) / (len(y) + 1))
         beta, sigma = _ridge_fit(z, xi)
         return ParametricFit(method, design, beta, sigma, values=np.sort(y))
     classes, yk = np.unique(y.astype(np.int64), return_inverse=True)

@@ -29,9 +29,12 @@ class PartialParams(SynthesisParams):
         Variables kept unchanged, stated explicitly (an error if one also has a method).
     variables : list of str, optional
         Columns of the synthetic sets, in order (default: every column of the original).
-    visit_sequence : list of str, optional
+    visit_sequence : list of str or "kept_first", optional
         Order in which variables are visited (default: ``variables``' order, synthpop's
-        ``1:p``). Variables not visited are kept and predict nothing.
+        ``1:p``). Variables not visited are kept and predict nothing. ``kept_first``: the kept
+        variables in column order, then the synthesised ones, so that every synthesised
+        variable is predicted by all kept ones (synthpop's default gives a synthesised variable
+        only the variables before it in column order: none when it is the first column).
     predictors : dict of str to list of str, optional
         Predictors of a synthesised variable (a row of synthpop's ``predictor.matrix``);
         default: every variable visited before it. A synthesised predictor visited after
@@ -57,7 +60,7 @@ class PartialParams(SynthesisParams):
     method: dict[str, Method] = Field(min_length=1)
     keep: list[str] = Field(default_factory=list)
     variables: list[str] | None = None
-    visit_sequence: list[str] | None = None
+    visit_sequence: list[str] | Literal["kept_first"] | None = None
     predictors: dict[str, list[str]] | None = None
     cart_minbucket: int = Field(5, ge=1)
     cart_cp: float = Field(1e-8, ge=0)

@@ -15,7 +15,6 @@ The root of the SJ equation is found by Brent's method to R's tolerance (``0.1 *
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize
 
 from pipeline.synth.partial.parametric import decimals
 
@@ -96,6 +95,8 @@ def bandwidth_sj(x: np.ndarray) -> float:
         else:
             lower /= 1.2
         itry += 1
+    from scipy import optimize  # on first use: loading scipy.optimize costs about a second
+
     return float(optimize.brentq(fsd, lower, upper, xtol=tol))
 
 

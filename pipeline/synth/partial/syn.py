@@ -43,6 +43,7 @@ offered; of synthpop's smoothings only ``density``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -97,6 +98,9 @@ class Plan:
         Predictors of every synthesised variable, in column order.
     dropped : dict
         Predictors dropped because they are synthesised after the variable they would predict.
+    notes : tuple of str
+        One-line warnings about the plan for the user (a dropped predictor, a synthesised
+        variable drawn independently of the kept variables): :func:`warn_plan` logs them.
     """
 
     variables: tuple[str, ...]
@@ -104,6 +108,7 @@ class Plan:
     visit_sequence: tuple[str, ...]
     predictors: dict[str, tuple[str, ...]]
     dropped: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def synthesised(self) -> list[str]:
@@ -153,7 +158,10 @@ def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
             raise ParameterError(
                 f"smoothing: {v!r} must be a numeric variable synthesised by 'cart' or 'normrank' to be smoothed"
             )
-    visit = list(params.visit_sequence) if params.visit_sequence is not None else variables
+    if params.visit_sequence == "kept_first":
+        visit = [v for v in variables if method[v] == ""] + [v for v in variables if method[v] != ""]
+    else:
+        visit = list(params.visit_sequence) if params.visit_sequence is not None else variables
     unknown = [v for v in visit if v not in variables]
     if unknown:
         raise ParameterError(f"visit_sequence: variable(s) {', '.join(map(repr, unknown))} not in the data's columns")
@@ -165,6 +173,7 @@ def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
     position = {v: i for i, v in enumerate(visit)}
     predictors: dict[str, tuple[str, ...]] = {}
     dropped: dict[str, tuple[str, ...]] = {}
+    notes: list[str] = []
     for v in visit:
         if method[v] == "":
             continue
@@ -179,13 +188,22 @@ def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
             late = [p for p in given if method[p] != "" and (p not in position or position[p] > position[v])]
             if late:
                 dropped[v] = tuple(late)
-                log.warning("predictors of %r: dropped %s (synthesised after it)", v, ", ".join(late))
+                notes.append(f"predictors of {v!r}: dropped {', '.join(late)} (synthesised after it)")
             chosen = {p for p in given if p not in late}
         elif method[v] == "sample":
             chosen = set()
         else:
             chosen = {p for p in visit if position[p] < position[v]}
         predictors[v] = tuple(p for p in variables if p in chosen)
+    if any(meth == "" for meth in method.values()):
+        # synthpop's default predictor matrix gives a variable only those visited before it: a
+        # synthesised first column is then drawn with no regard to any kept variable
+        notes += [
+            f"{v!r} is synthesised with no predictors (drawn independently of the kept variables); "
+            f"visit the kept ones first (visit_sequence: kept_first) or name its predictors"
+            for v, preds in predictors.items()
+            if not preds and method[v] != "sample"
+        ]
     for v, preds in predictors.items():
         for p in (v, *preds):
             var = schema[p]
@@ -194,7 +212,18 @@ def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
                     f"{p!r} has {len(var.levels or ())} levels; a factor in a model may have at most "
                     f"{MAX_FACTOR_LEVELS} (synthpop's maxfaclevels)"
                 )
-    return Plan(tuple(variables), method, tuple(visit), predictors, dropped)
+    return Plan(tuple(variables), method, tuple(visit), predictors, dropped, tuple(notes))
+
+
+@functools.cache
+def _warn_once(note: str) -> None:
+    log.warning(note)
+
+
+def warn_plan(plan: Plan) -> None:
+    """Log the plan's notes, each once per process (the repetitions of a study share their plan)."""
+    for note in plan.notes:
+        _warn_once(note)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -627,6 +656,7 @@ def partial_schema(original: Dataset, params: PartialParams) -> Schema:
     """The schema of the sets ``params`` would make (the original's, restricted to ``variables``),
     after every check that needs no synthesis (:func:`plan_synthesis`)."""
     plan = plan_synthesis(original.schema, params)
+    warn_plan(plan)
     return original.schema.select(list(plan.variables))
 
 
@@ -677,6 +707,7 @@ def synthesise_partial(
     ParameterError
         See :func:`plan_synthesis`; an empty original.
     """
+    warn_plan(plan_synthesis(original.schema, params))
     return synthesise_partial_frame(original.frame, original.schema, params, executor)
 
 
@@ -686,6 +717,7 @@ class PartialSynthesiser(Synthesiser):
     kind = "partial"
     params_model = PartialParams
     collects_original = True
+    row_aligned = True
     description = "partially synthetic data with synthpop syn() semantics (cart, sample, norm, normrank, ...)"
     params: PartialParams
 
