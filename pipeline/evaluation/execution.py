@@ -37,6 +37,7 @@ import contextlib
 import itertools
 import math
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import psutil
+from dask.dataframe.dask_expr._collection import new_collection
 from dask.dataframe.dask_expr._expr import Projection
 from dask.dataframe.dask_expr.io.io import FromGraph
 from dask.dataframe.dispatch import concat as dask_concat
@@ -117,6 +119,10 @@ class Executor:
         # records per partition of the Dask frames counted so far, by collection name (a name
         # identifies a graph, hence its data)
         self._lengths: dict[str, tuple[int, ...]] = {}
+        # persisted data sets brought to the driver (index 0..n-1), by their stored partitions:
+        # every unit evaluated in memory on the same inputs selects its columns from one transfer
+        self._collected: dict[tuple[str, ...], pd.DataFrame] = {}
+        self._collecting = threading.Lock()
 
     @classmethod
     def current(cls, **kw: Any) -> Executor:
@@ -173,11 +179,32 @@ class Executor:
         return data.with_frames(self._wait(self._persist_merged(frames, merged)))
 
     def collect(self, data: EvalData) -> EvalData:
-        """``data`` as pandas frames (one transfer from the cluster), index 0..n-1."""
+        """``data`` as pandas frames (one transfer from the cluster), index 0..n-1.
+
+        A persisted data set (a run's inputs, or a selection of their columns) is transferred
+        whole the first time and kept by the executor: later collections of the same data —
+        the checks and evaluations of every unit on the same inputs — take their columns from
+        it instead of transferring (and the cluster serialising) the records again.
+        """
         lazy = [f for f in data.frames if isinstance(f, dd.DataFrame)]
-        got = iter(self.compute(*lazy))
-        frames = [(next(got) if isinstance(f, dd.DataFrame) else f).reset_index(drop=True) for f in data.frames]
+        got = iter(self._collect_frames(lazy))
+        frames = [next(got) if isinstance(f, dd.DataFrame) else f.reset_index(drop=True) for f in data.frames]
         return data.with_frames(frames)
+
+    def _collect_frames(self, frames: Sequence[dd.DataFrame]) -> list[pd.DataFrame]:
+        """Dask frames as pandas frames (index 0..n-1); persisted ones gathered once and kept."""
+        stored = [_stored_keys(f) for f in frames]
+        with self._collecting:  # units collecting at the same time share one transfer
+            todo = {k: _stored_frame(f) for f, k in zip(frames, stored, strict=True) if k and k not in self._collected}
+            others = [f for f, k in zip(frames, stored, strict=True) if not k]
+            got = iter(self.compute(*todo.values(), *others))
+            for k in todo:
+                self._collected[k] = next(got).reset_index(drop=True)
+            kept = dict(self._collected)
+        return [
+            kept[k][list(f.columns)] if k else next(got).reset_index(drop=True)
+            for f, k in zip(frames, stored, strict=True)
+        ]
 
     @staticmethod
     def is_lazy(data: EvalData) -> bool:
@@ -623,6 +650,22 @@ def _stored_parts(frame: dd.DataFrame) -> tuple[list[Any], list[str] | None]:
     parts = [Delayed(key, {key: layer[key]}) for key in expr.operand("keys")]
     columns = list(frame.columns)
     return parts, (columns if projected and columns != list(expr._meta.columns) else None)
+
+
+def _stored_keys(frame: dd.DataFrame) -> tuple[str, ...]:
+    """Keys of the stored partitions a persisted frame (or a selection of its columns) reads; empty otherwise."""
+    expr = frame.expr
+    while isinstance(expr, Projection):
+        expr = expr.frame
+    return tuple(str(k) for k in expr.operand("keys")) if isinstance(expr, FromGraph) else ()
+
+
+def _stored_frame(frame: dd.DataFrame) -> dd.DataFrame:
+    """The persisted frame, all columns, that ``frame`` selects from."""
+    expr = frame.expr
+    while isinstance(expr, Projection):
+        expr = expr.frame
+    return new_collection(expr)
 
 
 def _partition_tasks(frame: dd.DataFrame, kernel: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> list[Any]:

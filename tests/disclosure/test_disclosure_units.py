@@ -244,6 +244,26 @@ def test_joint_counts_when_the_combinations_cannot_be_numbered() -> None:
     assert _joint_as_dict(joint, variables) == _brute_joint(frame, variables)
 
 
+def test_joint_counts_renumber_again_and_again_when_every_record_is_distinct() -> None:
+    # register-like: factors, whole numbers and money with about one distinct value per record,
+    # so the combinations are renumbered before every money column; missing values and ties
+    rng = np.random.default_rng(7)
+    n = 4000
+    frame = _mixed_frame(n, 8)
+    for i in range(6):
+        money = np.round(rng.lognormal(8, 1, n), 2)
+        money[rng.random(n) < 0.05] = np.nan
+        money[:40] = money[40:80]  # repeated values
+        frame[f"money{i}"] = money
+    frame = pd.concat([frame, frame.iloc[:300]], ignore_index=True)  # repeated combinations
+    variables = list(frame.columns)
+    joint = joint_counts(frame, variables, ["sex"])
+    assert joint[COUNT].sum() == len(frame) and len(joint) == n
+    assert _joint_as_dict(joint, variables) == _brute_joint(frame, variables)
+    weighted = joint_counts(joint, variables, ["sex"], joint[COUNT].to_numpy())
+    assert _joint_as_dict(weighted, variables) == _brute_joint(frame, variables)
+
+
 def test_joint_counts_of_no_records() -> None:
     frame = _mixed_frame(10, 3).iloc[:0]
     joint = joint_counts(frame, ["sex", "age", "town"], ["sex"])

@@ -139,6 +139,29 @@ def test_persist_merges_and_prepare_reuses_the_merged_partitions(dask_client) ->
     pd.testing.assert_frame_equal(got.compute(), frame)
 
 
+def test_collect_transfers_persisted_data_once_for_every_selection_of_columns(dask_client) -> None:
+    from distributed import get_task_stream
+
+    frame = _frame()
+    executor = Executor(dask_client, policy="memory", block_rows=300)
+    (kept,) = executor.persist(_lazy(frame, 6))
+    schema = Schema.infer(frame)
+    first = executor.collect(as_eval_data(kept[["a", "x"]], [], schema, require_synthetic=False)).original
+    pd.testing.assert_frame_equal(first, frame[["a", "x"]])
+    with get_task_stream(dask_client) as stream:
+        second = executor.collect(as_eval_data(kept[["b", "a"]], [], schema, require_synthetic=False)).original
+        whole = executor.collect(as_eval_data(kept, [], schema, require_synthetic=False)).original
+    assert stream.data == []  # taken from the first transfer: nothing ran on the cluster
+    pd.testing.assert_frame_equal(second, frame[["b", "a"]])
+    pd.testing.assert_frame_equal(whole, frame)
+    # data that are not persisted are computed every time
+    lazy = _lazy(frame, 3)
+    with get_task_stream(dask_client) as stream:
+        got = executor.collect(as_eval_data(lazy, [], schema, require_synthetic=False)).original
+    assert len(stream.data) > 0
+    pd.testing.assert_frame_equal(got, frame)
+
+
 def _column_sums(part: pd.DataFrame, scale: float) -> tuple[list[str], float]:
     return list(part.columns), float(part.to_numpy(dtype=float).sum()) * scale
 

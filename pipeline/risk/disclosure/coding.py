@@ -87,8 +87,9 @@ def value_counts(
             out[v] = pd.Series(counts, index=pd.Index([np.nan, *categories.astype(object)], dtype=object))
         elif weights is None:
             out[v] = s.value_counts(dropna=False, sort=False)
-        else:
-            out[v] = pd.Series(weights).groupby(s.to_numpy(), dropna=False, sort=False).sum()
+        else:  # a hash numbering of the values (missing included) and a weighted count
+            codes, uniques = pd.factorize(s.to_numpy(), use_na_sentinel=False)
+            out[v] = pd.Series(np.bincount(codes, weights, minlength=len(uniques)).astype(np.int64), index=uniques)
     return out
 
 

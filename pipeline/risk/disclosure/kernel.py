@@ -294,10 +294,14 @@ def joint_counts(
             part = q[start : start + MIX_ROWS]
             for values, offset, size in columns:
                 _mix(part, values[start : start + MIX_ROWS], size, offset)
-    else:  # too many possible combinations to number: a group-by of the codes numbers those present
-        codes = pd.DataFrame({i: _mix(np.zeros(n, dtype=np.int64), v, 1, o) for i, (v, o, _) in enumerate(columns)})
-        q = codes.groupby(list(codes.columns), sort=False).ngroup().to_numpy()
-        space = int(q.max()) + 1 if n else 0
+    else:  # too many possible combinations to number: renumber those present whenever the number would overflow
+        q, space = np.zeros(n, dtype=np.int64), 1
+        for values, offset, size in columns:
+            if space * size >= 2**62:
+                q, present = pd.factorize(q)  # at most n combinations so far, numbered densely
+                space = max(len(present), 1)
+            _mix(q, values, size, offset)
+            space *= size
     w = np.zeros(0, dtype=np.int64) if weights is None else weights.astype(np.int64)
     # few possible combinations (at most one per row): count them all, else hash the ones present
     rep, counts = _count_dense(q, w, space) if space <= n else _count_groups(q, w)
