@@ -102,7 +102,9 @@ class SinglingOutMeasure(Measure):
     def columns(self, data: EvalData) -> Columns:
         """The attacked variables, factors first (character variables are refused)."""
         params: SinglingOutParams = self.params  # type: ignore[assignment]
-        return Columns(*split_kinds(data.schema, params.cols or data.schema.names, self.type))
+        factors, numerics = split_kinds(data.schema, params.cols or data.schema.names, self.type)
+        codes = {v: data.schema[v].missing_codes for v in numerics if data.schema[v].missing_codes}
+        return Columns(factors, numerics, codes)
 
     def check(self, data: EvalData) -> None:
         super().check(data)

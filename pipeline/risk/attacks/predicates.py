@@ -21,6 +21,8 @@ import numba
 import numpy as np
 import pandas as pd
 
+from pipeline.risk.nearest.kernel import encode
+
 #: condition operators (polars semantics: a missing value satisfies no comparison)
 EQ, NE, GE, LE, GT, LT, NULL, NOT_NULL = range(8)
 NUMERIC_OPS = np.array([EQ, NE, GT, LT, GE, LE], dtype=np.int8)
@@ -68,15 +70,13 @@ def concat(parts: list[Predicates]) -> Predicates:
     )
 
 
-def records_matrix(frame: pd.DataFrame, factors: list[str], numerics: list[str]) -> np.ndarray:
-    """A block's records as float64 columns (``factors`` then ``numerics``): level codes, values, NaN missing."""
-    out = np.empty((len(frame), len(factors) + len(numerics)), dtype=np.float64)
-    for j, v in enumerate(factors):
-        codes = frame[v].cat.codes.to_numpy()
-        out[:, j] = np.where(codes < 0, np.nan, codes)
-    for j, v in enumerate(numerics, start=len(factors)):
-        out[:, j] = frame[v].to_numpy(dtype=np.float64, na_value=np.nan)
-    return out
+def records_matrix(
+    frame: pd.DataFrame, factors: list[str], numerics: list[str], missing_codes: dict[str, tuple[float, ...]]
+) -> np.ndarray:
+    """A block's records as float64 columns (``factors`` then ``numerics``): level codes and values,
+    NaN missing (a numeric variable's special missing codes too, as the distance reads them)."""
+    codes, numbers = encode(frame, factors, numerics, missing_codes)
+    return np.concatenate([np.where(codes < 0, np.nan, codes), numbers], axis=1)
 
 
 def _slices(

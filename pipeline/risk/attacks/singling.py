@@ -49,10 +49,12 @@ BATCH = 1000
 
 @dataclass(frozen=True)
 class Columns:
-    """The attacked variables: factors first, then numerics (the records matrix's columns)."""
+    """The attacked variables: factors first, then numerics (the records matrix's columns), and the
+    numerics' special missing codes."""
 
     factors: list[str]
     numerics: list[str]
+    missing_codes: dict[str, tuple[float, ...]]
 
     @property
     def names(self) -> list[str]:
@@ -64,7 +66,7 @@ class Columns:
 
 
 def _matrix(part: pd.DataFrame, columns: Columns) -> np.ndarray:
-    return records_matrix(part, columns.factors, columns.numerics)
+    return records_matrix(part, columns.factors, columns.numerics, columns.missing_codes)
 
 
 def _hashes(part: pd.DataFrame, columns: Columns) -> np.ndarray:

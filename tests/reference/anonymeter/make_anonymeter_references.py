@@ -5,7 +5,8 @@ anonymeter pins numpy < 1.27, so it cannot share the project's environment; buil
     python3.11 -m venv /tmp/anon-venv && /tmp/anon-venv/bin/pip install 'anonymeter==1.1.0'
     /tmp/anon-venv/bin/python tests/reference/anonymeter/make_anonymeter_references.py
     /tmp/anon-venv/bin/python tests/reference/anonymeter/make_anonymeter_references.py --repeated
-    /tmp/anon-venv/bin/python tests/reference/anonymeter/make_anonymeter_references.py --singling-out
+    /tmp/anon-venv/bin/python tests/reference/anonymeter/make_anonymeter_references.py --singling-out cedata
+    /tmp/anon-venv/bin/python tests/reference/anonymeter/make_anonymeter_references.py --singling-out sd2011
 
 Deterministic configuration: every record is attacked (the training slice and the control
 slice each in full), so the counts do not depend on anonymeter's unseeded sampling; only the
@@ -21,11 +22,13 @@ baseline (random guessing) does, and it is not compared.  Per case the JSON hold
 
 Factor columns are given to anonymeter as text (it would treat integer-coded factors as numeric).
 
-``--singling-out`` writes anonymeter_singling_out.json: the ``SinglingOutEvaluator`` on every
-column of the same slices (SD2011's special missing code income = -8 given as missing, as the
-project's schema reads it), univariate and multivariate (n_cols = 3), ``n_attacks`` = 500,
-seeds 0 .. SEEDS - 1 (its own ``seed`` argument): main, control (rescaled by anonymeter's fit
-where the deduplicated sizes differ) and baseline counts per seed.  Deterministic part (``fixed``):
+``--singling-out NAME`` writes anonymeter_singling_out_NAME.json (one data set per process, so
+the two can run side by side; the file is rewritten after every case): the
+``SinglingOutEvaluator`` on every column of the same slices (SD2011's special missing code
+income = -8 given as missing, as the project's schema reads it), univariate and multivariate
+(n_cols = 3), ``n_attacks`` = 500, seeds 0 .. SO_SEEDS - 1 (its own ``seed`` argument): main,
+control (rescaled by anonymeter's fit where the deduplicated sizes differ) and baseline counts
+per seed.  Deterministic part (``fixed``):
 
 * univariate with every candidate predicate (n_attacks above their number): the predicates
   found, and how many single out a record of the training slice and of the control slice
@@ -166,7 +169,8 @@ def repeated() -> None:
     REPEATED_OUT.write_text(json.dumps(out, indent=1) + "\n")
 
 
-SO_OUT = Path(__file__).with_name("anonymeter_singling_out.json")
+SO_OUT = "anonymeter_singling_out_{name}.json"
+SO_SEEDS = 20
 SO_MODES = {"univariate": {"mode": "univariate"}, "multivariate": {"mode": "multivariate", "n_cols": 3}}
 #: fixed multivariate predicates per data set (records and column triples drawn with this seed)
 SO_FIXED, SO_FIXED_SEED = 300, 12345
@@ -213,31 +217,31 @@ def _fixed_singling(name: str) -> dict:
     }
 
 
-def singling_out() -> None:
-    """Singling out on CEdata and SD2011 slices: repeated seeded runs and the fixed predicates."""
+def singling_out(name: str) -> None:
+    """Singling out on a CEdata or SD2011 slice: the fixed predicates and repeated seeded runs."""
     from anonymeter.evaluators import SinglingOutEvaluator
 
     out = {"made_with": {"anonymeter": version("anonymeter"), "numpy": version("numpy"), "polars": version("polars")},
-           "n_attacks": N_ATTACKS, "seeds": SEEDS, "datasets": DATASETS, "cases": {}, "fixed": {}}  # fmt: skip
-    for name in DATASETS:
-        train, control, syn = _singling_data(name)
-        for mode, kw in SO_MODES.items():
-            runs = []
-            for seed in range(SEEDS):
-                evaluator = SinglingOutEvaluator(
-                    ori=train, syn=syn, control=control, n_attacks=N_ATTACKS, n_cols=kw.get("n_cols", 3), seed=seed
-                )
-                r = evaluator.evaluate(mode=mode).results()
-                runs.append({"seed": seed, "main": int(r.n_success), "control": float(r.n_control),
-                             "baseline": int(r.n_baseline)})  # fmt: skip
-            out["cases"][f"{name}_{mode}"] = {"data": name, **kw, "runs": runs}
-        out["fixed"][name] = _fixed_singling(name)
-    SO_OUT.write_text(json.dumps(out, indent=1) + "\n")
+           "n_attacks": N_ATTACKS, "seeds": SO_SEEDS, "dataset": DATASETS[name], "cases": {}}  # fmt: skip
+    path = Path(__file__).with_name(SO_OUT.format(name=name))
+    out["fixed"] = _fixed_singling(name)
+    train, control, syn = _singling_data(name)
+    for mode, kw in SO_MODES.items():
+        runs = []
+        for seed in range(SO_SEEDS):
+            evaluator = SinglingOutEvaluator(
+                ori=train, syn=syn, control=control, n_attacks=N_ATTACKS, n_cols=kw.get("n_cols", 3), seed=seed
+            )
+            r = evaluator.evaluate(mode=mode).results()
+            runs.append({"seed": seed, "main": int(r.n_success), "control": float(r.n_control),
+                         "baseline": int(r.n_baseline)})  # fmt: skip
+        out["cases"][f"{name}_{mode}"] = {"data": name, **kw, "runs": runs}
+        path.write_text(json.dumps(out, indent=1) + "\n")
 
 
 def main() -> None:
     if "--singling-out" in sys.argv:
-        singling_out()
+        singling_out(sys.argv[sys.argv.index("--singling-out") + 1])
         return
     if "--repeated" in sys.argv:
         repeated()
