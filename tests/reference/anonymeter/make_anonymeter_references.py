@@ -23,7 +23,8 @@ baseline (random guessing) does, and it is not compared.  Per case the JSON hold
 Factor columns are given to anonymeter as text (it would treat integer-coded factors as numeric).
 
 ``--singling-out NAME`` writes anonymeter_singling_out_NAME.json (one data set per process, so
-the two can run side by side; the file is rewritten after every case): the
+the two can run side by side; the file is rewritten after every run and a later call resumes
+it): the
 ``SinglingOutEvaluator`` on every column of the same slices (SD2011's special missing code
 income = -8 given as missing, as the project's schema reads it), univariate and multivariate
 (n_cols = 3), ``n_attacks`` = 500, seeds 0 .. SO_SEEDS - 1 (its own ``seed`` argument): main,
@@ -221,22 +222,25 @@ def singling_out(name: str) -> None:
     """Singling out on a CEdata or SD2011 slice: the fixed predicates and repeated seeded runs."""
     from anonymeter.evaluators import SinglingOutEvaluator
 
-    out = {"made_with": {"anonymeter": version("anonymeter"), "numpy": version("numpy"), "polars": version("polars")},
-           "n_attacks": N_ATTACKS, "seeds": SO_SEEDS, "dataset": DATASETS[name], "cases": {}}  # fmt: skip
     path = Path(__file__).with_name(SO_OUT.format(name=name))
-    out["fixed"] = _fixed_singling(name)
+    if path.exists():  # resume: the file is rewritten after every run
+        out = json.loads(path.read_text())
+    else:
+        out = {"made_with": {"anonymeter": version("anonymeter"), "numpy": version("numpy"),
+                             "polars": version("polars")},
+               "n_attacks": N_ATTACKS, "seeds": SO_SEEDS, "dataset": DATASETS[name], "cases": {},
+               "fixed": _fixed_singling(name)}  # fmt: skip
     train, control, syn = _singling_data(name)
     for mode, kw in SO_MODES.items():
-        runs = []
-        for seed in range(SO_SEEDS):
+        case = out["cases"].setdefault(f"{name}_{mode}", {"data": name, **kw, "runs": []})
+        for seed in range(len(case["runs"]), SO_SEEDS):
             evaluator = SinglingOutEvaluator(
                 ori=train, syn=syn, control=control, n_attacks=N_ATTACKS, n_cols=kw.get("n_cols", 3), seed=seed
             )
             r = evaluator.evaluate(mode=mode).results()
-            runs.append({"seed": seed, "main": int(r.n_success), "control": float(r.n_control),
-                         "baseline": int(r.n_baseline)})  # fmt: skip
-        out["cases"][f"{name}_{mode}"] = {"data": name, **kw, "runs": runs}
-        path.write_text(json.dumps(out, indent=1) + "\n")
+            case["runs"].append({"seed": seed, "main": int(r.n_success), "control": float(r.n_control),
+                                 "baseline": int(r.n_baseline)})  # fmt: skip
+            path.write_text(json.dumps(out, indent=1) + "\n")
 
 
 def main() -> None:
