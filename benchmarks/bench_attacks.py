@@ -1,4 +1,4 @@
-"""Benchmark: DCR, linkability and inference on register-shaped data (issues 21 and 22).
+"""Benchmark: DCR, linkability, inference and singling out on register-shaped data (issues 21 and 22).
 
 Data: the register generator (``pipeline.datasets.register``: sex, single year of age,
 municipality, education, ... and a model-based synthetic twin, every record drawn on its own).
@@ -14,7 +14,10 @@ Measures (all exact searches):
   holdout record, plus the random baseline (10,000 records);
 * ``linkability`` on ``LINK_AUX`` and ``inference`` of ``income`` from ``INFER_AUX``, with
   ``--n-attacks`` targets (anonymeter's default 500) and with every record attacked
-  (``--all-attacks-up-to``).
+  (``--all-attacks-up-to``);
+* ``singling_out`` on ``SINGLING_COLS``, univariate and multivariate (3 columns), 500 predicates.
+
+``--measures`` picks some of them.
 
 Run (over 1M records under the shared lock)::
 
@@ -31,12 +34,14 @@ from harness import Bench, bench_client
 
 from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
-from pipeline.risk.attacks.measure import InferenceMeasure, LinkabilityMeasure
+from pipeline.risk.attacks.measure import InferenceMeasure, LinkabilityMeasure, SinglingOutMeasure
 from pipeline.risk.distance.measure import DCRMeasure
 
 DCR_VARS = ["sex", "age", "municipality", "edu", "marital", "income", "expenditure"]
 LINK_AUX = [["sex", "age", "municipality", "income"], ["edu", "marital", "expenditure"]]
 INFER_AUX = ["sex", "age", "municipality", "edu", "expenditure"]
+SINGLING_COLS = ["sex", "age", "municipality", "edu", "marital", "income", "expenditure"]
+MEASURES = ["dcr", "linkability", "inference", "singling_out"]
 WORKER_ROWS = 250_000
 
 
@@ -48,6 +53,7 @@ def main() -> None:
     parser.add_argument("--n-attacks", type=int, default=500)
     parser.add_argument("--all-attacks-up-to", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--measures", nargs="+", choices=MEASURES, default=MEASURES)
     parser.add_argument("--write-inputs", metavar="DIR", help="only write the inputs as CSV for anonymeter's timing")
     args = parser.parse_args()
     from pipeline.datasets import register
@@ -79,7 +85,11 @@ def main() -> None:
                     ("linkability all", LinkabilityMeasure(aux_cols=LINK_AUX, n_attacks=None)),
                     ("inference all", InferenceMeasure(aux_cols=INFER_AUX, secret="income", n_attacks=None)),
                 ]
-            for label, measure in jobs:
+            jobs += [
+                ("singling_out uni", SinglingOutMeasure(cols=SINGLING_COLS, mode="univariate")),
+                ("singling_out multi", SinglingOutMeasure(cols=SINGLING_COLS, mode="multivariate", n_cols=3)),
+            ]
+            for label, measure in (j for j in jobs if j[0].split()[0] in args.measures):
                 measure.check(data)
                 timing, got = bench.time(
                     lambda m=measure, d=data: m.evaluate(d, executor), [train, syn, hold], args.repeat
@@ -102,7 +112,8 @@ def write_inputs(register, sizes: list[int], folder: Path) -> None:
         print(f"wrote {target}", flush=True)
 
 
-SHOWN = {"dcr_median", "closer_to_training", "dcr_zero_pct", "main_rate", "control_rate", "risk", "risk_upper"}
+SHOWN = {"dcr_median", "closer_to_training", "dcr_zero_pct", "main_rate", "control_rate", "risk", "risk_upper",
+         "predicates"}  # fmt: skip
 
 if __name__ == "__main__":
     main()

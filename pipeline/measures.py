@@ -106,5 +106,11 @@ _ENTRIES = [
         "pipeline.risk.attacks.measure:InferenceMeasure",
         "anonymeter inference attack: main, control, baseline rates and risk",
     ),
+    MeasureEntry(
+        "singling_out",
+        "attacks",
+        "pipeline.risk.attacks.measure:SinglingOutMeasure",
+        "anonymeter singling-out attack: main, control, baseline rates and risk",
+    ),
 ]
 REGISTRY: dict[str, MeasureEntry] = {e.type: e for e in _ENTRIES}

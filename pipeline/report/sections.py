@@ -15,6 +15,7 @@ import pandas as pd
 
 from pipeline.report.markup import figure_html, table_html
 from pipeline.results import per_set
+from pipeline.risk.attacks.plots import attack_section
 from pipeline.risk.disclosure.plots import plot_disclosure_rows
 from pipeline.risk.idrisk.plots import (
     IDRISK_RUN,
@@ -317,4 +318,5 @@ SECTIONS = {
     "identification_risk": identification_risk_section,
     "utility": utility_section,
     "synthesis": synthesis_section,
+    "attacks": attack_section,
 }

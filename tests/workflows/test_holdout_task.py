@@ -79,7 +79,8 @@ datasets:
     original: {{path: {folder}/training.parquet, schema: {folder}/ce.schema.json}}
     holdout: {folder}/{holdout}
     synthetic:
-      - {{name: leak, paths: [{folder}/training.parquet]}}
+      # a deliberate leak: the training records themselves (control: the copy check lets it through)
+      - {{name: leak, paths: [{folder}/training.parquet], control: true}}
       - {{name: independent, paths: [{folder}/independent.parquet]}}
 measures:
   - type: disclosure

@@ -1,2 +1,3 @@
-"""anonymeter's linkability and inference attacks (main on the training records, control on the
-holdout, baseline by random guessing), on the executor with the exact nearest-neighbour search."""
+"""anonymeter's singling-out, linkability and inference attacks (main on the training records,
+control on the holdout, baseline by random guessing), on the executor: predicates counted on
+sorted columns, nearest neighbours by the exact search."""

@@ -6,7 +6,7 @@ from typing import Any
 
 from pipeline.evaluation.data import Frame, as_eval_data
 from pipeline.evaluation.execution import Executor
-from pipeline.risk.attacks.measure import InferenceMeasure, LinkabilityMeasure
+from pipeline.risk.attacks.measure import InferenceMeasure, LinkabilityMeasure, SinglingOutMeasure
 from pipeline.risk.attacks.result import AttackResult
 
 
@@ -38,3 +38,19 @@ def inference(
     ``secret``, ``tolerance``, ``n_attacks``, ``seed``, ``confidence_level``)."""
     data = as_eval_data(original, synthetic, schema=schema, holdout=holdout)
     return InferenceMeasure(params).run(data, executor)
+
+
+def singling_out(
+    original: Any,
+    synthetic: Any,
+    holdout: Frame | None = None,
+    *,
+    schema: Any = None,
+    executor: Executor | None = None,
+    **params: Any,
+) -> AttackResult:
+    """The singling-out attack: predicates from ``synthetic`` checked on ``original`` with
+    ``holdout`` as control (``mode``, ``cols``, ``n_attacks``, ``n_cols``, ``max_attempts``,
+    ``seed``, ``confidence_level``)."""
+    data = as_eval_data(original, synthetic, schema=schema, holdout=holdout)
+    return SinglingOutMeasure(params).run(data, executor)

@@ -43,7 +43,7 @@ class AttackCounts:
     main_attacks: int
     main_successes: int
     control_attacks: int | None
-    control_successes: int | None
+    control_successes: float | None  # singling out: rescaled to the training size
     baseline_attacks: int
     baseline_successes: int
 

@@ -1,16 +1,17 @@
-"""The ``linkability`` and ``inference`` measures (anonymeter 1.1.0's attacks, docs/attacks.md)."""
+"""The ``linkability``, ``inference`` and ``singling_out`` measures (anonymeter 1.1.0's attacks, docs/attacks.md)."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
 from pipeline.errors import ParameterError
-from pipeline.evaluation.base import Measure, Params
+from pipeline.evaluation.base import Measure, Params, Row
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
 from pipeline.risk.attacks.compute import inference_counts, linkability_counts
-from pipeline.risk.attacks.params import InferenceParams, LinkabilityParams
+from pipeline.risk.attacks.params import InferenceParams, LinkabilityParams, SinglingOutParams
 from pipeline.risk.attacks.result import AttackResult, attack_rows
+from pipeline.risk.attacks.singling import Columns, singling_out_counts
 from pipeline.risk.nearest.compute import check_block_on, split_kinds
 
 
@@ -86,4 +87,47 @@ class InferenceMeasure(Measure):
         )
         p = {"aux_cols": list(params.aux_cols), "secret": params.secret, **_blocked(params.block_on)}
         rows = [r for i, c in enumerate(counts, start=1) for r in attack_rows(str(i), c, params.confidence_level, p)]
+        return AttackResult(self.type, tuple(rows))
+
+
+class SinglingOutMeasure(Measure):
+    """anonymeter's singling-out attack: do predicates that single out a synthetic record single
+    out one training record (more often than one holdout record)?"""
+
+    type: ClassVar[str] = "singling_out"
+    family: ClassVar[str] = "attacks"
+    params_model: ClassVar[type[Params]] = SinglingOutParams
+    description: ClassVar[str] = "anonymeter singling-out attack: main, control, baseline rates and risk"
+
+    def columns(self, data: EvalData) -> Columns:
+        """The attacked variables, factors first (character variables are refused)."""
+        params: SinglingOutParams = self.params  # type: ignore[assignment]
+        factors, numerics = split_kinds(data.schema, params.cols or data.schema.names, self.type)
+        codes = {v: data.schema[v].missing_codes for v in numerics if data.schema[v].missing_codes}
+        return Columns(factors, numerics, codes)
+
+    def check(self, data: EvalData) -> None:
+        super().check(data)
+        params: SinglingOutParams = self.params  # type: ignore[assignment]
+        names = self.columns(data).names
+        if params.mode == "multivariate" and params.n_cols > len(names):
+            raise ParameterError(
+                f"singling_out: n_cols = {params.n_cols} exceeds the {len(names)} variable(s) the predicates may use"
+            )
+
+    def evaluate(self, data: EvalData, executor: Executor) -> AttackResult:
+        params: SinglingOutParams = self.params  # type: ignore[assignment]
+        columns = self.columns(data)
+        ready = _prepared(data, columns.names, executor)
+        counts = singling_out_counts(
+            ready, executor, columns, params.mode, params.n_attacks, params.n_cols, params.max_attempts, params.seed
+        )
+        p = {"mode": params.mode, "cols": columns.names}
+        if params.mode == "multivariate":
+            p["n_cols"] = params.n_cols
+        rows = [
+            r
+            for i, (c, found) in enumerate(counts, start=1)
+            for r in [*attack_rows(str(i), c, params.confidence_level, p), Row(str(i), "predicates", float(found), p)]
+        ]
         return AttackResult(self.type, tuple(rows))

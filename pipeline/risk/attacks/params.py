@@ -1,6 +1,8 @@
-"""Parameters of the ``linkability`` and ``inference`` measures (the only validation of them)."""
+"""Parameters of the ``linkability``, ``inference`` and ``singling_out`` measures (the only validation of them)."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -8,8 +10,16 @@ from pipeline.config_io import Seed
 from pipeline.evaluation.base import Params
 
 
-class AttackParams(Params):
-    """What every attack takes.
+class RateParams(Params):
+    """What every attack takes: ``seed`` and the ``confidence_level`` of the Wilson intervals and
+    of the risk's interval."""
+
+    seed: Seed = 0
+    confidence_level: float = Field(0.95, gt=0, lt=1)
+
+
+class AttackParams(RateParams):
+    """What the attacks on records (linkability, inference) take.
 
     Attributes
     ----------
@@ -17,9 +27,6 @@ class AttackParams(Params):
         Records attacked in the training records and in the holdout (each drawn without
         replacement, seeded); None attacks every record.  A set with fewer records is attacked
         in full (the rows give the number of attacks of each).
-    seed : int
-    confidence_level : float
-        Level of the Wilson intervals and of the risk's interval.
     block_on : list of str
         Factors the attacker knows exactly (added to every auxiliary column set): a target's
         nearest synthetic records are searched only among those with the same values of these
@@ -27,8 +34,6 @@ class AttackParams(Params):
     """
 
     n_attacks: int | None = Field(500, ge=1)
-    seed: Seed = 0
-    confidence_level: float = Field(0.95, gt=0, lt=1)
     block_on: list[str] = Field(default_factory=list)
 
 
@@ -75,3 +80,37 @@ class InferenceParams(AttackParams):
 
     def variables(self) -> list[str]:
         return _distinct([*self.block_on, *self.aux_cols, self.secret])
+
+
+class SinglingOutParams(RateParams):
+    """anonymeter's singling-out attack.
+
+    Attributes
+    ----------
+    mode : {"multivariate", "univariate"}
+        Predicates combining ``n_cols`` columns of synthetic records, or predicates on the rare
+        values (and extremes) of single columns of the synthetic set.
+    cols : list of str or None
+        The variables predicates may use; None: every variable of the data.
+    n_attacks : int
+        Predicates to build (every rate is over this number, as anonymeter reports it).
+    n_cols : int
+        Columns per predicate (multivariate mode and its baseline).
+    max_attempts : int or None
+        Predicates tried at most in the multivariate mode before settling for fewer than
+        ``n_attacks``; None: no limit.
+    """
+
+    mode: Literal["multivariate", "univariate"] = "multivariate"
+    cols: list[str] | None = Field(None, min_length=1)
+    n_attacks: int = Field(500, ge=1)
+    n_cols: int = Field(3, ge=1)
+    max_attempts: int | None = Field(10_000_000, ge=1)
+
+    @field_validator("cols")
+    @classmethod
+    def _unique(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else _distinct(value)
+
+    def variables(self) -> list[str]:
+        return list(self.cols or [])

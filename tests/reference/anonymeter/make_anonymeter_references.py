@@ -5,6 +5,8 @@ anonymeter pins numpy < 1.27, so it cannot share the project's environment; buil
     python3.11 -m venv /tmp/anon-venv && /tmp/anon-venv/bin/pip install 'anonymeter==1.1.0'
     /tmp/anon-venv/bin/python tests/reference/anonymeter/make_anonymeter_references.py
     /tmp/anon-venv/bin/python tests/reference/anonymeter/make_anonymeter_references.py --repeated
+    /tmp/anon-venv/bin/python tests/reference/anonymeter/make_anonymeter_references.py --singling-out cedata
+    /tmp/anon-venv/bin/python tests/reference/anonymeter/make_anonymeter_references.py --singling-out sd2011
 
 Deterministic configuration: every record is attacked (the training slice and the control
 slice each in full), so the counts do not depend on anonymeter's unseeded sampling; only the
@@ -19,6 +21,22 @@ baseline (random guessing) does, and it is not compared.  Per case the JSON hold
   arbitrary (anonymeter's numba argsort), so their outcome may differ between implementations.
 
 Factor columns are given to anonymeter as text (it would treat integer-coded factors as numeric).
+
+``--singling-out NAME`` writes anonymeter_singling_out_NAME.json (one data set per process, so
+the two can run side by side; the file is rewritten after every run and a later call resumes
+it): the
+``SinglingOutEvaluator`` on every column of the same slices (SD2011's special missing code
+income = -8 given as missing, as the project's schema reads it), univariate and multivariate
+(n_cols = 3), ``n_attacks`` = 500, seeds 0 .. SO_SEEDS - 1 (its own ``seed`` argument): main,
+control (rescaled by anonymeter's fit where the deduplicated sizes differ) and baseline counts
+per seed.  Deterministic part (``fixed``):
+
+* univariate with every candidate predicate (n_attacks above their number): the predicates
+  found, and how many single out a record of the training slice and of the control slice
+  (before any rescaling);
+* multivariate predicates from fixed synthetic records (positions in the deduplicated
+  synthetic set) and fixed column triples, built by anonymeter's ``_query_from_record`` with
+  the synthetic medians: their counts in the synthetic set, the training and the control slice.
 """
 
 from __future__ import annotations
@@ -152,7 +170,83 @@ def repeated() -> None:
     REPEATED_OUT.write_text(json.dumps(out, indent=1) + "\n")
 
 
+SO_OUT = "anonymeter_singling_out_{name}.json"
+SO_SEEDS = 20
+SO_MODES = {"univariate": {"mode": "univariate"}, "multivariate": {"mode": "multivariate", "n_cols": 3}}
+#: fixed multivariate predicates per data set (records and column triples drawn with this seed)
+SO_FIXED, SO_FIXED_SEED = 300, 12345
+
+
+def _singling_data(name: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    spec = DATASETS[name]
+    original = _read(DATA / spec["original"], spec["factors"])
+    syn = _read(DATA / spec["synthetic"], spec["factors"])
+    if "income" in original:  # the special missing code (cont.na) as missing, as our schema has it
+        for frame in (original, syn):
+            frame["income"] = frame["income"].where(frame["income"] != -8)
+    train = original.iloc[slice(*spec["training"])].reset_index(drop=True)
+    control = original.iloc[slice(*spec["control"])].reset_index(drop=True)
+    return train, control, syn
+
+
+def _fixed_singling(name: str) -> dict:
+    import polars as pl
+    from anonymeter.evaluators import singling_out_evaluator as so
+
+    train, control, syn = _singling_data(name)
+    frames = {k: pl.DataFrame(f).unique(maintain_order=True) for k, f in (("train", train), ("control", control),
+                                                                         ("syn", syn))}  # fmt: skip
+    candidates = so.univariate_singling_out_queries(frames["syn"], n_queries=10**9, rng=np.random.default_rng(0))
+    uni = {k: int(sum(c == 1 for c in so._evaluate_queries(frames[k], candidates))) for k in ("train", "control")}
+    rng = np.random.default_rng(SO_FIXED_SEED)
+    syn_u = frames["syn"]
+    rows = rng.integers(0, syn_u.height, SO_FIXED).tolist()
+    cols = [sorted(rng.choice(syn_u.columns, size=3, replace=False).tolist()) for _ in range(SO_FIXED)]
+    medians = syn_u.median().to_dicts()[0]
+    dtypes = {c: syn_u[c].dtype for c in syn_u.columns}
+    records = syn_u[rows].to_dicts()
+    queries = [so._query_from_record(r, dtypes, c, medians, rng) for r, c in zip(records, cols, strict=True)]
+    counts = {k: [int(c) for c in so._evaluate_queries(frames[k], queries)] for k in ("syn", "train", "control")}
+    return {
+        "distinct": {k: f.height for k, f in frames.items()},
+        "univariate_predicates": len(candidates),
+        "univariate_main": uni["train"],
+        "univariate_control": uni["control"],
+        "multivariate_rows": rows,
+        "multivariate_cols": cols,
+        "multivariate_counts": counts,
+    }
+
+
+def singling_out(name: str) -> None:
+    """Singling out on a CEdata or SD2011 slice: the fixed predicates and repeated seeded runs."""
+    from anonymeter.evaluators import SinglingOutEvaluator
+
+    path = Path(__file__).with_name(SO_OUT.format(name=name))
+    if path.exists():  # resume: the file is rewritten after every run
+        out = json.loads(path.read_text())
+    else:
+        out = {"made_with": {"anonymeter": version("anonymeter"), "numpy": version("numpy"),
+                             "polars": version("polars")},
+               "n_attacks": N_ATTACKS, "seeds": SO_SEEDS, "dataset": DATASETS[name], "cases": {},
+               "fixed": _fixed_singling(name)}  # fmt: skip
+    train, control, syn = _singling_data(name)
+    for mode, kw in SO_MODES.items():
+        case = out["cases"].setdefault(f"{name}_{mode}", {"data": name, **kw, "runs": []})
+        for seed in range(len(case["runs"]), SO_SEEDS):
+            evaluator = SinglingOutEvaluator(
+                ori=train, syn=syn, control=control, n_attacks=N_ATTACKS, n_cols=kw.get("n_cols", 3), seed=seed
+            )
+            r = evaluator.evaluate(mode=mode).results()
+            case["runs"].append({"seed": seed, "main": int(r.n_success), "control": float(r.n_control),
+                                 "baseline": int(r.n_baseline)})  # fmt: skip
+            path.write_text(json.dumps(out, indent=1) + "\n")
+
+
 def main() -> None:
+    if "--singling-out" in sys.argv:
+        singling_out(sys.argv[sys.argv.index("--singling-out") + 1])
+        return
     if "--repeated" in sys.argv:
         repeated()
         return
