@@ -172,3 +172,13 @@ def test_report_section_shows_rates_risk_and_the_not_informative_warning():
     # the risk with its interval, as the rows give it
     risk = {r.synthetic: r.value for r in informative + useless if r.measure == "risk"}
     assert f"{risk['1']:.4g} [" in text
+
+
+def test_size_correction_of_a_near_linear_curve_converges() -> None:
+    """One predicate of 200 singles out a record of a 1,114-record holdout against 4,457 training
+    records (the demo's CEdata split): the expected counts grow linearly over the fitted sizes,
+    fitted by w -> 0, which the default 200 evaluations did not reach (an error before)."""
+    counts = np.zeros(200)
+    counts[0] = 1
+    corrected = size_corrected(counts, 1114, 4457)
+    assert corrected == pytest.approx(4457 / 1114, rel=0.03)

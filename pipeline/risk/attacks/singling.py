@@ -227,8 +227,10 @@ def size_corrected(counts: np.ndarray, n_control: int, n_training: int) -> float
 
     w0 = 1 / sizes.max()
     try:
+        # a near-linear curve (few predicates singling out, sizes close together) is fitted by
+        # w -> 0, norm -> inf: it takes more evaluations than the default 200 to get there
         (w, norm), _ = curve_fit(
-            model, sizes, expected, p0=(w0, 1 / integral(sizes.max(), w0)), bounds=(0, (1, np.inf))
+            model, sizes, expected, p0=(w0, 1 / integral(sizes.max(), w0)), bounds=(0, (1, np.inf)), max_nfev=100_000
         )
     except RuntimeError as exc:
         raise ParameterError(
