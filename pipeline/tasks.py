@@ -114,6 +114,8 @@ class HoldoutSpec(_Spec):
     """
 
     path: str | None = None
+    #: a generated holdout of a generated original (``register_holdout`` of ``demo: register``)
+    demo: str | None = None
     #: text encoding of a CSV file (default: the original's)
     encoding: str | None = None
     fraction: float | None = Field(None, gt=0, lt=1, description="share of the original kept back")
@@ -127,12 +129,15 @@ class HoldoutSpec(_Spec):
 
     @model_validator(mode="after")
     def _one_kind(self) -> HoldoutSpec:
-        if (self.path is None) == (self.fraction is None):
-            raise ValueError("give exactly one of 'path' (a holdout file) or 'fraction' (split the original)")
-        if self.path is not None and self.seed is not None:
+        if sum(x is not None for x in (self.path, self.fraction, self.demo)) != 1:
+            raise ValueError(
+                "give exactly one of 'path' (a holdout file), 'fraction' (split the original) or 'demo' "
+                "(a generated holdout)"
+            )
+        if self.fraction is None and self.seed is not None:
             raise ValueError("'seed' is for a 'fraction' split, not a holdout file")
-        if self.fraction is not None and self.encoding is not None:
-            raise ValueError("'encoding' is for a holdout file, not a 'fraction' split")
+        if self.path is None and self.encoding is not None:
+            raise ValueError("'encoding' is for a holdout file")
         return self
 
 
@@ -142,6 +147,18 @@ class DatasetSpec(_Spec):
     synthetic: list[SourceSpec] = []
     #: records the synthesisers never saw: the control of every risk figure (holdout baselines)
     holdout: HoldoutSpec | None = None
+
+    @model_validator(mode="after")
+    def _generated_holdout(self) -> DatasetSpec:
+        from pipeline.datasets import GENERATED_HOLDOUTS
+
+        demo = self.holdout.demo if self.holdout is not None else None
+        if demo is not None and GENERATED_HOLDOUTS.get(demo, "") != self.original.demo:
+            known = ", ".join(f"{h} (of demo: {o})" for h, o in GENERATED_HOLDOUTS.items())
+            raise ValueError(
+                f"dataset {self.name!r}: holdout: demo {demo!r} is not a holdout of this original; {known}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _split_before_synthesis(self) -> DatasetSpec:

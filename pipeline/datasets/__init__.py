@@ -35,6 +35,8 @@ GENERATED: dict[str, str] = {
 }
 #: generated synthetic sets: name -> the generated original they are made with
 GENERATED_SYNTHETIC: dict[str, str] = {"register_twin": "register"}
+#: generated holdouts: name -> the generated original whose population they are drawn from
+GENERATED_HOLDOUTS: dict[str, str] = {"register_holdout": "register"}
 #: records of a generated demo when the task gives no ``rows``
 DEFAULT_GENERATED_ROWS = 1_000_000
 
@@ -75,6 +77,22 @@ def load_demo_synthetic(name: str, rows: int | None = None) -> list[Dataset]:
         )
         for i in range(1, m + 1)
     ]
+
+
+def load_demo_holdout(name: str, rows: int | None = None) -> Dataset:
+    """The generated holdout ``register_holdout`` of the ``rows``-record register: records of the
+    same population that neither the register nor its twin holds
+    (:func:`~pipeline.datasets.register.write_register_holdout`)."""
+    from pipeline.data.dataset import read_dataset
+    from pipeline.datasets.register import cache_folder, write_register_holdout
+
+    if name not in GENERATED_HOLDOUTS:
+        raise DataError(f"unknown demo holdout {name!r}; available: {', '.join(sorted(GENERATED_HOLDOUTS))}")
+    try:
+        data = write_register_holdout(cache_folder(), DEFAULT_GENERATED_ROWS if rows is None else rows)
+    except ValueError as e:
+        raise DataError(str(e)) from None
+    return read_dataset(data.path("holdout"), schema=data.schema, name=name)
 
 
 def _generated(rows: int | None) -> ScaledData:

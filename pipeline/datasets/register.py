@@ -67,6 +67,8 @@ CHUNK_ROWS = 1 << 17
 FILE_ROWS = 500_000
 #: the sizes the task source accepts
 MIN_ROWS, MAX_ROWS = 1_000, 50_000_000
+#: chunk numbers of the generated holdout's random streams start here (the register's stay below)
+HOLDOUT_CHUNK = 1 << 20
 
 N_MUNICIPALITIES = 300
 N_REGIONS = 12
@@ -446,20 +448,51 @@ def write_register(folder: Path, rows: int, seed: int = DEFAULT_SEED, file_rows:
     ScaledData
     """
     _check_rows(rows)
-    target = folder / f"{FAMILY}_{rows}_s{seed}"
-    out = ScaledData(target, FAMILY, rows, 1)
     manifest = {"version": GENERATOR_VERSION, "family": FAMILY, "rows": rows, "seed": seed}
+    return _write_once(
+        folder / f"{FAMILY}_{rows}_s{seed}", manifest, ("original", "syn1"), _generate(rows, seed), file_rows
+    )
+
+
+def holdout_rows(rows: int) -> int:
+    """Records of the generated holdout of a ``rows``-record register: a quarter as many (the
+    holdout of a 20 % split of ``1.25 · rows`` records), at least :data:`MIN_ROWS`."""
+    return max(MIN_ROWS, rows // 4)
+
+
+def write_register_holdout(folder: Path, rows: int, seed: int = DEFAULT_SEED, file_rows: int = FILE_ROWS) -> ScaledData:
+    """Write (once) a holdout for the ``rows``-record register: :func:`holdout_rows` records drawn
+    from the same population (the register's municipalities, sizes and laws: same ``seed``) with
+    random streams of their own (chunk numbers from :data:`HOLDOUT_CHUNK`), so no record of the
+    register or its twin is among them. Written as ``holdout/`` in
+    ``folder / f"register_{rows}_s{seed}_holdout"``, as :func:`write_register` writes."""
+    _check_rows(rows)
+    manifest = {"version": GENERATOR_VERSION, "family": FAMILY, "rows": rows, "seed": seed, "part": "holdout"}
+    pop = Population.from_seed(seed)
+    chunks = (
+        ("holdout", original_chunk(pop, seed, HOLDOUT_CHUNK + chunk, n)) for chunk, n in _chunks(holdout_rows(rows))
+    )
+    return _write_once(folder / f"{FAMILY}_{rows}_s{seed}_holdout", manifest, ("holdout",), chunks, file_rows)
+
+
+def _write_once(
+    target: Path, manifest: dict, names: tuple[str, ...], chunks: Iterator[tuple[str, dict]], file_rows: int
+) -> ScaledData:
+    """Write the parts ``names`` of ``chunks`` to ``target`` unless a complete folder with the same
+    ``manifest`` is there: under a temporary name, then renamed (concurrent writers never see half
+    a folder)."""
+    out = ScaledData(target, FAMILY, int(manifest["rows"]), 1)
     if _complete(target, manifest):
         return out
-    tmp = folder / f".{target.name}.{os.getpid()}.tmp"
+    tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    staged = ScaledData(tmp, FAMILY, rows, 1)
+    staged = ScaledData(tmp, FAMILY, int(manifest["rows"]), 1)
     schema = register_schema()
-    for name in ("original", "syn1"):
+    for name in names:
         staged.path(name).mkdir(parents=True)
     schema.to_json(staged.schema_path)
-    writers = {name: _PartWriter(staged.path(name), file_rows) for name in ("original", "syn1")}
-    for name, c in _generate(rows, seed):
+    writers = {name: _PartWriter(staged.path(name), file_rows) for name in names}
+    for name, c in chunks:
         writers[name].add(_frame(c, schema))
     for writer in writers.values():
         writer.close()

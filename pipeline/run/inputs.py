@@ -96,7 +96,8 @@ def _read_holdout(
     task: LoadedTask, spec: DatasetSpec, original: Dataset, executor: Executor
 ) -> tuple[Dataset, dict[str, Any]]:
     """The holdout file of ``spec``, read as its original is (same schema, missing codes and
-    encoding), with the original's variables exactly (a ``columns`` selection applies to both).
+    encoding), with the original's variables exactly (a ``columns`` selection applies to both);
+    or the generated holdout of a generated original (``demo: register_holdout``).
 
     Raises
     ------
@@ -104,7 +105,10 @@ def _read_holdout(
         Missing or extra variables, too few records, or a read error (naming the file).
     """
     h, o = spec.holdout, spec.original
-    assert h is not None and h.path is not None
+    assert h is not None
+    if h.demo is not None:
+        return _generated_holdout(spec, original, executor)
+    assert h.path is not None
     path = task.resolve(h.path)
     encoding = h.encoding or o.encoding or original.schema.encoding
     context = _holdout_context(task, spec)
@@ -133,6 +137,19 @@ def _read_holdout(
         raise TaskError(f"{context}: {path} has {records} records; a holdout needs at least {MIN_HOLDOUT_RECORDS}")
     fingerprint = hashlib.sha256(_data_hash([holdout]).encode()).hexdigest()[:20]
     return holdout, {"kind": "file", "path": str(path), "holdout_records": records, "fingerprint": fingerprint}
+
+
+def _generated_holdout(spec: DatasetSpec, original: Dataset, executor: Executor) -> tuple[Dataset, dict[str, Any]]:
+    """A generated original's generated holdout, in the original's schema and variables."""
+    from pipeline.datasets import load_demo_holdout
+
+    assert spec.holdout is not None and spec.holdout.demo is not None
+    holdout = load_demo_holdout(spec.holdout.demo, spec.original.rows)
+    holdout = replace(holdout.select(list(original.schema.names)), schema=original.schema, name=f"{spec.name}_holdout")
+    (counts,) = executor.partition_rows(holdout.frame)
+    fingerprint = hashlib.sha256(_data_hash([holdout]).encode()).hexdigest()[:20]
+    record = {"kind": "demo", "demo": spec.holdout.demo, "holdout_records": int(sum(counts))}
+    return holdout, {**record, "fingerprint": fingerprint}
 
 
 def _split(

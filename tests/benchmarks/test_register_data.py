@@ -14,9 +14,11 @@ from pipeline.datasets.register import (
     KEPT,
     LEVELS,
     SYNTHESISED,
+    holdout_rows,
     register_frames,
     register_schema,
     write_register,
+    write_register_holdout,
 )
 
 KEYS = ["sex", "age", "municipality", "edu"]
@@ -152,3 +154,24 @@ def test_written_once_independent_of_files_and_reused(tmp_path: Path, frames) ->
 def test_rows_out_of_range(tmp_path: Path, rows) -> None:
     with pytest.raises(ValueError, match=r"register: rows must be a whole number in 1,000\.\.50,000,000"):
         write_register(tmp_path, rows)
+
+
+def test_the_generated_holdout_is_new_records_of_the_same_population(tmp_path: Path, frames) -> None:
+    """register_holdout: a quarter as many records (at least 1,000), drawn with random streams of
+    their own from the register's population: none of them is a record of the register, and the
+    municipality shares are the register's."""
+    original, _ = frames
+    data = write_register_holdout(tmp_path, ROWS)
+    holdout = read_dataset(data.path("holdout"), schema=data.schema).to_pandas()
+    assert len(holdout) == holdout_rows(ROWS) == ROWS // 4
+    assert holdout_rows(2_000) == 1_000
+    assert list(holdout.columns) == list(original.columns)
+    key = [*KEYS, "income", "expenditure"]
+    common = original[key].merge(holdout[key].drop_duplicates(), on=key, how="inner")
+    assert len(common) == 0  # money in cents: a shared record would be a repeated random stream
+    share = holdout["municipality"].value_counts(normalize=True)
+    expected = original["municipality"].value_counts(normalize=True)
+    top = expected.index[:20]
+    assert np.abs(share.reindex(top, fill_value=0) - expected[top]).max() < 0.01
+    again = read_dataset(write_register_holdout(tmp_path, ROWS).path("holdout"), schema=data.schema).to_pandas()
+    assert_same(again, holdout)  # reused as written

@@ -219,7 +219,8 @@ measures:
     [
         ("{fraction: 1.5}", "line 8: datasets[1].holdout.fraction: Input should be less than 1"),
         ("{fraction: 0}", "line 8: datasets[1].holdout.fraction: Input should be greater than 0"),
-        ("{path: a.csv, fraction: 0.2}", "give exactly one of 'path' (a holdout file) or 'fraction'"),
+        ("{path: a.csv, fraction: 0.2}", "give exactly one of 'path' (a holdout file), 'fraction' (split"),
+        ("{demo: register_holdout}", "holdout: demo 'register_holdout' is not a holdout of this original"),
         ("{path: a.csv, seed: 3}", "'seed' is for a 'fraction' split"),
         ("{fraction: 0.2}", "source(s) 'leak', 'independent' were not made here"),
         ("{fraction: 0.2, colour: red}", "datasets[1].holdout.colour: unknown setting"),
