@@ -13,9 +13,9 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from pipeline.report.attacks import attack_section
 from pipeline.report.markup import figure_html, table_html
 from pipeline.results import per_set
-from pipeline.risk.attacks.plots import attack_section
 from pipeline.risk.disclosure.plots import plot_disclosure_rows
 from pipeline.risk.idrisk.plots import (
     IDRISK_RUN,

@@ -156,8 +156,8 @@ def test_same_rows_on_partitions_and_workers_with_a_holdout(mode, clients):
 
 
 def test_report_section_shows_rates_risk_and_the_not_informative_warning():
+    from pipeline.report.attacks import NOT_INFORMATIVE, attack_section
     from pipeline.risk.attacks.compute import AttackCounts
-    from pipeline.risk.attacks.plots import NOT_INFORMATIVE, attack_section
     from pipeline.risk.attacks.result import AttackResult, attack_rows
 
     params = {"mode": "univariate", "cols": ["Age"]}
