@@ -45,12 +45,21 @@ def figure_html(fig: Any, caption: str) -> str:
 NOISE = 1e-9
 
 
+#: from here on a number reads as a whole number with thousands separators (not 2.816e+04)
+WHOLE_FROM = 1e4
+
+
 def number_text(v: float, float_format: str = "{:.4g}") -> str:
-    """A number for reading: 4 significant digits, noise around 0 shown as 0 (raw values are in
-    ``results.csv``)."""
+    """A number for reading: 4 significant digits, noise around 0 shown as 0, and from 10,000 on
+    a whole number with separators (a count of 28,155 stored as 28154.999… reads 28,155; raw
+    values are in ``results.csv``)."""
     if pd.isna(v):
         return "NA"
-    return "0" if abs(v) < NOISE else float_format.format(v)
+    if abs(v) < NOISE:
+        return "0"
+    if WHOLE_FROM <= abs(v) < 1e15:
+        return f"{v:,.0f}"
+    return float_format.format(v)
 
 
 def table_html(
