@@ -11,8 +11,8 @@ refused as a copy of the original when one of its synthetic sets
   row, to the original's record in the same row (a partial "synthesis" that changed almost
   nothing).
 
-Records are compared by a hash of all their values (pandas' SipHash of the row; whole numbers
-and floats of the same value hash alike). A source marked ``control: true`` in the task is a
+Records are compared by a hash of all their values (:func:`pipeline.blocks.key_hash`: by value,
+whole numbers and floats of the same value alike). A source marked ``control: true`` in the task is a
 deliberate reference (e.g. the original evaluated as its own synthetic set) and is not checked.
 """
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
+from pipeline.blocks import key_hash
 from pipeline.data.dataset import Dataset
 from pipeline.errors import TaskError
 from pipeline.evaluation.execution import Executor
@@ -35,17 +35,14 @@ MIN_ORIGINAL_RECORDS = 2
 COPY_SHARE = 0.99
 
 
-def record_hashes(frame: pd.DataFrame) -> np.ndarray:
-    """One 64-bit hash per record over all its values (numbers compared as float64)."""
-    numeric = frame.select_dtypes("number").columns
-    normal = frame.astype(dict.fromkeys(numeric, "float64")) if len(numeric) else frame
-    return pd.util.hash_pandas_object(normal, index=False).to_numpy()
-
-
 def _hashes(datasets: Sequence[Dataset], executor: Executor) -> list[np.ndarray]:
-    """The record hashes of each data set, in record order (computed where the data are)."""
-    lazy = [executor.map_combine(executor.partitions(d.frame), record_hashes, np.concatenate) for d in datasets]
-    return [np.asarray(h, dtype=np.uint64) for h in executor.compute(*lazy)]
+    """The record hashes of each data set over all its variables (:func:`pipeline.blocks.key_hash`:
+    by value, numbers as float64), in record order, computed where the data are."""
+    lazy = [
+        executor.map_combine(executor.partitions(d.frame), key_hash, np.concatenate, None, d.schema.names)
+        for d in datasets
+    ]
+    return [np.asarray(h) for h in executor.compute(*lazy)]
 
 
 def copy_share(original: np.ndarray, synthetic: np.ndarray) -> tuple[bool, float]:

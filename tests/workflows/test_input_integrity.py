@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from pipeline.blocks import key_hash
 from pipeline.cli import main
 from pipeline.datasets import demo_path
-from pipeline.run.integrity import COPY_SHARE, copy_share, record_hashes
+from pipeline.run.integrity import COPY_SHARE, copy_share
 from pipeline.utility.tab import table_statistics
 
 TASK = """
@@ -73,13 +74,13 @@ def test_a_deliberate_control_and_a_real_synthesis_pass(tmp_path: Path) -> None:
 
 def test_copy_share_rules() -> None:
     frame = _original()
-    h = record_hashes(frame)
+    h = key_hash(frame, list(frame.columns))
     assert copy_share(h, h) == (True, 1.0)
     assert copy_share(h, h[::-1])[0] and copy_share(h, h[::-1])[1] < COPY_SHARE
     assert copy_share(h, h[:-1]) == (False, 0.0)  # another size: never row by row
     # whole numbers and floats of the same value are the same record
     as_float = frame.astype({"age": "float64"})
-    assert np.array_equal(record_hashes(as_float), h)
+    assert np.array_equal(key_hash(as_float, list(as_float.columns)), h)
 
 
 def test_an_original_of_one_record_is_refused(tmp_path: Path) -> None:
