@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from workflow_task_files import small_task
 
 SWEEP = """
 name: interrupt_t
@@ -206,31 +207,13 @@ def test_worker_traceback_of_a_data_error_goes_to_the_log_file(tmp_path):
 
 # ---- (5) a run folder belongs to one task -------------------------------------------------------
 
-OWNED = """
-name: {name}
-datasets:
-  - name: sd2011
-    original: {{demo: sd2011_subset}}
-    synthetic:
-      - {{name: cart, demo: sd2011_cart}}
-{synth}
-measures:
-  - type: key_blocks
-    sources: [cart]
-    params: {{keys: [sex, edu]}}
-"""
-SYNTH = "      - name: margins\n        synthesise: {variables: [sex, agegr, edu], limit: 10, m: 1}"
-
 
 def _run_in_process(tmp_path: Path, name: str, synth: bool, *extra: str):
     from click.testing import CliRunner
 
     from pipeline.cli import main
 
-    task = tmp_path / f"{name}.yaml"
-    task.write_text(OWNED.format(name=name, synth=SYNTH if synth else ""), encoding="utf-8")
-    cluster = tmp_path / "threads.yaml"
-    cluster.write_text("type: local\nn_workers: 1\nprocesses: false\n", encoding="utf-8")
+    task, cluster = small_task(tmp_path, name, synth)
     return CliRunner().invoke(main, ["run", str(task), "--out", str(tmp_path / "run"), "--cluster", str(cluster),
                                      *extra])  # fmt: skip
 

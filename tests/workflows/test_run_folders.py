@@ -18,24 +18,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from workflow_task_files import SMALL_TASK, SYNTH_SOURCE, small_task
 
 from pipeline.cli import main
 from pipeline.errors import TaskError
 
-TASK = """
-name: {name}
-datasets:
-  - name: sd2011
-    original: {{demo: sd2011_subset}}
-    synthetic:
-      - {{name: cart, demo: sd2011_cart}}
-{synth}
-measures:
-  - type: key_blocks
-    sources: [cart]
-    params: {{keys: [sex, edu]}}
-"""
-SYNTH = "      - name: margins\n        synthesise: {variables: [sex, agegr, edu], limit: 10, m: 1}"
 COLS = [
     "task",
     "dataset",
@@ -52,10 +39,7 @@ USER_FILES = {"report.html": "<p>my report</p>", "results.csv": "mine,1\n", "not
 
 
 def _task(folder: Path, name: str = "folders", synth: bool = False) -> Path:
-    (folder / "threads.yaml").write_text("type: local\nn_workers: 1\nprocesses: false\n", encoding="utf-8")
-    task = folder / f"{name}.yaml"
-    task.write_text(TASK.format(name=name, synth=SYNTH if synth else ""), encoding="utf-8")
-    return task
+    return small_task(folder, name, synth)[0]
 
 
 def _cli(command: str, task: Path, out: Path, *extra: str):
@@ -274,7 +258,7 @@ def test_synthetic_sets_and_caches_are_owner_only_aggregates_follow_the_umask(tm
 @pytest.mark.parametrize("name", ["../x", "/tmp/abs", "a/b", "..", ".hidden"])
 @pytest.mark.parametrize("where", ["dataset", "source"])
 def test_a_name_that_is_not_plain_is_refused_at_load(tmp_path, name, where):
-    text = TASK.format(name="hostile", synth=SYNTH)
+    text = SMALL_TASK.format(name="hostile", synth=SYNTH_SOURCE)
     text = text.replace("name: sd2011", f"name: {json.dumps(name)}") if where == "dataset" else text
     text = text.replace("name: margins", f"name: {json.dumps(name)}") if where == "source" else text
     task = tmp_path / "hostile.yaml"
