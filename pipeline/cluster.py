@@ -163,6 +163,9 @@ class SSHConfig(_Config):
     worker_options: dict[str, Any] = {}
     scheduler_options: dict[str, Any] = {}
     remote_python: str | None = None
+    #: plain TCP without authentication instead of TLS with per-run credentials copied to every
+    #: host (only on a network where nobody else can reach the hosts' ports)
+    insecure: bool = False
 
 
 def _is_loopback(host: str) -> bool:
@@ -393,6 +396,36 @@ def _local_security(cfg: LocalConfig) -> dict[str, Any]:
     return {"host": "127.0.0.1", "protocol": "tls://", "security": Security.temporary()}
 
 
+def _start_ssh(cfg: SSHConfig, stack: contextlib.ExitStack) -> Any:
+    """Scheduler and workers over SSH; TLS with this run's credentials unless ``insecure``."""
+    import dask
+    from distributed import Client, SSHCluster
+
+    kw: dict[str, Any] = {"remote_python": cfg.remote_python} if cfg.remote_python else {}
+    hosts = ", ".join(cfg.hosts)
+    try:
+        settings: dict[str, Any] = {}
+        if not cfg.insecure:
+            from pipeline.ssh_tls import remote_credentials
+
+            kw["security"], settings = stack.enter_context(remote_credentials(cfg.hosts, cfg.connect_options))
+        # the remote processes inherit this configuration (paths of the credential files only)
+        with dask.config.set(settings):
+            cluster = SSHCluster(
+                cfg.hosts,
+                connect_options=cfg.connect_options,
+                worker_options=cfg.worker_options,
+                scheduler_options=cfg.scheduler_options,
+                **kw,
+            )
+    except ImportError:
+        raise TaskError("ssh clusters need asyncssh: pip install 'sdc-pipeline[cluster]'") from None
+    except Exception as e:  # asyncssh and distributed raise many kinds (refused, auth, start timeout)
+        raise TaskError(f"ssh cluster: cannot start Dask on {hosts}: {type(e).__name__}: {e}") from None
+    stack.callback(close_cluster, cluster, "ssh")
+    return stack.enter_context(Client(cluster))
+
+
 def _local_dashboard(cfg: LocalConfig) -> dict[str, Any]:
     """The dashboard only where asked for; otherwise the scheduler's HTTP endpoint (health
     checks) on a free loopback port, never on every interface."""
@@ -451,25 +484,7 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
                 cluster.adapt(minimum=cfg.adaptive.minimum, maximum=cfg.adaptive.maximum)
             client = stack.enter_context(Client(cluster))
         elif cfg.type == "ssh":
-            from distributed import SSHCluster
-
-            kw = {"remote_python": cfg.remote_python} if cfg.remote_python else {}
-            try:
-                cluster = SSHCluster(
-                    cfg.hosts,
-                    connect_options=cfg.connect_options,
-                    worker_options=cfg.worker_options,
-                    scheduler_options=cfg.scheduler_options,
-                    **kw,
-                )
-            except ImportError:
-                raise TaskError("ssh clusters need asyncssh: pip install 'sdc-pipeline[cluster]'") from None
-            except Exception as e:  # asyncssh and distributed raise many kinds (refused, auth, start timeout)
-                raise TaskError(
-                    f"ssh cluster: cannot start Dask on {', '.join(cfg.hosts)}: {type(e).__name__}: {e}"
-                ) from None
-            stack.callback(close_cluster, cluster, "ssh")
-            client = stack.enter_context(Client(cluster))
+            client = _start_ssh(cfg, stack)
         else:
             security = None
             if cfg.tls is not None:

@@ -74,3 +74,50 @@ def test_refused_login_is_a_clear_error(tmp_path, ssh_config):
     refused = r"ssh cluster: cannot start Dask on 127\.0\.0\.1, 127\.0\.0\.1: \w+"
     with pytest.raises(TaskError, match=refused), connect(cfg):
         pass
+
+
+def _credential_folders() -> set[Path]:
+    from pipeline.ssh_tls import REMOTE_ROOT
+
+    return set(Path(REMOTE_ROOT).glob("sdc-pipeline-tls-*"))
+
+
+def test_ssh_cluster_accepts_only_this_runs_credentials(ssh_config):
+    """TLS by default: the scheduler refuses a client with other credentials and plain TCP; the
+    remote copy of the run's key is private, never on a command line, and removed at the end."""
+    from distributed import Client
+    from distributed.security import Security
+
+    from pipeline.cluster import connect
+
+    before = _credential_folders()
+    with connect(ssh_config) as client:
+        client.wait_for_workers(2, timeout=60)
+        address = client.scheduler.address
+        assert address.startswith("tls://")
+        assert client.submit(sum, [1, 2]).result() == 3
+        (folder,) = _credential_folders() - before
+        assert folder.stat().st_mode & 0o777 == 0o700
+        assert sorted(p.name for p in folder.iterdir()) == ["ca.pem", "credentials.pem"]
+        assert {p.stat().st_mode & 0o777 for p in folder.iterdir()} == {0o600}
+        pids = list(client.run(os.getpid).values())
+        for pid in [*pids, *(int(p) for p in client.run(os.getppid).values())]:
+            assert b"PRIVATE KEY" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+        # valid TLS with another run's certificate: the handshake is refused
+        with pytest.raises((OSError, TimeoutError)):
+            Client(address, security=Security.temporary(), timeout=5)
+        # no TLS at all
+        with pytest.raises((OSError, TimeoutError)):
+            Client(address.replace("tls://", "tcp://"), timeout=5)
+    assert _credential_folders() - before == set()
+    assert wait_until_gone(pids) == []
+
+
+def test_insecure_ssh_cluster_is_plain_tcp(ssh_config):
+    from pipeline.cluster import connect
+
+    before = _credential_folders()
+    with connect({**ssh_config, "insecure": True}) as client:
+        client.wait_for_workers(2, timeout=60)
+        assert client.scheduler.address.startswith("tcp://")
+        assert _credential_folders() == before

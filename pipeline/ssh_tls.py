@@ -1,0 +1,90 @@
+"""TLS with per-run credentials for clusters started over SSH (``distributed.SSHCluster``).
+
+SSHCluster starts the remote scheduler and workers from a JSON spec on their command line and
+hands them the caller's Dask configuration through an environment variable, so a
+:class:`distributed.security.Security` object cannot be passed to them, and anything put in that
+configuration is readable in the remote host's process table while the processes start.  The
+credentials therefore travel as files: before the cluster starts, each host receives a private
+folder (0700) holding the run's certificate and key (0600), written over the SSH connection's
+standard input (never a command line); the inherited configuration names only the files' paths.
+The folders are removed when the cluster is closed (and on a failed start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+#: where the per-run folders go on every host (the same absolute path everywhere, as the inherited
+#: Dask configuration is one for all hosts; the random part makes the name unguessable)
+REMOTE_ROOT = "/tmp"
+CA_FILE = "ca.pem"
+CREDENTIALS_FILE = "credentials.pem"
+
+
+def _folder_name() -> str:
+    return f"{REMOTE_ROOT}/sdc-pipeline-tls-{secrets.token_hex(16)}"
+
+
+async def _on_hosts(hosts: list[str], connect_options: dict[str, Any], commands: list[tuple[str, str]]) -> None:
+    """Run ``commands`` (shell command, standard input) on every host, stopping at the first failure."""
+    import asyncssh
+
+    async def one(host: str) -> None:
+        async with asyncssh.connect(host, **connect_options) as conn:
+            for command, stdin in commands:
+                result = await conn.run(command, input=stdin, check=False)
+                if result.exit_status != 0:
+                    # the command and its error output name paths only, never the credentials
+                    raise RuntimeError(f"{host}: `{command}` failed: {str(result.stderr).strip()}")
+
+    await asyncio.gather(*(one(h) for h in dict.fromkeys(hosts)))
+
+
+def _run(coro: Any) -> None:
+    """Run a coroutine to completion from synchronous code (no event loop runs in this thread)."""
+    asyncio.run(coro)
+
+
+def tls_settings(folder: str) -> dict[str, Any]:
+    """Dask configuration under which every remote process requires TLS with the run's files."""
+    ca, credentials = f"{folder}/{CA_FILE}", f"{folder}/{CREDENTIALS_FILE}"
+    settings: dict[str, Any] = {
+        "distributed.comm.require-encryption": True,
+        "distributed.comm.default-scheme": "tls",
+        "distributed.comm.tls.ca-file": ca,
+    }
+    for role in ("scheduler", "worker", "client"):
+        settings[f"distributed.comm.tls.{role}.cert"] = credentials
+        settings[f"distributed.comm.tls.{role}.key"] = credentials
+    return settings
+
+
+@contextlib.contextmanager
+def remote_credentials(hosts: list[str], connect_options: dict[str, Any]) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """Make this run's TLS credentials, copy them to every host, yield them, remove them again.
+
+    Yields the :class:`~distributed.security.Security` for this process (the cluster object and
+    the client) and the Dask configuration to set while the remote processes are started.
+    """
+    from distributed.security import Security
+
+    security = Security.temporary()
+    # Security.temporary() holds one self-signed certificate (also the CA) and its key as PEM text
+    ca_pem = security.tls_ca_file
+    credentials_pem = security.tls_scheduler_key + security.tls_scheduler_cert
+    folder = _folder_name()
+    write = [
+        (f"umask 077 && mkdir -m 700 {folder}", ""),
+        (f"umask 077 && cat > {folder}/{CA_FILE}", ca_pem),
+        (f"umask 077 && cat > {folder}/{CREDENTIALS_FILE}", credentials_pem),
+    ]
+    try:
+        _run(_on_hosts(hosts, connect_options, write))
+        yield security, tls_settings(folder)
+    finally:
+        with contextlib.suppress(Exception):  # a host that went away keeps a folder of dead credentials
+            _run(_on_hosts(hosts, connect_options, [(f"rm -rf {folder}", "")]))
