@@ -253,15 +253,15 @@ def slurm_cluster_kwargs(cfg: SlurmConfig) -> dict[str, Any]:
     return kw
 
 
-def slurm_security_kwargs(cfg: SlurmConfig) -> dict[str, Any]:
-    """TLS with credentials made for this run (``SLURMCluster`` keywords); dask-jobqueue writes the
-    workers' copy to files in ``shared_temp_directory`` that only the owner can read."""
+def slurm_security_kwargs(cfg: SlurmConfig, stack: contextlib.ExitStack) -> dict[str, Any]:
+    """TLS with credentials made for this run (``SLURMCluster`` keywords): files readable by the
+    owner only in a private folder under ``shared_temp_directory``, removed when ``stack`` closes."""
     if cfg.insecure:
         return {}
-    from distributed.security import Security
+    from pipeline.cluster_tls import shared_credentials
 
-    folder = cfg.shared_temp_directory or str(Path.cwd())
-    return {"security": Security.temporary(), "protocol": "tls://", "shared_temp_directory": folder}
+    security = stack.enter_context(shared_credentials(cfg.shared_temp_directory or Path.cwd()))
+    return {"security": security, "protocol": "tls://"}
 
 
 def kubernetes_spec(cfg: KubernetesConfig) -> dict[str, Any]:
@@ -306,7 +306,7 @@ def _start_slurm(cfg: SlurmConfig, stack: contextlib.ExitStack) -> Any:
     if shutil.which("sbatch") is None:
         raise TaskError("slurm cluster: 'sbatch' is not on PATH; run on a Slurm login/submit node")
     try:
-        cluster = SLURMCluster(**slurm_cluster_kwargs(cfg), **slurm_security_kwargs(cfg))
+        cluster = SLURMCluster(**slurm_cluster_kwargs(cfg), **slurm_security_kwargs(cfg, stack))
     except (ValueError, TypeError, OSError) as e:
         raise TaskError(f"slurm cluster: cannot start the Dask scheduler for the jobs: {e}") from None
     stack.callback(close_cluster, cluster, "slurm", cancel=_scancel)
@@ -406,7 +406,7 @@ def _start_ssh(cfg: SSHConfig, stack: contextlib.ExitStack) -> Any:
     try:
         settings: dict[str, Any] = {}
         if not cfg.insecure:
-            from pipeline.ssh_tls import remote_credentials
+            from pipeline.cluster_tls import remote_credentials
 
             kw["security"], settings = stack.enter_context(remote_credentials(cfg.hosts, cfg.connect_options))
         # the remote processes inherit this configuration (paths of the credential files only)

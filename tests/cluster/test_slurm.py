@@ -124,3 +124,28 @@ def test_unusable_partition_is_a_clear_error(tmp_path, partition):
     assert proc.returncode == 2
     assert "error: slurm cluster: 1 worker(s) did not connect within 15 s" in proc.stderr
     assert not (tmp_path / "run" / "results.parquet").exists()
+
+
+def test_slurm_cluster_accepts_only_this_runs_credentials(tmp_path, partition):
+    """TLS by default: the scheduler refuses another run's credentials and plain TCP; the workers'
+    copy of the key (in shared_temp_directory) is readable by the owner only and removed at the end."""
+    from distributed import Client
+    from distributed.security import Security
+
+    from pipeline.cluster import connect
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    cfg = site_config(tmp_path, partition, adaptive=None, jobs=1, wait_for_workers=1, shared_temp_directory=str(shared))
+    with connect(cfg) as client:
+        address = client.scheduler.address
+        assert address.startswith("tls://")
+        assert client.submit(sum, [1, 2]).result() == 3
+        copies = [p for p in shared.rglob("*") if p.is_file()]
+        assert copies and {p.stat().st_mode & 0o777 for p in copies} == {0o600}
+        with pytest.raises((OSError, TimeoutError)):
+            Client(address, security=Security.temporary(), timeout=5)
+        with pytest.raises((OSError, TimeoutError)):
+            Client(address.replace("tls://", "tcp://"), timeout=5)
+    assert wait_until_dequeued(cfg["job_name"]) == {}
+    assert [p for p in shared.rglob("*") if p.is_file()] == []

@@ -77,7 +77,7 @@ def test_refused_login_is_a_clear_error(tmp_path, ssh_config):
 
 
 def _credential_folders() -> set[Path]:
-    from pipeline.ssh_tls import REMOTE_ROOT
+    from pipeline.cluster_tls import REMOTE_ROOT
 
     return set(Path(REMOTE_ROOT).glob("sdc-pipeline-tls-*"))
 

@@ -1,6 +1,14 @@
-"""TLS with per-run credentials for clusters started over SSH (``distributed.SSHCluster``).
+"""TLS with per-run credentials for clusters whose workers run elsewhere (Slurm jobs, SSH hosts).
 
-SSHCluster starts the remote scheduler and workers from a JSON spec on their command line and
+The credentials are one self-signed certificate and key made for the run
+(``Security.temporary()``), written as files only the owner can read into a private folder that is
+removed when the cluster closes; a client without them cannot connect to the scheduler.
+
+Slurm: the folder is made in ``shared_temp_directory`` (seen by the compute nodes) and the
+workers' jobs name its files (dask-jobqueue would otherwise keep its own copies for as long as the
+cluster object lives, which outlasts a run in a Python session).
+
+SSH: SSHCluster starts the remote scheduler and workers from a JSON spec on their command line and
 hands them the caller's Dask configuration through an environment variable, so a
 :class:`distributed.security.Security` object cannot be passed to them, and anything put in that
 configuration is readable in the remote host's process table while the processes start.  The
@@ -14,8 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 #: where the per-run folders go on every host (the same absolute path everywhere, as the inherited
@@ -23,6 +35,41 @@ from typing import Any
 REMOTE_ROOT = "/tmp"
 CA_FILE = "ca.pem"
 CREDENTIALS_FILE = "credentials.pem"
+
+
+def _temporary_credentials() -> tuple[Any, str, str]:
+    """A new Security (in memory) and its CA and key+certificate as PEM text."""
+    from distributed.security import Security
+
+    security = Security.temporary()
+    # Security.temporary() holds one self-signed certificate (also the CA) and its key for all roles
+    return security, security.tls_ca_file, security.tls_scheduler_key + security.tls_scheduler_cert
+
+
+def _file_security(ca: str, credentials: str) -> Any:
+    from distributed.security import Security
+
+    roles = ("scheduler", "worker", "client")
+    files = {f"tls_{role}_{part}": credentials for role in roles for part in ("cert", "key")}
+    return Security(tls_ca_file=ca, require_encryption=True, **files)
+
+
+@contextlib.contextmanager
+def shared_credentials(shared_folder: str | Path) -> Iterator[Any]:
+    """Write this run's credentials into a private folder under ``shared_folder``, yield a
+    :class:`~distributed.security.Security` naming those files, remove the folder at the end."""
+    _, ca_pem, credentials_pem = _temporary_credentials()
+    try:
+        folder = Path(tempfile.mkdtemp(prefix=".sdc-pipeline-tls-", dir=shared_folder))  # 0700
+    except OSError as e:
+        raise OSError(f"cannot write the run's TLS credentials into {shared_folder}: {e.strerror}") from None
+    try:
+        for name, text in ((CA_FILE, ca_pem), (CREDENTIALS_FILE, credentials_pem)):
+            with os.fdopen(os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+                f.write(text)
+        yield _file_security(str(folder / CA_FILE), str(folder / CREDENTIALS_FILE))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _folder_name() -> str:
@@ -70,12 +117,7 @@ def remote_credentials(hosts: list[str], connect_options: dict[str, Any]) -> Ite
     Yields the :class:`~distributed.security.Security` for this process (the cluster object and
     the client) and the Dask configuration to set while the remote processes are started.
     """
-    from distributed.security import Security
-
-    security = Security.temporary()
-    # Security.temporary() holds one self-signed certificate (also the CA) and its key as PEM text
-    ca_pem = security.tls_ca_file
-    credentials_pem = security.tls_scheduler_key + security.tls_scheduler_cert
+    security, ca_pem, credentials_pem = _temporary_credentials()
     folder = _folder_name()
     write = [
         (f"umask 077 && mkdir -m 700 {folder}", ""),
