@@ -249,15 +249,20 @@ def _table_heat_maps(rows: pd.DataFrame) -> list[str]:
     return out
 
 
+#: the synthesis rows given per margin or per synthesised variable (a table each), with its heading
+PER_ITEM = {"margin": "margins", "variable": "synthesised variables"}
+
+
 def synthesis_section(results: pd.DataFrame, outcome: Any) -> list[str]:
     """The fit of each synthesis: its figures with plain names, units and meanings
-    (:mod:`pipeline.report.glossary`), per margin how far the released totals moved and how
-    well the fit matches them; with DP releases, the ε trade-off plot (from all of the run's rows)."""
+    (:mod:`pipeline.report.glossary`), per margin how far the released totals moved and how well
+    the fit matches them, per synthesised variable the size of its model; with DP releases, the ε
+    trade-off plot (from all of the run's rows)."""
     out = []
-    rows = param_columns(results[results["synthetic"] == "original"], "margin")
+    rows = param_columns(results[results["synthetic"] == "original"], *PER_ITEM)
     for key, unit, sub in unit_groups(rows, RUN_GROUP):
         title = _title(*key, unit)
-        fit = sub[sub["margin"].isna()]
+        fit = sub[sub[list(PER_ITEM)].isna().all(axis=1)]
         terms = [SYNTHESIS_TERMS.get(m) for m in fit["measure"]]
         table = pd.DataFrame(
             {
@@ -269,14 +274,16 @@ def synthesis_section(results: pd.DataFrame, outcome: Any) -> list[str]:
             }
         )
         out.append(f"<h3>{title}: fit</h3>" + table_html(table))
-        per_margin = sub[sub["margin"].notna()]
-        if not per_margin.empty:
-            margins = per_margin.assign(margin=per_margin["margin"].map(value_text))
-            wide = margins.pivot_table(index="margin", columns="measure", values="value", sort=False)
+        for item, heading in PER_ITEM.items():
+            per_item = sub[sub[item].notna()]
+            if per_item.empty:
+                continue
+            items = per_item.assign(**{item: per_item[item].map(value_text)})
+            wide = items.pivot_table(index=item, columns="measure", values="value", sort=False)
             glossary = glossary_table(list(wide.columns))
             wide = wide.rename(columns=plain_name)
             out.append(
-                f"<h3>{title}: margins</h3>"
+                f"<h3>{title}: {heading}</h3>"
                 + table_html(wide.reset_index())
                 + "<details><summary>What the columns mean</summary>"
                 + table_html(glossary)
