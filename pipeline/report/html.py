@@ -56,6 +56,7 @@ def summary_section(outcome: Any) -> str:
         return ""
     releases = zip(table["dataset"], table["source"], table["repetition"], strict=True)
     shown = table.assign(release=[f"{d} / {s}" + (f" #{r}" if r else "") for d, s, r in releases])
+    # the explanation is the 7th column: markup.CSS gives it room
     shown = shown[["release", "headline", "value", "threshold", "basis", "status", "explanation", "note"]]
     return (
         '<section id="summary"><h2>Summary: is each release safe and useful?</h2>'

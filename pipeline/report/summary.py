@@ -10,9 +10,10 @@ repU (%)               synthpop's replicated uniques (max over sets, key sets)  
 DiSCO (%)              synthpop's attribute disclosure (max over sets, targets)   ≤ 5 %
 identification risk    ``file_risk_at_max`` (max over sets and scenarios) as a %  ≤ 5 %
 at r* (%)              of records, with the scenario's maximising radius r*
-S_pMSE (ratio)         ``utility_gen``: mean over sets (worst setting)            ≤ 10
-S_pMSE (ratio)         ``utility_tab``/``utility_tables``: mean over sets, worst  ≤ 10
-                       table
+S_pMSE (utility_gen;   ``utility_gen``: mean over sets (worst setting)            ≤ 10
+ratio)
+S_pMSE (tables, worst; ``utility_tab``/``utility_tables``: mean over sets, worst  ≤ 10
+ratio)                 table
 =====================  =========================================================  ============
 
 One unit per kind of measure: every risk figure is a percentage of records (the identification
