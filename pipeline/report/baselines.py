@@ -12,6 +12,10 @@ Read from the rows only (:mod:`pipeline.evaluation.baseline` writes them; the pa
 * ``dcr``: the share of synthetic records closer to a training than to a holdout record
   against the 0.5 of no memorisation, worst set.
 
+Every figure is shown as a percentage of records (one unit for every risk: the shares of
+identification risk, the attacks and ``dcr`` times 100), the excess and its interval in
+percentage points.
+
 Verdict: an interval above 0 — "the synthesis adds risk"; one covering 0 (or below it) — "no
 excess detected at this size" (a larger holdout narrows the interval); no interval (``baseline:
 permutations: 0``) — "no interval".
@@ -37,17 +41,22 @@ ADDS_RISK, NO_EXCESS, NO_INTERVAL = "the synthesis adds risk", "no excess detect
 
 @dataclass(frozen=True)
 class BaselineFigure:
-    """A risk measure whose holdout baseline rows the first screen shows."""
+    """A risk measure whose holdout baseline rows the first screen shows (its values times
+    ``scale``: a share as a percentage)."""
 
     title: str
     measure: str
     family: str
+    scale: float = 1.0
 
+
+#: shares (identification risk, the attacks' rates and risk, dcr's share) are shown times this
+PERCENT = 100.0
 
 BASELINE_FIGURES = (
     BaselineFigure("repU (%)", "repU", "disclosure"),
     BaselineFigure("DiSCO (%)", "DiSCO", "disclosure"),
-    BaselineFigure("identification risk (file_risk)", "file_risk", "identification_risk"),
+    BaselineFigure("identification risk (file_risk, %)", "file_risk", "identification_risk", PERCENT),
 )
 
 
@@ -85,10 +94,10 @@ def _worst(found: list[tuple[str, dict[str, float]]]) -> tuple[str, dict[str, fl
     return found[at][0], found[at][1], sum(f["lower95"] > 0 for _, f in found)
 
 
-def _figures(f: dict[str, float] | pd.Series) -> list:
-    """The table's figures and verdict of one row."""
+def _figures(f: dict[str, float] | pd.Series, scale: float) -> list:
+    """The table's figures (times ``scale``) and verdict of one row."""
     return [
-        *(f[k] for k in ("training", "holdout", "excess", "lower95", "upper95")),
+        *(f[k] * scale for k in ("training", "holdout", "excess", "lower95", "upper95")),
         verdict(f["lower95"], f["upper95"]),
     ]
 
@@ -105,7 +114,7 @@ def _baseline_rows(results: pd.DataFrame) -> list[list]:
             setting, f, above = _worst(found)
             note = f"{above} of {len(found)} settings with an interval above 0"
             note += f"; shown: {setting}" if setting else ""
-            out.append([*release, fig.title, *_figures(f), note])
+            out.append([*release, fig.title, *_figures(f, fig.scale), note])
     return out
 
 
@@ -127,7 +136,7 @@ def _attack_rows(results: pd.DataFrame) -> list[list]:
     out = []
     for release, entry, f in _per_set_worst(results[results["family"] == "attacks"], names, "upper95"):
         note = "main vs control success rate; excess: anonymeter's risk, worst set"
-        out.append([*release, f"{entry}: attack risk", *_figures(f), note])
+        out.append([*release, f"{entry}: attack risk (%)", *_figures(f, PERCENT), note])
     return out
 
 
@@ -138,8 +147,8 @@ def _dcr_rows(results: pd.DataFrame) -> list[list]:
     for release, entry, f in _per_set_worst(results[results["family"] == "distance"], names, "upper95"):
         shifted = {"training": f["training"], "holdout": 0.5, "excess": f["training"] - 0.5}
         shifted |= {"lower95": f["lower95"] - 0.5, "upper95": f["upper95"] - 0.5}
-        note = "holdout: 0.5 = no memorisation; excess and interval: share − 0.5, worst set"
-        out.append([*release, f"{entry}: share closer to training", *_figures(shifted), note])
+        note = "holdout: 50 % = no memorisation; excess and interval: share − 50 %, worst set"
+        out.append([*release, f"{entry}: share closer to training (%)", *_figures(shifted, PERCENT), note])
     return out
 
 
@@ -181,7 +190,7 @@ def baseline_figures(results: pd.DataFrame) -> list[str]:
             by_release.setdefault(release, []).append(figures)
         for (dataset, source, rep), found in by_release.items():
             name = f"{dataset} / {source}" + (f" #{rep}" if rep else "")
-            plot = plot_training_vs_holdout(pd.DataFrame(found), f"{fig.title}: {name}")
+            plot = plot_training_vs_holdout(pd.DataFrame(found) * fig.scale, f"{fig.title}: {name}")
             out.append(figure_html(plot, f"{fig.title} of {name}: training vs holdout, one point per setting"))
     return out
 
@@ -198,7 +207,8 @@ def excess_section(results: pd.DataFrame) -> str:
     return (
         '<section id="excess"><h2>Excess risk: what does the synthesis add over its holdout baseline?</h2>'
         + table_html(shown)
-        + "<p>Each risk figure is computed with the training records (those the synthetic data were made "
+        + "<p>Every figure is a percentage of records; the excess and its interval are percentage points. "
+        "Each risk figure is computed with the training records (those the synthetic data were made "
         "from) and with holdout records of the same population on equal footing; the excess is their "
         "difference, its 95 % interval from relabelling training and holdout records (docs/baselines.md). "
         "An interval above 0 means the synthesis adds risk; one covering 0 means no excess is detected "

@@ -24,11 +24,28 @@ FAMILY_TITLES = {
     "disclosure": "Disclosure risk (synthpop identity and attribute measures)",
     "identification_risk": "Identification risk (Hornby & Hu)",
     "utility": "Utility",
-    "synthesis": "Synthesis from coarsened margins",
+    "synthesis": "Synthesis",
+}
+#: the synthesis family has one section per synthesiser kind (the rows' ``type``)
+SYNTHESIS_TITLES = {
+    "margins": "Synthesis from coarsened margins",
+    "partial": "Partial synthesis (synthpop syn(): the variables not synthesised are released unchanged)",
 }
 
 
-#: below this magnitude a value shown in a table is floating-point noise around 0
+def _sections(results: pd.DataFrame) -> list[tuple[str, str, str, pd.DataFrame]]:
+    """(family, section id, title, rows) of every section in the order the families come: one per
+    family, and for the synthesis family one per synthesiser kind."""
+    out = []
+    for family in dict.fromkeys(results["family"]):
+        sub = results[results["family"] == family]
+        if family != "synthesis":
+            out.append((family, family, FAMILY_TITLES.get(family, family), sub))
+            continue
+        for kind, part in sub.groupby(sub["type"].fillna(""), sort=False):
+            title = SYNTHESIS_TITLES.get(kind, f"Synthesis ({kind})" if kind else FAMILY_TITLES[family])
+            out.append((family, f"{family}-{kind}" if kind else family, title, part))
+    return out
 
 
 def summary_section(outcome: Any) -> str:
@@ -39,12 +56,17 @@ def summary_section(outcome: Any) -> str:
         return ""
     releases = zip(table["dataset"], table["source"], table["repetition"], strict=True)
     shown = table.assign(release=[f"{d} / {s}" + (f" #{r}" if r else "") for d, s, r in releases])
-    shown = shown[["release", "headline", "value", "threshold", "basis", "status", "note"]]
+    # the explanation is the 7th column: markup.CSS gives it room
+    shown = shown[["release", "headline", "value", "threshold", "basis", "status", "explanation", "note"]]
     return (
         '<section id="summary"><h2>Summary: is each release safe and useful?</h2>'
         + table_html(shown, cell_classes={"status": ""})
-        + "<p>Thresholds: the task's nightly gates where it has them, else the rules of thumb in "
-        "docs/architecture.md (report summary). <em>attention</em> means look closer, not reject.</p></section>"
+        + "<p>Units: risks are percentages of records (repU, DiSCO: of the original's records; "
+        "identification risk: of the records an intruder matches correctly); S_pMSE is a ratio (pMSE "
+        "over its expectation under a correct synthesis model: about 1 is ideal). Thresholds: the task's "
+        "nightly gates where it has them, else the rules of thumb in docs/architecture.md (report summary). "
+        "<em>attention</em> means look closer, not reject; the explanation says when a figure is high by "
+        "construction (keys released unchanged) or from prior knowledge (synthpop's flags).</p></section>"
     )
 
 
@@ -76,10 +98,8 @@ def render(outcome: Any, extra_sections: list[str] | None = None) -> str:
         "</section>",
     ]
     parts += extra_sections or []
-    for family in dict.fromkeys(res["family"]):
-        sub = res[res["family"] == family]
-        title = FAMILY_TITLES.get(family, family)
-        parts.append(f'<section id="{html.escape(family)}"><h2>{html.escape(title)}</h2>')
+    for family, section, title, sub in _sections(res):
+        parts.append(f'<section id="{html.escape(section)}"><h2>{html.escape(title)}</h2>')
         if family in SECTIONS:  # a family's plots and tables show its own figures (baselines: above)
             parts += SECTIONS[family](of_kind(sub), outcome)
         parts.append(

@@ -26,7 +26,7 @@ th{background:#eef}td.l,th.l{text-align:left}.meta td{text-align:left}.fail{colo
 .ok{color:#070;font-weight:bold}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}
 details{margin:.5em 0}.scroll{overflow-x:auto;max-width:100%}img{max-width:100%;height:auto}
 td.pass{background:#e6f4e6;color:#070;font-weight:bold}td.attention{background:#fdecea;color:#b00;font-weight:bold}
-#summary table{font-size:.95em}#summary td{text-align:left}
+#summary table{font-size:.95em}#summary td{text-align:left}#summary td:nth-child(7){min-width:22em}
 """
 
 

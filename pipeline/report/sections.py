@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from pipeline.report.attacks import attack_section
+from pipeline.report.glossary import SYNTHESIS_TERMS, glossary_table, plain_name
 from pipeline.report.markup import figure_html, table_html
 from pipeline.results import per_set
 from pipeline.risk.disclosure.plots import plot_disclosure_rows
@@ -248,22 +249,49 @@ def _table_heat_maps(rows: pd.DataFrame) -> list[str]:
     return out
 
 
+#: the synthesis rows given per margin or per synthesised variable (a table each), with its heading
+PER_ITEM = {"margin": "margins", "variable": "synthesised variables"}
+
+
 def synthesis_section(results: pd.DataFrame, outcome: Any) -> list[str]:
-    """IPF fit diagnostics and how far the released margins' totals moved; with DP releases,
-    the ε trade-off plot (from all of the run's rows)."""
+    """The fit of each synthesis: its figures with plain names, units and meanings
+    (:mod:`pipeline.report.glossary`), per margin how far the released totals moved and how well
+    the fit matches them, per synthesised variable the size of its model; with DP releases, the ε
+    trade-off plot (from all of the run's rows)."""
     out = []
-    rows = param_columns(results[results["synthetic"] == "original"], "margin")
+    rows = param_columns(results[results["synthetic"] == "original"], *PER_ITEM)
     for key, unit, sub in unit_groups(rows, RUN_GROUP):
         title = _title(*key, unit)
-        fit = sub[sub["margin"].isna()]
-        out.append(f"<h3>{title}: fit</h3>" + table_html(fit[["measure", "value"]].reset_index(drop=True)))
-        per_margin = sub[sub["margin"].notna()]
-        if not per_margin.empty:
-            margins = per_margin.assign(margin=per_margin["margin"].map(value_text))
-            wide = margins.pivot_table(index="margin", columns="measure", values="value", sort=False)
-            out.append(f"<h3>{title}: margins</h3>" + table_html(wide.reset_index()))
-    # the trade-off needs the utility and risk rows too: the run's rows when the outcome is given
-    return out + dp_tradeoff_section(getattr(outcome, "results", results))
+        fit = sub[sub[list(PER_ITEM)].isna().all(axis=1)]
+        terms = [SYNTHESIS_TERMS.get(m) for m in fit["measure"]]
+        table = pd.DataFrame(
+            {
+                "figure": [t.name if t else m for t, m in zip(terms, fit["measure"], strict=True)],
+                "value": fit["value"].to_numpy(),
+                "unit": [t.unit if t else "" for t in terms],
+                "meaning": [t.meaning if t else "" for t in terms],
+                "in results.csv": fit["measure"].to_numpy(),
+            }
+        )
+        out.append(f"<h3>{title}: fit</h3>" + table_html(table))
+        for item, heading in PER_ITEM.items():
+            per_item = sub[sub[item].notna()]
+            if per_item.empty:
+                continue
+            items = per_item.assign(**{item: per_item[item].map(value_text)})
+            wide = items.pivot_table(index=item, columns="measure", values="value", sort=False)
+            glossary = glossary_table(list(wide.columns))
+            wide = wide.rename(columns=plain_name)
+            out.append(
+                f"<h3>{title}: {heading}</h3>"
+                + table_html(wide.reset_index())
+                + "<details><summary>What the columns mean</summary>"
+                + table_html(glossary)
+                + "</details>"
+            )
+    if (results["measure"] == "dp_epsilon_spent").any():  # DP releases: the trade-off needs the whole run's rows
+        out += dp_tradeoff_section(getattr(outcome, "results", results))
+    return out
 
 
 #: the utility and risk measures the DP trade-off plot shows, with the direction that is better

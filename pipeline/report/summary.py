@@ -4,16 +4,21 @@ One row per release (dataset, synthetic source, repetition) and headline measure
 the rows the measures emit (never recomputed):
 
 =====================  =========================================================  ============
-headline               value                                                      rule of thumb
+headline (unit)        value                                                      rule of thumb
 =====================  =========================================================  ============
-repU                   synthpop's replicated uniques, % (max over sets, key sets)  ≤ 5
-DiSCO                  synthpop's attribute disclosure, % (max over sets, targets)  ≤ 5
-identification risk    ``file_risk_at_max`` (max over sets and scenarios), with    ≤ 0.05
-                       the scenario's maximising radius r*
-S_pMSE (utility_gen)   mean over sets (worst setting)                              ≤ 10
-S_pMSE (tables)        ``utility_tab``/``utility_tables``: mean over sets, worst   ≤ 10
-                       table
+repU (%)               synthpop's replicated uniques (max over sets, key sets)    ≤ 5 %
+DiSCO (%)              synthpop's attribute disclosure (max over sets, targets)   ≤ 5 %
+identification risk    ``file_risk_at_max`` (max over sets and scenarios) as a %  ≤ 5 %
+at r* (%)              of records, with the scenario's maximising radius r*
+S_pMSE (utility_gen;   ``utility_gen``: mean over sets (worst setting)            ≤ 10
+ratio)
+S_pMSE (tables, worst; ``utility_tab``/``utility_tables``: mean over sets, worst  ≤ 10
+ratio)                 table
 =====================  =========================================================  ============
+
+One unit per kind of measure: every risk figure is a percentage of records (the identification
+risk's share of records is shown times 100), S_pMSE a plain ratio (pMSE over its expectation
+under a correct synthesis model: 1 is ideal).
 
 A task's nightly gate on the measure (``gates: [{measure: repU, above: 3}]``) replaces the
 rule of thumb, with the gate's statistic (max or mean over sets).  A value above its threshold
@@ -22,6 +27,13 @@ original records that a release would expose (5 % is a common upper bound for a 
 release); identification risk as the share of records an intruder matches correctly at r*
 (Hornby & Hu); S_pMSE below 10 as synthpop's guide for a synthesis model that captures the
 data (Raab, Nowok & Dibben).  They are starting points for a decision, not a verdict.
+
+A figure that is high *by construction* says so beside its status (``explanation``), read from
+the measure's flag rows of the worst setting (:data:`EXPLAINED_BY`; the measure decides, the
+report only words it): keys released unchanged (``same_key_counts``: repU = UiO), keys and
+target released unchanged (``same_key_target_counts``: DiSCO = Dorig), and synthpop's
+prior-knowledge flags (``check_2way``: a key's level nearly fixes the target's, as when the
+target recodes a key; ``check_1way``: one target level holds most disclosive records).
 """
 
 from __future__ import annotations
@@ -37,12 +49,15 @@ from pipeline.risk.idrisk.plots import r_star
 from pipeline.row_params import of_kind, value_text
 
 RELEASE = ["dataset", "source", "repetition"]
-SUMMARY_COLUMNS = ["dataset", "source", "repetition", "headline", "value", "threshold", "basis", "status", "note"]
+SUMMARY_COLUMNS = [
+    "dataset", "source", "repetition", "headline", "value", "threshold", "basis", "status", "explanation", "note"
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Headline:
-    """One headline measure: its rows, how sets and settings combine, and its rule of thumb."""
+    """One headline measure: its rows, how sets and settings combine, its rule of thumb (in the
+    rows' unit) and how its rows' values are shown (times ``scale``, in ``unit``)."""
 
     title: str
     measure: str
@@ -50,15 +65,62 @@ class Headline:
     statistic: str  # over the synthetic sets: "max" or "mean"
     rule: float
     types: tuple[str, ...] = ()  # task measure types the rows must come from (empty: any)
+    scale: float = 1.0  # a share shown as a percentage: 100
+    unit: str = "%"
 
 
 HEADLINES = (
     Headline("repU (%)", "repU", "disclosure", "max", 5.0),
     Headline("DiSCO (%)", "DiSCO", "disclosure", "max", 5.0),
-    Headline("identification risk at r*", "file_risk_at_max", "identification_risk", "max", 0.05),
-    Headline("S_pMSE (utility_gen)", "S_pMSE", "utility", "mean", 10.0, ("utility_gen",)),
-    Headline("S_pMSE (tables, worst)", "S_pMSE", "utility", "mean", 10.0, ("utility_tab", "utility_tables")),
+    Headline("identification risk at r* (%)", "file_risk_at_max", "identification_risk", "max", 0.05, scale=100.0),
+    Headline("S_pMSE (utility_gen; ratio)", "S_pMSE", "utility", "mean", 10.0, ("utility_gen",), unit=""),
+    Headline(
+        "S_pMSE (tables, worst; ratio)", "S_pMSE", "utility", "mean", 10.0, ("utility_tab", "utility_tables"), unit=""
+    ),
 )
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A flag row a measure emits per synthetic set (non-zero: raised) and what it says of a
+    headline's figure; ``text`` is formatted with ``sets`` ("every synthetic set", "2 of 5
+    synthetic sets") and ``largest`` (the flag's largest value). A fact about how the figure is
+    made is shown whatever the status (``always``); a warning only beside *attention*."""
+
+    flag: str
+    text: str
+    always: bool = False
+
+
+#: per headline measure, the flags that explain a high figure, in the order they are shown
+EXPLAINED_BY = {
+    "repU": (
+        Explanation(
+            "same_key_counts",
+            "keys released unchanged (the original's count in every key combination, {sets}): "
+            "repU = UiO by construction",
+            always=True,
+        ),
+    ),
+    "DiSCO": (
+        Explanation(
+            "same_key_target_counts",
+            "keys and target released unchanged (the original's count in every key and target combination, "
+            "{sets}): DiSCO = Dorig by construction",
+            always=True,
+        ),
+        Explanation(
+            "check_2way",
+            "prior knowledge (synthpop's check_2way, {sets}): up to {largest:g} key/target level pairs in which "
+            "the key's level nearly fixes the target's, as when the target recodes a key: much of DiSCO is "
+            "known without the release",
+        ),
+        Explanation(
+            "check_1way",
+            "prior knowledge (synthpop's check_1way, {sets}): one target level holds most disclosive records",
+        ),
+    ),
+}
 
 
 def _gate(manifest: dict[str, Any], h: Headline) -> dict[str, Any] | None:
@@ -78,15 +140,38 @@ def _entries_of(manifest: dict[str, Any], types: tuple[str, ...]) -> set[str]:
     return {m.get("name") or m["type"] for m in manifest["task_spec"]["measures"] if m["type"] in types}
 
 
-def _value(rows: pd.DataFrame, statistic: str) -> tuple[float, str]:
+def _value(rows: pd.DataFrame, statistic: str) -> tuple[float, str, tuple[Any, ...]]:
     """Per gate key (:data:`~pipeline.gates.GATE_GROUP`: measure entry and params within the
     release) the gate value (:func:`~pipeline.gates.gate_value`, as the nightly gates); the worst
-    (largest) value and the display text of its setting."""
+    (largest) value, the display text of its setting and its gate key."""
     groups = list(rows.groupby(GATE_GROUP, sort=False))
     values = pd.Series([gate_value(part, statistic) for _, part in groups], dtype=float)
     key, part = groups[values.idxmax()]
     name, setting = key[GATE_GROUP.index("measure_name")], part["setting"].iloc[0]
-    return float(values.max()), f"worst: {name}" + (f" [{setting}]" if setting else "")
+    return float(values.max()), f"worst: {name}" + (f" [{setting}]" if setting else ""), key
+
+
+#: the flag rows of one setting of one release: its measure entry and params
+FLAG_GROUP = [*RELEASE, "measure_name", "params"]
+
+
+def _explanation(
+    flags: dict[tuple[Any, ...], pd.DataFrame], measure: str, key: tuple[Any, ...], attention: bool
+) -> str:
+    """What the measure's flag rows (:data:`EXPLAINED_BY`) of the worst setting ``key`` (a
+    :data:`FLAG_GROUP` key) say of the figure: each raised flag's text (warnings only with
+    ``attention``), "" when none is raised."""
+    rows = flags.get(key)
+    if rows is None:
+        return ""
+    out = []
+    for e in (e for e in EXPLAINED_BY.get(measure, ()) if e.always or attention):
+        values = rows.loc[rows["measure"] == e.flag, "value"]
+        raised = int((values > 0).sum())
+        if raised:
+            sets = "every synthetic set" if raised == len(values) else f"{raised} of {len(values)} synthetic sets"
+            out.append(e.text.format(sets=sets, largest=float(values.max())))
+    return "; ".join(out)
 
 
 def _radius_note(best: pd.DataFrame, key: tuple[Any, ...]) -> tuple[str, bool]:
@@ -108,6 +193,8 @@ def release_summary(results: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataF
     (columns :data:`SUMMARY_COLUMNS`)."""
     own = of_kind(results)  # the measures' own figures, not their baselines and summaries over sets
     rows = per_set(own[own["source"] != ""])
+    flag_names = {e.flag for explanations in EXPLAINED_BY.values() for e in explanations}
+    flags = dict(list(rows[rows["measure"].isin(flag_names)].groupby(FLAG_GROUP, sort=False)))
     best = r_star(own)  # once, not per release (a study has thousands)
     out = []
     for h in HEADLINES:
@@ -117,11 +204,16 @@ def release_summary(results: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataF
         gate = _gate(manifest, h)
         statistic = gate.get("statistic", "max") if gate else h.statistic
         threshold = float(gate["above"]) if gate else h.rule
-        basis = f"gate: {statistic} above {threshold:g}" if gate else f"rule of thumb: {statistic} ≤ {threshold:g}"
+        shown = f"{threshold * h.scale:g}" + (f" {h.unit}" if h.unit else "")
+        basis = f"gate: {statistic} above {shown}" if gate else f"rule of thumb: {statistic} ≤ {shown}"
+        if gate and h.scale != 1:
+            basis += f" (the task's {threshold:g} as a share)"
         for key, part in sub.groupby(RELEASE, sort=False):
-            value, worst = _value(part, statistic)
+            value, worst, group = _value(part, statistic)
             note, edge = _radius_note(best, key) if h.family == "identification_risk" else (worst, False)
             status = "attention" if value > threshold or edge else "pass"
-            out.append([*key, h.title, value, threshold, basis, status, note])
+            name, params = group[GATE_GROUP.index("measure_name")], group[GATE_GROUP.index("params")]
+            why = _explanation(flags, h.measure, (*key, name, params), status == "attention")
+            out.append([*key, h.title, value * h.scale, threshold * h.scale, basis, status, why, note])
     frame = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
     return frame.sort_values(RELEASE, kind="stable").reset_index(drop=True)

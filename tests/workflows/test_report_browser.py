@@ -1,10 +1,13 @@
-"""The HTML report opens in a real headless browser (Debian's chromium) with every section."""
+"""The HTML report opens in a real headless browser (Debian's chromium) with every section, and its
+radius plots keep readable sizes with fixed radii (issue 23 item 5)."""
 
 import base64
 import io
+import json
 import re
 import shutil
 import subprocess
+from html import unescape as html_unescape
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +55,7 @@ def test_report_renders_in_chromium_with_every_section(demo_run, tmp_path):
     assert "Uncaught" not in dom.stderr and "CONSOLE" not in dom.stderr
     # every measure family of the run has its section, with real numbers in its table
     for family in demo_run.results["family"].unique():
-        assert f'<section id="{family}">' in html
+        assert f'<section id="{family}' in html  # the synthesis family: one section per kind
     assert '<section id="metadata">' in html and demo_run.run_id in html
     assert {"profile", "disclosure", "identification_risk", "utility", "synthesis"} <= set(demo_run.results["family"])
     for caption in (
@@ -71,8 +74,11 @@ def test_report_renders_in_chromium_with_every_section(demo_run, tmp_path):
     # issue 16: a first screen that decides, readable numbers, wide tables in scrolling boxes
     summary = html[html.index('<section id="summary">') : html.index('<section id="metadata">')]
     assert html.index('<section id="summary">') < html.index('<section id="metadata">')  # the first screen
-    for headline in ("repU (%)", "DiSCO (%)", "identification risk at r*", "S_pMSE (utility_gen)"):
+    for headline in ("repU (%)", "DiSCO (%)", "identification risk at r* (%)", "S_pMSE (utility_gen; ratio)"):
         assert headline in summary, headline
+    # issue 23: why a figure is high (the partial release keeps its keys; agegr recodes the key age)
+    assert "repU = UiO by construction" in summary and "prior knowledge (synthpop's check_2way" in summary
+    assert "<h2>Partial synthesis (synthpop syn()" in html and "<h2>Synthesis from coarsened margins</h2>" in html
     assert '<td class="pass">pass</td>' in summary and '<td class="attention">attention</td>' in summary
     assert "at the edge of the radius grid" in summary  # the demo's r* is the grid's smallest radius
     assert "rule of thumb: max ≤ 5" in summary
@@ -93,3 +99,87 @@ def test_report_renders_in_chromium_with_every_section(demo_run, tmp_path):
     first = ARTIFACTS / "report-first-screen.png"
     r = _chromium([f"--screenshot={first}", "--window-size=1280,900", url], tmp_path / "p3")
     assert r.returncode == 0 and np.asarray(Image.open(first).convert("L")).std() > 10
+
+
+# ---- fixed radii (issue 23 item 5): a CPS-like task with radii for every compared variable --------
+
+FIXED_RADII_TASK = """
+name: fixed_radii
+seed: 1
+datasets:
+  - name: cedata
+    original: {demo: cedata}
+    synthetic:
+      - {name: income, demo: cedata_syn_income}
+measures:
+  - type: identification_risk
+    params:
+      scenarios:
+        fixed: {known: [Age, Expenditure, Urban], synthesised: [Income], radius_grid: null}
+        swept:
+          known: [Age, Expenditure, Urban]
+          synthesised: [Income]
+          radius: {Age: 2, Expenditure: 500}
+          radius_grid: {Income: [500, 1000, 2000]}
+      radius: {Age: 2, Expenditure: 500, Income: 1000}
+      percentage: false
+"""
+
+#: after the page has loaded, each figure's rendered size (CSS pixels) as an attribute of the body
+SIZES_SCRIPT = """<script>window.addEventListener("load", () => {
+  const sizes = [...document.querySelectorAll("figure img")].map((img) => {
+    const box = img.getBoundingClientRect();
+    return {alt: img.alt, width: box.width, height: box.height};
+  });
+  document.body.setAttribute("data-sizes", JSON.stringify(sizes));
+});</script>"""
+
+
+@pytest.fixture(scope="module")
+def fixed_radii_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fixed_radii")
+    (folder / "task.yaml").write_text(FIXED_RADII_TASK)
+    task = load_task(folder / "task.yaml")
+    cluster = {"type": "local", "n_workers": 1, "processes": False}
+    return run_task(task, cluster=cluster, out_dir=folder / "out", progress=False)
+
+
+def _plot_area(png: bytes) -> tuple[int, int]:
+    """Width and height in pixels of a plot's axes: the longest horizontal and vertical runs of
+    dark pixels (the axes' black frame; text strokes and whiskers are shorter)."""
+    dark = np.asarray(Image.open(io.BytesIO(png)).convert("L")) < 80
+
+    def longest(rows: np.ndarray) -> int:
+        padded = np.pad(rows, ((0, 0), (1, 1))).astype(np.int8)
+        edges = np.diff(padded, axis=1)
+        starts, ends = np.nonzero(edges == 1), np.nonzero(edges == -1)
+        return int((ends[1] - starts[1]).max()) if len(starts[1]) else 0
+
+    return longest(dark), longest(dark.T)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (CI installs Debian's chromium)")
+def test_radius_plots_with_fixed_radii_are_not_squeezed(fixed_radii_run, tmp_path):
+    report = fixed_radii_run.out_dir / "report.html"
+    probe = tmp_path / "probe.html"
+    probe.write_text(report.read_text().replace("</body>", SIZES_SCRIPT + "</body>"))
+    dom = _chromium(["--window-size=1280,900", "--dump-dom", probe.resolve().as_uri()], tmp_path / "p")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    sizes = json.loads(html_unescape(re.search(r'data-sizes="([^"]*)"', dom.stdout).group(1)))
+    plots = {
+        fig: [s for s in sizes if caption in s["alt"]]
+        for fig, caption in (("Fig. 6", "Hornby & Hu Fig. 6"), ("Fig. 7", "Hornby & Hu Fig. 7"))
+    }
+    assert len(plots["Fig. 6"]) == 1 and len(plots["Fig. 7"]) == 1, sizes
+    for fig, (shown,) in plots.items():
+        assert shown["width"] >= 400 and shown["height"] >= 300, (fig, shown)  # rendered in the page
+    # inside each image the axes keep a plotting area (with the full radii as tick labels Fig. 6's
+    # axes were about 280 × 40 px)
+    images = dict(re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([^"]+)"', dom.stdout))
+    for caption, b64 in images.items():
+        width, height = _plot_area(base64.b64decode(b64))
+        assert width >= 300 and height >= 220, (caption, width, height)
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report-fixed-radii.png"
+    r = _chromium([f"--screenshot={shot}", "--window-size=1280,1600", report.resolve().as_uri()], tmp_path / "p2")
+    assert r.returncode == 0 and np.asarray(Image.open(shot).convert("L")).std() > 10

@@ -28,6 +28,7 @@ from pipeline.risk.disclosure.result import (
     CHECK_1WAY_COLUMNS,
     CHECK_2WAY_COLUMNS,
     IDENT_COLUMNS,
+    SAME_COUNT_COLUMNS,
     DisclosureResult,
     MultiDisclosureResult,
 )
@@ -186,7 +187,7 @@ def build_result(
     base_capd = math.fsum((np.array(list(margin.values()), dtype=np.float64) / n_orig) ** 2) * 100
     capd = _ratio_sum(summary, 0, Stat.CAPD) / n_orig * 100
     uio = _scalar(summary, 0, Stat.UIO) / n_orig * 100
-    ident, attrib, caps, nexcl, check_1way, check_2way = [], [], [], [], [], []
+    ident, attrib, caps, nexcl, check_1way, check_2way, same = [], [], [], [], [], [], []
     check1 = check2 = ""
     original_counts: list = []
     for j in range(1, m + 1):
@@ -233,6 +234,7 @@ def build_result(
             check2 = f"{len(two)} pairs need checks"
         check_1way.append(one)
         check_2way.append(two)
+        same.append([_scalar(summary, j, Stat.KEYS_DIFFER) == 0, _scalar(summary, j, Stat.CELLS_DIFFER) == 0])
     index = pd.RangeIndex(1, m + 1)
     return DisclosureResult(
         keys=tuple(keys),
@@ -247,6 +249,7 @@ def build_result(
         check2=check2,
         Nexclusions=tuple(nexcl),
         options=options,
+        same_counts=pd.DataFrame(same, columns=list(SAME_COUNT_COLUMNS), index=index),
     )
 
 

@@ -65,6 +65,8 @@ class Stat(IntEnum):
     DISCO_T = 14  # a = target code: excluded DiSCO records per target level
     PAIRS = 15  # a = key index, b = key code, c = target code: DiSCO records in cells over thresh_2way[0]
     GT_KT = 16  # a = key index, b = key code, c = target code: original records
+    KEYS_DIFFER = 17  # key groups whose records after exclusions in set j differ in number from the original's
+    CELLS_DIFFER = 18  # (key group, target level) cells whose records in set j differ in number from the original's
 
 
 #: indices of synthpop's eight tables (rows of ``Nexclusions``)
@@ -545,6 +547,9 @@ def block_summary(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: Kernel
         rows.add(j, Stat.UIS, int((sq_ex == 1).sum()))
         rows.add(j, Stat.UIOIS, int((d_unique_q & present).sum()))
         rows.add(j, Stat.REPU, int((d_unique_q & (sq_ex == 1)).sum()))
+        # none differ: repU = UiO (and with the cells, DiSCO = Dorig) whatever the synthesis did
+        rows.add(j, Stat.KEYS_DIFFER, int((sq_ex != dq_ex).sum()))
+        rows.add(j, Stat.CELLS_DIFFER, int((s != d).sum()))
         rows.add(j, Stat.MAX_DISCO, int(disco.max()))
         rows.add(j, Stat.NNZ_DISCO, int((disco > 0).sum()))
         rows.add(j, Stat.TCAP_DEN, int(dq_ex[sq_ex > 0].sum()))

@@ -22,6 +22,10 @@ CAP_COLUMNS = ("baseCAPd", "CAPd", "CAPs", "DCAP", "TCAP")
 ORIGINAL_ONLY = ("UiO", "Dorig", "baseCAPd", "CAPd")
 CHECK_1WAY_COLUMNS = ("Level", "All", "PctLevelAll", "totalDisclosive", "nLevelDis", "PctLevelDis")
 CHECK_2WAY_COLUMNS = ("target_key_levs", "npairs", "key", "key_target_total", "key_total", "PctTargetKeyLevel")
+#: per set, whether it has the original's record count in every key group (after exclusions: then
+#: repU = UiO) and in every (key group, target level) cell (then DiSCO = Dorig): true of keys (and a
+#: target) released unchanged, as in a partial synthesis that keeps them
+SAME_COUNT_COLUMNS = ("same_key_counts", "same_key_target_counts")
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,10 @@ class DisclosureResult(Result):
         Per synthetic set, the 8 x 6 table of records excluded at each step.
     options : DisclosureOptions
         The validated options.
+    same_counts : DataFrame
+        Per synthetic set, :data:`SAME_COUNT_COLUMNS` (booleans; not synthpop's): the set has the
+        original's number of records in every key group after exclusions (``repU = UiO`` by
+        construction) and in every key group and target level (``DiSCO = Dorig``).
     """
 
     keys: tuple[str, ...]
@@ -67,6 +75,7 @@ class DisclosureResult(Result):
     check2: str
     Nexclusions: tuple[pd.DataFrame, ...]
     options: DisclosureOptions = field(repr=False)
+    same_counts: pd.DataFrame
 
     @property
     def m(self) -> int:
@@ -93,7 +102,8 @@ class DisclosureResult(Result):
 
     def rows(self) -> list[Row]:
         """Per-set measures for sets "1".."m", original-only measures once as "original", and the
-        flags per set (``check_1way``: 0/1, ``check_2way``: number of flagged pairs)."""
+        flags per set (``check_1way``: 0/1, ``check_2way``: number of flagged pairs,
+        ``same_key_counts`` and ``same_key_target_counts``: 0/1)."""
         params = self.row_params
         table = self.measures()
         rows = [Row("original", name, float(table[name].iloc[0]), params) for name in ORIGINAL_ONLY]
@@ -102,6 +112,7 @@ class DisclosureResult(Result):
             rows.append(Row(str(i), "check_1way", float(self.check_1way[int(i) - 1] is not None), params))
             c2 = self.check_2way[int(i) - 1]
             rows.append(Row(str(i), "check_2way", float(0 if c2 is None else len(c2)), params))
+            rows += [Row(str(i), name, float(self.same_counts.loc[i, name]), params) for name in SAME_COUNT_COLUMNS]
         return rows
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,6 +130,7 @@ class DisclosureResult(Result):
                 "check_2way": [None if c is None else c.to_dict(orient="records") for c in self.check_2way],
                 "check2": self.check2,
                 "Nexclusions": [n.to_dict(orient="index") for n in self.Nexclusions],
+                "same_counts": self.same_counts.astype(bool).to_dict(orient="list"),
                 "options": self.options.to_dict(),
             }
         )

@@ -14,6 +14,7 @@ and repetition (lower = more useful).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from matplotlib.patches import Rectangle
 
 from pipeline.errors import ParameterError
 from pipeline.results import per_set
+from pipeline.risk.idrisk.params import IdentificationRiskParams
 from pipeline.risk.idrisk.result import IdentificationRiskResult, IdentificationRiskTaskResult, RadiusSweepResult
 from pipeline.row_params import UNIT, param_columns
 
@@ -43,6 +45,26 @@ def radius_text(radius: Mapping[str, float] | None) -> str:
     return ", ".join(f"{v}={r:g}" for v, r in radius.items()) if radius else "exact"
 
 
+#: the y axis of the risk plots, with its unit
+RISK_LABEL = "file-level identification risk\n(share of records matched correctly)"
+#: tick labels and notes are wrapped to lines of at most this many characters (at ", " and
+#: spaces), so that long scenario names or many fixed radii never squeeze the axes
+WRAP = 18
+
+
+def radius_label(percentage: bool | None) -> str:
+    """The radius axis with its unit: a share of each record's value (``percentage``) or the
+    variables' own units; ``None``: not known (a result's frame without the setting)."""
+    if percentage is None:
+        return "radius"
+    return "radius (share of each value: r × x)" if percentage else "radius (in each variable's own units)"
+
+
+def _wrapped(text: str, width: int = WRAP) -> str:
+    """``text`` on lines of at most ``width`` characters, broken at ", " and spaces only."""
+    return "\n".join(textwrap.wrap(str(text), width, break_long_words=False, break_on_hyphens=False)) or str(text)
+
+
 def risk_by_radius_frame(result: Sweeps) -> pd.DataFrame:
     """The per-set file-level risks of every radius of a result's sweeps, as
     :func:`plot_risk_by_radius` draws them (``r_star``: the sweep's maximising radius)."""
@@ -54,6 +76,7 @@ def risk_by_radius_frame(result: Sweeps) -> pd.DataFrame:
                 "risk": risks,
                 "r_star": k == sweep.best,
                 "at_boundary": sweep.r_star_at_boundary,
+                "percentage": sweep.plan.percentage,
             }
         )
         for name, sweep in _scenarios(result).items()
@@ -82,25 +105,31 @@ def plot_risk_by_radius(risk: pd.DataFrame | Sweeps, title: str = "") -> Figure:
     """Fig. 6: distribution of the file-level risk across synthetic sets for every radius.
 
     One panel per scenario, one box per radius; the measure's maximising radius r* is shaded
-    (and the panel says when r* lies at an end of the grid).
+    (and the panel says when r* lies at an end of the grid).  Tick labels name only the radii
+    that vary; the radii that stay fixed are written under the axis, whose label gives the
+    radius's unit, so that a scenario with fixed radii keeps a readable plot.
 
     Parameters
     ----------
     risk : DataFrame or result
         One row per radius and synthetic set with columns ``scenario``, ``radius`` (label, in grid
-        order), ``risk``, ``r_star`` (bool) and optionally ``at_boundary`` (bool), as made from the
-        measure's rows by the report or by :func:`risk_by_radius_frame` from a result.
+        order), ``risk``, ``r_star`` (bool) and optionally ``at_boundary`` (bool), ``fixed`` (the
+        radii that do not vary, as text) and ``percentage`` (bool: the radius's unit), as made
+        from the measure's rows by the report or by :func:`risk_by_radius_frame` from a result.
     title : str
         Title over the panels.
     """
     frame = risk if isinstance(risk, pd.DataFrame) else risk_by_radius_frame(risk)
     scenarios = list(dict.fromkeys(frame["scenario"]))
-    fig = Figure(figsize=(max(4.5, 0.8 * frame["radius"].nunique()) * len(scenarios), 4), layout="constrained")
+    width = max(5.0, 0.9 * frame["radius"].nunique())
+    fig = Figure(figsize=(width * len(scenarios), 4.2), layout="constrained")
     axes = fig.subplots(1, len(scenarios), squeeze=False)
     for ax, name in zip(axes[0], scenarios, strict=True):
         sc = frame[frame["scenario"] == name]
         radii = list(dict.fromkeys(sc["radius"]))
-        ax.boxplot([sc.loc[sc["radius"] == r, "risk"].to_numpy() for r in radii], tick_labels=radii)
+        ax.boxplot(
+            [sc.loc[sc["radius"] == r, "risk"].to_numpy() for r in radii], tick_labels=[_wrapped(r) for r in radii]
+        )
         best = [k for k, r in enumerate(radii) if sc.loc[sc["radius"] == r, "r_star"].any()]
         boundary = "at_boundary" in sc.columns and bool(sc["at_boundary"].any())
         for k in best:
@@ -108,14 +137,17 @@ def plot_risk_by_radius(risk: pd.DataFrame | Sweeps, title: str = "") -> Figure:
                 k + 0.5, k + 1.5, color="tab:red", alpha=0.15, label="r*" + (" (grid boundary)" if boundary else "")
             )
             ax.get_xticklabels()[k].set_fontweight("bold")
-        ax.set_title(str(name) or "identification risk", fontsize=10)
-        ax.set_xlabel("radius")
-        ax.set_ylabel("file-level identification risk")
-        ax.tick_params(axis="x", labelrotation=45)
+        ax.set_title(_wrapped(str(name), 60) or "identification risk", fontsize=10)
+        percentage = sc["percentage"].iloc[0] if "percentage" in sc.columns else None
+        fixed = sc["fixed"].iloc[0] if "fixed" in sc.columns else ""
+        ax.set_xlabel(radius_label(percentage) + (f"\n{_wrapped('fixed: ' + fixed, 60)}" if fixed else ""))
+        ax.set_ylabel(RISK_LABEL)
+        if len(radii) > 8:
+            ax.tick_params(axis="x", labelrotation=45)
         if best:
             ax.legend(loc="best", fontsize=8)
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(_wrapped(title, 100), fontsize=10)
     return fig
 
 
@@ -124,17 +156,22 @@ def plot_risk_at_max_radius(at_max: pd.DataFrame | Sweeps) -> Figure:
 
     ``at_max``: one row per scenario and synthetic set with columns ``scenario``, ``radius``
     (label of r*) and ``risk``, as made from the measure's ``file_risk_at_max`` rows by the report
-    or by :func:`risk_at_max_frame` from a result.
+    or by :func:`risk_at_max_frame` from a result.  Each box is labelled with its scenario and
+    radius wrapped on short lines (fixed radii of several variables stay readable); the figure
+    grows with the number of boxes and label lines instead of squeezing its axes.
     """
     frame = at_max if isinstance(at_max, pd.DataFrame) else risk_at_max_frame(at_max)
     groups = list(dict.fromkeys(zip(frame["scenario"], frame["radius"], strict=True)))
-    fig = Figure(figsize=(max(4.0, 1.6 * len(groups)), 4), layout="constrained")
+    labels = [f"{_wrapped(s)}\nr: {_wrapped(r)}" if s else _wrapped(r) for s, r in groups]
+    lines = max(label.count("\n") + 1 for label in labels)
+    chars = max(len(line) for label in labels for line in label.split("\n"))
+    per_box = max(1.6, 0.085 * chars)  # inches: a label line of 10-pt text must fit under its box
+    fig = Figure(figsize=(max(5.0, per_box * len(groups) + 1.0), 3.6 + 0.17 * lines), layout="constrained")
     ax = fig.subplots()
     data = [frame.loc[(frame["scenario"] == s) & (frame["radius"] == r), "risk"].to_numpy() for s, r in groups]
-    ax.boxplot(data, tick_labels=[f"{s}\n{r}" if s else r for s, r in groups])
-    ax.tick_params(axis="x", labelrotation=20)
-    ax.set_ylabel("file-level identification risk")
-    ax.set_title("risk at the maximising radius", fontsize=10)
+    ax.boxplot(data, tick_labels=labels)
+    ax.set_ylabel(RISK_LABEL)
+    ax.set_title("risk at the maximising radius r*", fontsize=10)
     return fig
 
 
@@ -189,7 +226,7 @@ def plot_utility_risk(
         ry1, _, ry3 = _quartiles(g["risk"])
         ax.add_patch(Rectangle((ux1, ry1), ux3 - ux1, ry3 - ry1, fill=False, edgecolor=colour, linewidth=1.5))
     ax.set_xlabel(utility_label)
-    ax.set_ylabel("file-level identification risk")
+    ax.set_ylabel(RISK_LABEL)
     ax.legend(loc="best")
     fig.tight_layout()
     return fig
@@ -226,7 +263,7 @@ def plot_2d_boxplot(
         ax.plot([um, um], [r1, r3], color=colour, linestyle=":")
     ax.autoscale_view()
     ax.set_xlabel(utility_label)
-    ax.set_ylabel("average file-level identification risk")
+    ax.set_ylabel("average " + RISK_LABEL)
     ax.legend(loc="best")
     fig.tight_layout()
     return fig
@@ -246,9 +283,14 @@ ROW_KEYS = ("scenario", "radius", "variable", "repetition")
 SCENARIO = [*IDRISK_RUN, UNIT, "scenario"]
 
 
+#: the radius's unit when a task does not say (the rows' params leave defaults out)
+PERCENTAGE = IdentificationRiskParams.model_fields["percentage"].default
+
+
 def _rows(results: pd.DataFrame, measure: str) -> pd.DataFrame:
     rows = results[(results["family"] == FAMILY) & (results["measure"] == measure)]
-    return param_columns(rows, "scenario", "radius", "variable", row_keys=ROW_KEYS)
+    rows = param_columns(rows, "scenario", "radius", "variable", "percentage", row_keys=ROW_KEYS)
+    return rows.assign(percentage=rows["percentage"].where(rows["percentage"].notna(), PERCENTAGE))
 
 
 def _radius_label(radius: Any) -> str:
@@ -282,12 +324,30 @@ def risk_by_radius(results: pd.DataFrame) -> pd.DataFrame:
     """Per-set ``file_risk`` rows of every radius with the :data:`SCENARIO` columns, ``radius``
     (label), ``risk``, ``r_star`` (the radius is the measure's maximising one) and ``at_boundary``."""
     marked = per_set(_rows(results, "file_risk")).merge(r_star(results), on=SCENARIO, how="left")
+    marked = marked.merge(_varying_radius(marked), on=[*SCENARIO, "radius"], how="left")
     return marked.assign(
         r_star=[_is_r_star(r, b) for r, b in zip(marked["radius"], marked["r_star"], strict=True)],
         at_boundary=marked["at_boundary"].eq(True),
-        radius=marked["radius"].map(_radius_label),
+        radius=marked["label"],
         risk=marked["value"],
     )
+
+
+def _varying_radius(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per scenario and radius (the :data:`SCENARIO` columns and ``radius``): ``label``, the radius
+    naming only the variables whose radius varies within the scenario (the whole radius when
+    none varies), and ``fixed``, the radii that stay fixed there ("" when none)."""
+    found = []
+    for key, sub in rows.drop_duplicates([*SCENARIO, "radius"]).groupby(SCENARIO, sort=False):
+        combos = {r: dict(r) if r else {} for r in sub["radius"]}
+        names = list(dict.fromkeys(v for c in combos.values() for v in c))
+        varying = [v for v in names if len({c.get(v) for c in combos.values()}) > 1]
+        first = next(iter(combos.values()))
+        fixed = radius_text({v: first[v] for v in names if v not in varying and v in first}) if varying else ""
+        for r, c in combos.items():
+            label = radius_text({v: c[v] for v in varying if v in c}) if varying else _radius_label(r)
+            found.append((*key, r, label, fixed))
+    return pd.DataFrame(found, columns=[*SCENARIO, "radius", "label", "fixed"])
 
 
 def risk_points(results: pd.DataFrame) -> pd.DataFrame:
