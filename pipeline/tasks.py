@@ -181,7 +181,8 @@ class BaselineSpec(BaselineOptions):
 
     def options(self, task_seed: int) -> BaselineOptions:
         """The options with the seed filled in."""
-        return BaselineOptions(seed=task_seed if self.seed is None else self.seed, permutations=self.permutations)
+        seed = task_seed if self.seed is None else self.seed
+        return BaselineOptions(seed=seed, permutations=self.permutations, bootstrap=self.bootstrap)
 
 
 class MeasureSpec(_Spec):

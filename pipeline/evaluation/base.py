@@ -21,7 +21,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args, get_origin
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -32,6 +32,9 @@ from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
 from pipeline.evaluation.footing import Footing, SampledFooting
 from pipeline.evaluation.public import MIN_RECORDS, LevelCounts, coarsen, public_summary
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: columns of :meth:`Result.tidy` (the measure-level tidy table the runner stores)
 TIDY_COLUMNS = ["synthetic", "setting", "params", "measure", "value"]
@@ -161,6 +164,14 @@ class Result(ABC):
         for r in self.rows():
             sets.setdefault(r.synthetic, {})[r.measure] = r.value
         return sets
+
+    def resampled(self, rng: np.random.Generator) -> Result | None:
+        """A bootstrap replicate of the result over the original's records (drawn with
+        replacement, the synthetic data held fixed), for measures where that is sound: every
+        value a sum over records of a quantity that depends on the record and the synthetic
+        data only. None (the default) where it is not (a record's uniqueness depends on the
+        other records: repU, DiSCO; a fitted model: pMSE)."""
+        return None
 
     def level_counts(self) -> Sequence[LevelCounts]:
         """The level labels the summary shows with their original record counts (binned numeric

@@ -23,6 +23,9 @@ The measure's own rows are returned unchanged; the added rows are (``P`` = the r
         {**P, "summary": "lower95" | "upper95", "ci": "t"}  (baseline rows included)
     and for the excess rows, instead of the t bounds:
         {**P, "baseline": "excess", "summary": "lower95" | "upper95", "ci": "permutation"}
+    one synthetic set (m = 1), measures whose result can be redrawn over records
+    (:meth:`Result.resampled <pipeline.evaluation.base.Result.resampled>`):
+        {**P, "summary": "mean" | "lower95" | "upper95", "ci": "bootstrap"}  (percentile bootstrap)
 """
 
 from __future__ import annotations
@@ -33,15 +36,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pydantic import Field, field_validator
 
 from pipeline.config_io import Seed
 from pipeline.evaluation.base import Measure, Params, Result, Row, canonical_json
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
-from pipeline.evaluation.intervals import over_sets, per_set_values, shift_interval, summary_rows
+from pipeline.evaluation.intervals import bootstrap_rows, over_sets, per_set_values, shift_interval, summary_rows
 from pipeline.evaluation.public import LevelCounts
 
+#: the random stream of the record bootstrap, beside the footing's (seed, relabelling) streams
+BOOTSTRAP_STREAM = 2**31 - 1
 #: the ``baseline`` values of the rows this module adds
 BASELINES = ("training", "holdout", "excess", "normalised_excess")
 EXCESS = ("excess", "normalised_excess")
@@ -59,16 +65,28 @@ class BaselineOptions(Params):
         Random relabellings of training and holdout records behind the excess interval (0: no
         excess interval; otherwise at least 2).  Each costs two more evaluations on
         holdout-sized data.
+    bootstrap : int
+        Replicates of the percentile bootstrap over records for one synthetic set (m = 1) of a
+        measure that supports it (0: none; otherwise at least 100). They redraw aggregates, not
+        the data: no measure is evaluated again.
     """
 
     seed: Seed = 0
     permutations: int = Field(default=20, ge=0)
+    bootstrap: int = Field(default=1000, ge=0)
 
     @field_validator("permutations")
     @classmethod
     def _enough(cls, value: int) -> int:
         if value == 1:
             raise ValueError("permutations must be 0 (no excess interval) or at least 2")
+        return value
+
+    @field_validator("bootstrap")
+    @classmethod
+    def _enough_replicates(cls, value: int) -> int:
+        if 0 < value < 100:
+            raise ValueError("bootstrap must be 0 (no bootstrap interval) or at least 100 replicates")
         return value
 
 
@@ -115,7 +133,20 @@ def evaluate(
     if data.holdout is not None and measure.baseline_measures:
         baseline_rows, info = holdout_baseline(measure, data, executor, options)
     added = baseline_rows + over_sets([*rows, *baseline_rows], keep=lambda r: r.params.get("baseline") not in EXCESS)
+    if data.m == 1 and options.bootstrap:
+        added += record_bootstrap(result, options)
     return EvaluatedResult(result, tuple(added), info)
+
+
+def record_bootstrap(result: Result, options: BaselineOptions) -> list[Row]:
+    """Percentile-bootstrap rows of a single-set result that can be redrawn over records (none otherwise)."""
+    # a stream of its own: the holdout footing and relabellings use (seed, r)
+    rng = np.random.default_rng([options.seed, BOOTSTRAP_STREAM])
+    first = result.resampled(rng)
+    if first is None:
+        return []
+    replicates = (first, *(result.resampled(rng) for _ in range(options.bootstrap - 1)))
+    return bootstrap_rows(result.rows(), (r.rows() for r in replicates if r is not None))
 
 
 Values = dict[tuple[str, str, str], tuple[Mapping[str, Any], float]]

@@ -420,6 +420,7 @@ class Executor:
         step: Callable[..., Any],
         finish: Callable[[Any], Any],
         *args: Any,
+        reference_rows: int | None = None,
     ) -> Deferred:
         """For every partition of ``queries``, a fold over the partitions of ``references``.
 
@@ -430,11 +431,18 @@ class Executor:
         ``finish(state)``.  The deferred value is the list of finished states in query-partition
         order: query partitions run in parallel, each carrying its running state (e.g. the best
         neighbours so far) from one reference partition to the next.
+
+        ``reference_rows``: consecutive reference partitions are first joined into blocks of up
+        to that many records (a partition is never split), so each query meets fewer, larger
+        prepared blocks: the steps grow with (query partitions × reference blocks).
         """
-        offsets = np.concatenate([[0], np.cumsum(self.partition_rows(references)[0])[:-1]]).astype(np.int64)
+        sizes = self.partition_rows(references)[0]
+        groups = _consecutive_groups(sizes, reference_rows)
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         q_parts, r_parts = self.partitions(queries), self.partitions(references)
         if all(isinstance(p, pd.DataFrame) for p in (*q_parts, *r_parts)):
-            prepared = [prepare(r, int(o), *args) for r, o in zip(r_parts, offsets, strict=True)]
+            blocks = [_joined([r_parts[i] for i in g]) for g in groups]
+            prepared = [prepare(b, int(offsets[g[0]]), *args) for b, g in zip(blocks, groups, strict=True)]
             out = []
             for q in q_parts:
                 state = None
@@ -443,7 +451,8 @@ class Executor:
                 out.append(finish(state))
             return Deferred(out)
         lazy_prepare, lazy_step = dask.delayed(prepare), dask.delayed(step)
-        prepared = [lazy_prepare(r, int(o), *args) for r, o in zip(r_parts, offsets, strict=True)]
+        blocks = [r_parts[g[0]] if len(g) == 1 else dask.delayed(_joined)([r_parts[i] for i in g]) for g in groups]
+        prepared = [lazy_prepare(b, int(offsets[g[0]]), *args) for b, g in zip(blocks, groups, strict=True)]
         finished = []
         for q in q_parts:
             state = None
@@ -769,3 +778,24 @@ def _concat_parts(parts: Sequence[pd.DataFrame], columns: list[str] | None = Non
 
 def _as_dask(frame: Frame) -> dd.DataFrame:
     return dd.from_pandas(frame, npartitions=1, sort=False) if isinstance(frame, pd.DataFrame) else frame
+
+
+def _consecutive_groups(sizes: Sequence[int], limit: int | None) -> list[list[int]]:
+    """Partition indices joined in order into groups of at most ``limit`` records (a partition
+    larger than the limit stays alone; no limit: one group per partition)."""
+    if limit is None:
+        return [[i] for i in range(len(sizes))]
+    groups: list[list[int]] = []
+    total = 0
+    for i, n in enumerate(sizes):
+        if groups and total + n <= limit:
+            groups[-1].append(i)
+            total += n
+        else:
+            groups.append([i])
+            total = n
+    return groups
+
+
+def _joined(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)

@@ -8,6 +8,11 @@ carry ``"ci"``, the method (not ``interval``: identification risk has a paramete
 * ``"t"`` — Student's t over the m sets (m ≥ 2 finite values): mean ± t(0.975, m − 1) · sd / √m.
   It describes the variation *between synthetic sets* (the synthesis' randomness) with the
   original records held fixed;
+* ``"bootstrap"`` — one synthetic set (m = 1) of a measure whose result can be redrawn over the
+  original's records (:meth:`Result.resampled <pipeline.evaluation.base.Result.resampled>`:
+  identification risk): the 2.5 % and 97.5 % percentiles of the value over ``B`` replicates with
+  the original's records drawn with replacement and the synthetic set held fixed
+  (:func:`bootstrap_rows`). It describes the sampling of the records, not the synthesis;
 * ``"permutation"`` — the holdout excess (:mod:`pipeline.evaluation.baseline`): the mean excess
   over sets ± t(0.975, R − 1) times the standard deviation of the mean excess over R random
   relabellings of training and holdout records (:func:`shift_interval`).
@@ -16,7 +21,7 @@ carry ``"ci"``, the method (not ``interval``: identification risk has a paramete
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,6 +79,27 @@ def shift_interval(observed: float, relabelled: Sequence[float], level: float = 
         return math.nan, math.nan
     half = float(stats.t.ppf(0.5 + level / 2, len(r) - 1)) * float(np.std(r, ddof=1))
     return observed - half, observed + half
+
+
+def bootstrap_rows(observed: Sequence[Row], replicates: Iterable[Sequence[Row]], level: float = LEVEL) -> list[Row]:
+    """Percentile-bootstrap summary rows (``mean`` = the observed value, ``lower95``, ``upper95``)
+    of every (measure, params) of the single synthetic set "1" in ``observed``, from the same
+    rows of each replicate (fewer than 2 finite replicate values: no rows)."""
+    values = per_set_values(observed, keep=lambda r: r.synthetic == "1")
+    spread: dict[tuple[str, str], list[float]] = {key: [] for key in values}
+    for rows in replicates:
+        for key, (_, got) in per_set_values(rows, keep=lambda r: r.synthetic == "1").items():
+            if key in spread:
+                spread[key].append(got[0])
+    out = []
+    for (measure, _), (params, (value,)) in values.items():
+        r = np.asarray(spread[measure, canonical_json(params)], dtype=np.float64)
+        r = r[np.isfinite(r)]
+        if len(r) < 2 or not math.isfinite(value):
+            continue
+        lower, upper = np.quantile(r, [0.5 - level / 2, 0.5 + level / 2])
+        out += summary_rows(measure, params, {"mean": value, "lower95": lower, "upper95": upper}, "bootstrap")
+    return out
 
 
 def over_sets(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) -> list[Row]:

@@ -137,7 +137,10 @@ def two_workers():
         yield client
 
 
-def test_the_same_neighbours_on_partitions_and_workers(two_workers):
+@pytest.mark.parametrize("block_rows", [1, 250, 2_000_000])
+def test_the_same_neighbours_on_partitions_and_workers(two_workers, block_rows, monkeypatch):
+    """Reference partitions searched one by one, joined two by two (4 partitions) and all joined."""
+    monkeypatch.setattr("pipeline.risk.nearest.compute.REFERENCE_BLOCK_ROWS", block_rows)
     rng = np.random.default_rng(5)
     queries, reference = _frame(rng, 150), _frame(rng, 400)
     space = DistanceSpace(["a", "b"], ["n", "m"], np.array([0.25, 0.5]))

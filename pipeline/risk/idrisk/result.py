@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -64,6 +64,9 @@ class SetStatistics:
         Σ_i c_i.
     n_no_match : ndarray of int
         #{c_i = 0}.
+    histograms : tuple of (c, T, count)
+        The (c, T) histogram of each set the statistics were made from (aggregates: numbers of
+        matches, never record values), for :meth:`resampled`.
     """
 
     n: int
@@ -73,6 +76,7 @@ class SetStatistics:
     exp_risk: np.ndarray
     sum_c: np.ndarray
     n_no_match: np.ndarray
+    histograms: tuple[Histogram, ...] = ()
 
     @classmethod
     def from_histograms(cls, n: int, histograms: Sequence[Histogram]) -> SetStatistics:
@@ -95,7 +99,15 @@ class SetStatistics:
             exp_risk=np.array(cols["er"], dtype=np.float64),
             sum_c=as_int["sc"],
             n_no_match=as_int["nm"],
+            histograms=tuple(histograms),
         )
+
+    def resampled(self, rng: np.random.Generator) -> SetStatistics:
+        """The statistics of n target records drawn with replacement, the synthetic sets held
+        fixed: every statistic is a sum over records of a function of (c_i, T_i), so drawing the
+        records is drawing each set's (c, T) histogram from a multinomial (one draw per set)."""
+        drawn = [(c, t, rng.multinomial(int(cnt.sum()), cnt / cnt.sum())) for c, t, cnt in self.histograms]
+        return SetStatistics.from_histograms(self.n, drawn)
 
     @property
     def m(self) -> int:
@@ -184,6 +196,8 @@ class IdentificationRiskResult(Result):
     radius: dict[str, float] | None
     c: np.ndarray
     T: np.ndarray
+    #: a bootstrap replicate's statistics (:meth:`resampled`) in place of those of ``c`` and ``T``
+    replicate: SetStatistics | None = None
 
     @property
     def n(self) -> int:
@@ -216,7 +230,13 @@ class IdentificationRiskResult(Result):
 
     @cached_property
     def statistics(self) -> SetStatistics:
+        if self.replicate is not None:
+            return self.replicate
         return SetStatistics.from_histograms(self.n, [histogram(self.c[:, k], self.T[:, k]) for k in range(self.m)])
+
+    def resampled(self, rng: np.random.Generator) -> IdentificationRiskResult:
+        """A bootstrap replicate: the file-level statistics of target records drawn with replacement."""
+        return replace(self, replicate=self.statistics.resampled(rng))
 
     @property
     def exp_risk(self) -> np.ndarray:
@@ -276,6 +296,8 @@ class RadiusSweepResult(Result):
     grid: RadiusGrid
     statistics: tuple[SetStatistics, ...]
     criterion: str = "mean"
+    #: a bootstrap replicate keeps the observed maximising combination (its rows stay comparable)
+    fixed_best: int | None = None
 
     @property
     def labels(self) -> list[str]:
@@ -305,7 +327,12 @@ class RadiusSweepResult(Result):
     @property
     def best(self) -> int:
         """Index of the maximising combination; ties go to the first (smallest radii)."""
-        return int(np.argmax(self.criterion_values))
+        return self.fixed_best if self.fixed_best is not None else int(np.argmax(self.criterion_values))
+
+    def resampled(self, rng: np.random.Generator) -> RadiusSweepResult:
+        """A bootstrap replicate (target records drawn with replacement for every combination),
+        at the observed maximising combination."""
+        return replace(self, statistics=tuple(s.resampled(rng) for s in self.statistics), fixed_best=self.best)
 
     @property
     def r_star(self) -> dict[str, float]:
@@ -398,6 +425,11 @@ class IdentificationRiskTaskResult(Result):
     scenarios: dict[str, ScenarioResult]
     sets_per_repetition: int | None = None
     excluded_share: dict[str, float] = field(default_factory=dict)
+
+    def resampled(self, rng: np.random.Generator) -> IdentificationRiskTaskResult:
+        """A bootstrap replicate over target records (:meth:`Result.resampled`): every scenario's
+        statistics from records drawn with replacement, the synthetic sets held fixed."""
+        return replace(self, scenarios={name: res.resampled(rng) for name, res in self.scenarios.items()})
 
     def at_max(self, name: str) -> SetStatistics:
         """Per-set statistics of a scenario at its maximising (or only) radius."""

@@ -23,6 +23,10 @@ from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Deferred, Executor
 from pipeline.risk.nearest.kernel import ReferenceBlock, build_reference, empty_best, encode, search_block
 
+#: reference records searched as one block: each query visits ceil(reference / this) blocks
+#: (a block of 2M records with 7 variables takes about 100 MiB prepared)
+REFERENCE_BLOCK_ROWS = 2_000_000
+
 
 @dataclass(frozen=True)
 class DistanceSpace:
@@ -225,7 +229,15 @@ def nearest_neighbours(
     columns = space.variables + ([payload] if payload is not None and payload not in space.variables else [])
     if not space.exact:
         return executor.map_fold(
-            queries[space.variables], reference[columns], _prepare, _step, _finish, space, k, payload
+            queries[space.variables],
+            reference[columns],
+            _prepare,
+            _step,
+            _finish,
+            space,
+            k,
+            payload,
+            reference_rows=REFERENCE_BLOCK_ROWS,
         )
     pair = EvalData((reference[columns], queries[space.variables]), Schema(()))
     keys = space.factors[: space.exact]
