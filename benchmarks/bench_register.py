@@ -14,6 +14,9 @@ municipality and synthesises the rest from fitted models), written once as Parqu
 * ``register_idrisk_scaling``: the same on 2 workers vs in memory (>= 1.7x);
 * ``register_utility``: utility_gen logit, maxorder 1, 5 variables (79 coefficients), n + n
   records, vs statsmodels GLM IRLS on the same design (<= 1.5 CPU-s per million rows, >= 40x);
+* ``register_dcr`` (issue 21): DCR / NNDR of the twin against the register (k = 2) and against
+  its generated holdout (a quarter as many records, same population), plus the random baseline,
+  on the 2-worker cluster, inputs persisted: under 2 minutes at 5M;
 * ``register_task``: ``sdc-pipeline run tasks/register.yaml`` end to end, on its own default
   local cluster: CPU-s (the run and all its worker processes) per million records (<= 20).
 """
@@ -43,8 +46,9 @@ KEYS = ["sex", "age", "municipality", "edu"]
 TARGET = "marital"
 KNOWN, SYNTHESISED, RADIUS = ["sex", "municipality", "age"], ["income", "expenditure"], 0.1
 LOGIT_VARS = ["sex", "age", "edu", "hhsize", "income"]
+DCR_VARS = ["sex", "age", "municipality", "edu", "marital", "income", "expenditure"]
 SECTIONS = ["register_disclosure", "register_disclosure_cluster", "register_idrisk", "register_idrisk_scaling",
-            "register_utility", "register_task"]  # fmt: skip
+            "register_utility", "register_dcr", "register_task"]  # fmt: skip
 
 
 def _run_all() -> Any:
@@ -282,6 +286,31 @@ def warm_up(bench: Bench, data_root: Path) -> None:
     bench.client.cancel([o, s])
 
 
+def run_dcr(bench: Bench, data_root: Path, data: ScaledData, n: int, repeat: int) -> list[Any]:
+    """DCR of the twin against the register and its holdout on the cluster (inputs persisted)."""
+    from pipeline.datasets.register import holdout_rows, write_register_holdout
+    from pipeline.evaluation.data import as_eval_data
+    from pipeline.risk.distance.measure import DCRMeasure
+
+    ra = _run_all()
+    hold = write_register_holdout(data_root, n)
+    o, s = ra.load(bench, data, ["original", "syn1"])
+    (h,) = ra.load(bench, hold, ["holdout"])
+    eval_data = as_eval_data(o, [s], schema=data.schema, holdout=h)
+    measure = DCRMeasure(vars=DCR_VARS)
+    executor = Executor(bench.client, policy="blocks")
+    m, got = bench.time(lambda: measure.evaluate(eval_data, executor), inputs=[o, s, h], repeat=repeat)
+    values = {r.measure: r.value for r in got.rows() if r.synthetic == "1"}
+    what = (f"register DCR/NNDR, {len(DCR_VARS)} variables, twin vs register (k = 2) and holdout "
+            f"({holdout_rows(n):,} records), {len(bench.workers)} workers")  # fmt: skip
+    row = ra.Row(what, n, ra._m(m), "-", None, "< 120 s wall at 5M", [("wall s", m.wall, 120.0)], n >= 5_000_000,
+                 f"closer_to_training {values.get('closer_to_training', float('nan')):.4f}, "
+                 f"dcr_median {values.get('dcr_median', float('nan')):.4f}")  # fmt: skip
+    bench.client.cancel([o, s, h])
+    ra.print_row(row)
+    return [row]
+
+
 def run_register(bench: Bench | None, data_root: Path, sizes: list[int], repeat: int, sections: set) -> list[Any]:
     """Every chosen register section at every size (data written or found first, not timed)."""
     rows: list[Any] = []
@@ -298,6 +327,8 @@ def run_register(bench: Bench | None, data_root: Path, sizes: list[int], repeat:
                 rows += run_idrisk(bench, data, n, repeat, sections)
             if "register_utility" in sections:
                 rows += run_utility(bench, data, n, min(repeat, 2))
+            if "register_dcr" in sections:
+                rows += run_dcr(bench, data_root, data, n, repeat)
         if "register_task" in sections:
             rows += run_task(data_root, n)
     return rows
