@@ -88,6 +88,34 @@ def test_search_equals_brute_force(c, p, ties, missing, k):
         np.testing.assert_array_equal(d, want_d)
 
 
+@pytest.mark.parametrize(("c", "levels", "exact"), [(4, 6, 0), (4, 6, 1), (3, 20, 0), (9, 120, 0)])
+def test_groups_one_mismatch_away_found_through_the_indexes(c, levels, exact):
+    """Many small groups, so most queries look beyond their own; queries hold levels no reference
+    record has (their leave-one-out numbers must not alias another group); 9 factors of 120
+    levels overflow the mixed-radix numbers (every group is then checked)."""
+    rng = np.random.default_rng(c * levels + exact)
+    q_codes, q_numbers = _random_records(rng, 150, c, 2, levels=levels + 2, missing=0.05)
+    r_codes, r_numbers = _random_records(rng, 300, c, 2, levels=levels, missing=0.05)
+    scale = np.array([0.3, 1.0])
+    reference = build_reference(r_codes, r_numbers, 0, scale)
+    assert len(reference.loo_keys) == (0 if c == 9 else c)
+    want_d, want_i = _brute(q_codes, q_numbers, r_codes, r_numbers, scale, 3, exact)
+    assert (want_d[:, 2] >= 1).mean() > 0.2 and (want_d[:, 2] >= 2).any()
+    for cuts in [(), (97, 200)]:
+        d, i = _search(q_codes, q_numbers, r_codes, r_numbers, scale, 3, cuts, exact)
+        np.testing.assert_array_equal(i, want_i)
+        np.testing.assert_array_equal(d, want_d)
+
+
+def test_the_least_crowded_variable_is_sorted_on():
+    """Scaled by its range, a heavy-tailed variable crowds near its median; whole years do not."""
+    rng = np.random.default_rng(1)
+    numbers = np.column_stack([np.exp(rng.normal(10, 1.5, 5000)), rng.integers(0, 100, 5000).astype(float)])
+    scale = 1 / (numbers.max(axis=0) - numbers.min(axis=0))
+    assert build_reference(np.zeros((5000, 0), dtype=np.int32), numbers, 0, scale).sort_on == 1
+    assert build_reference(np.zeros((5000, 0), dtype=np.int32), numbers[:, ::-1], 0, scale[::-1]).sort_on == 0
+
+
 def test_one_reference_record_and_more_neighbours_than_records():
     q_codes, q_numbers = np.array([[0], [1]], dtype=np.int32), np.array([[0.0], [np.nan]])
     d, i = _search(q_codes, q_numbers, np.array([[1]], dtype=np.int32), np.array([[0.5]]), np.array([1.0]), 2)

@@ -146,7 +146,8 @@ def reported_values(part: pd.DataFrame, payload: str | None) -> np.ndarray | Non
 
 def _prepare(part: pd.DataFrame, offset: int, space: DistanceSpace, k: int, payload: str | None) -> PreparedReference:
     codes, numbers = space.encode(part)
-    return PreparedReference(build_reference(codes, numbers, offset), offset, reported_values(part, payload))
+    block = build_reference(codes, numbers, offset, space.scale)
+    return PreparedReference(block, offset, reported_values(part, payload))
 
 
 @dataclass
@@ -261,7 +262,7 @@ def _blocked_search(
     reported = reported_values(reference, payload)
     codes, numbers = space.encode(queries)
     distances, positions = empty_best(len(queries), k)
-    block = build_reference(*space.encode(reference), rows)
+    block = build_reference(*space.encode(reference), rows, space.scale)
     search_block(block, codes, numbers, space.scale, distances, positions, space.exact)
     values = np.full((len(queries), k), np.nan)
     if reported is not None:
