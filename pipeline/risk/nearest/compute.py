@@ -23,9 +23,11 @@ from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Deferred, Executor
 from pipeline.risk.nearest.kernel import ReferenceBlock, build_reference, empty_best, encode, search_block
 
-#: reference records searched as one block: each query visits ceil(reference / this) blocks
-#: (a block of 2M records with 7 variables takes about 100 MiB prepared)
-REFERENCE_BLOCK_ROWS = 2_000_000
+#: reference records searched as one block: each query visits ceil(reference / this) blocks, and
+#: every visit costs a search, so fewer and larger blocks are cheaper (5M register records: 2M
+#: blocks 289 CPU-s, one block 140); a block of 8M records with 3 numeric variables takes about
+#: 250 MiB prepared
+REFERENCE_BLOCK_ROWS = 8_000_000
 
 
 @dataclass(frozen=True)
