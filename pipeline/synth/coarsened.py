@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,13 +34,11 @@ from pipeline.synth.control import (
     control_margins,
 )
 from pipeline.synth.dp import DpRecord, check_dp, margin_noise
+from pipeline.synth.ipf import FitReport, fit_ipf
 from pipeline.synth.margins import Layout, MarginTable, rare_levels, tabulate, write_margins
 from pipeline.synth.release import write_release
 from pipeline.synth.sample import draw_synthetic, output_schema
 from pipeline.synth.sdc import SdcResult, apply_sdc
-
-if TYPE_CHECKING:
-    from pipeline.synth.ipf import FitReport
 
 
 @dataclass(frozen=True)
@@ -251,8 +249,6 @@ def synthesise_frame(
             stacklevel=2,
         )
     del gt_tables  # the boundary: from here on only the released margins, their levels and n
-    from pipeline.synth.ipf import fit_ipf  # the IPF engines and their numba kernels: not for validate
-
     fit = fit_ipf(
         released.tables,
         n,
