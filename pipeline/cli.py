@@ -15,12 +15,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from pipeline.errors import PipelineError
 from pipeline.interrupts import sigint_for_this_process_only
+
+if TYPE_CHECKING:
+    from pipeline.tasks import LoadedTask
 
 EXIT_ERROR = 2
 EXIT_GATE_FAILED = 3
@@ -32,12 +35,13 @@ def _quiet_libraries() -> None:
     logging.getLogger("bokeh").setLevel(logging.ERROR)
 
 
-def _read_task_yaml(task_file: Path) -> None:
-    """Fail on a missing task file or a YAML syntax error in a fraction of a second, before the
-    task loader's imports (pandas, Dask, the measures' numba kernels: seconds)."""
-    from pipeline.config_io import read_yaml
+def _load_task(task_file: Path) -> LoadedTask:
+    """Read and validate a task file before the commands' heavy imports (Dask, the cluster, the
+    measures' numba kernels: seconds): a YAML or parameter error costs about a second. The task
+    loader validates with the params models alone (:mod:`pipeline.measures`)."""
+    from pipeline.tasks import load_task
 
-    read_yaml(task_file, "task file")
+    return load_task(task_file)
 
 
 def _handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -102,11 +106,9 @@ def run(
     task_file: Path, cluster: Path | None, out: Path | None, history: Path | None, no_report: bool, force: bool
 ) -> None:
     """Run TASK_FILE and write results.parquet, summary.json, manifest.json and report.html."""
-    _read_task_yaml(task_file)
+    task = _load_task(task_file)
     from pipeline.runner import check_writable_folder, run_task
-    from pipeline.tasks import load_task
 
-    task = load_task(task_file)
     hist = history or task.spec.history
     if hist is not None:
         check_writable_folder(hist, "history")
@@ -134,10 +136,9 @@ def nightly(
     task_file: Path, history: Path | None, run_date: str | None, force: bool, cluster: Path | None, out: Path | None
 ) -> None:
     """Run TASK_FILE for a date, compare with the previous run and apply its gates (exit 3 on failure)."""
+    task = _load_task(task_file)
     from pipeline.nightly import run_nightly
-    from pipeline.tasks import load_task
 
-    task = load_task(task_file)
     outcome = run_nightly(task, history=history, run_date=run_date, force=force, cluster=cluster, out_dir=out)
     if outcome.skipped:
         click.echo(f"{outcome.message}; nothing to do (use --force to run again)")
@@ -193,10 +194,10 @@ def history(history_dir: Path, task_name: str | None, measure: str | None, as_cs
 def synthesise(task_file: Path, cluster: Path | None, out: Path | None, force: bool, history: Path | None) -> None:
     """Write the synthetic sets, released margins and fit report of every 'synthesise' source
     (finished syntheses in the folder's cache are reused), their rows and the manifest."""
+    task = _load_task(task_file)
     from pipeline.runner import synthesise_task
-    from pipeline.tasks import load_task
 
-    outcome = synthesise_task(load_task(task_file), cluster=cluster, out_dir=out, force=force, history=history)
+    outcome = synthesise_task(task, cluster=cluster, out_dir=out, force=force, history=history)
     for path in outcome.releases:
         click.echo(f"wrote {path}")
     click.echo(f"{len(outcome.results)} result rows in {outcome.out_dir} (run {outcome.run_id})")
@@ -215,11 +216,10 @@ def validate(task_file: Path, out: Path | None, force: bool) -> None:
     Synthesised sources are checked against the schema their synthesis will have; nothing is
     synthesised or evaluated.
     """
-    _read_task_yaml(task_file)
+    task = _load_task(task_file)
     from pipeline.runner import validate_task
-    from pipeline.tasks import load_task
 
-    units = validate_task(load_task(task_file), out_dir=out, force=force)
+    units = validate_task(task, out_dir=out, force=force)
     for u in units:
         click.echo(f"{u.fingerprint}  {u.label}")
     click.echo(f"{task_file}: valid, {len(units)} unit(s)")

@@ -1,7 +1,9 @@
 """The registry of measures a task can ask for: task ``type`` -> :class:`~pipeline.evaluation.base.Measure`.
 
 Entries are imported lazily (``"module:Class"``) so that a task, or ``sdc-pipeline
-measures``, only loads the modules it uses.
+measures``, only loads the modules it uses; a task's parameters are validated with the measure's
+params model (``params_ref``, the family's ``params.py``), which loads no kernel and no Dask, so a
+typo in a task is reported before the measures' code is imported.
 """
 
 from __future__ import annotations
@@ -23,12 +25,17 @@ class MeasureEntry:
     type: str
     family: str
     ref: str  # "module:Class" of the Measure subclass
+    #: "module:Class" of its params model (the measure's ``params_model``)
+    params_ref: str
     description: str = ""
 
     @property
     def measure(self) -> type[Measure]:
-        module, name = self.ref.split(":")
-        return getattr(importlib.import_module(module), name)
+        return _load(self.ref)
+
+    @property
+    def params_model(self) -> type[Params]:
+        return _load(self.params_ref)
 
     @property
     def needs_synthetic(self) -> bool:
@@ -36,80 +43,102 @@ class MeasureEntry:
 
     def validate(self, params: dict[str, Any], where: str) -> Params:
         """Validate a unit's parameters (errors name the task file, the measure and the setting)."""
+        from pipeline.evaluation.base import parse_params
+
         try:
-            return self.measure.parse(params, where)
+            return parse_params(self.params_model, params, where)
         except ParameterError as e:
             raise TaskError(str(e)) from None
 
 
+def _load(ref: str) -> Any:
+    module, name = ref.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
 _ENTRIES = [
     MeasureEntry(
-        "profile", "profile", "pipeline.profile:Profile", "per-variable counts, missing values and special codes"
+        "profile",
+        "profile",
+        "pipeline.profile:Profile",
+        "pipeline.profile:ProfileParams",
+        "per-variable counts, missing values and special codes",
     ),
     MeasureEntry(
         "key_blocks",
         "profile",
         "pipeline.profile:KeyBlockSizes",
+        "pipeline.profile:KeyBlockParams",
         "distribution of key-combination sizes, computed on key blocks",
     ),
     MeasureEntry(
         "disclosure",
         "disclosure",
         "pipeline.risk.disclosure.measure:DisclosureMeasure",
+        "pipeline.risk.disclosure.params:DisclosureParams",
         "synthpop disclosure() / multi.disclosure(): repU, DiSCO, UiO, Dorig, CAPs, flags",
     ),
     MeasureEntry(
         "identification_risk",
         "identification_risk",
         "pipeline.risk.idrisk.measure:IdentificationRiskMeasure",
+        "pipeline.risk.idrisk.params:IdentificationRiskParams",
         "Hornby & Hu identification risk with radius matching and radius sweeps",
     ),
     MeasureEntry(
         "utility_gen",
         "utility",
         "pipeline.utility.measure:UtilityGenMeasure",
+        "pipeline.utility.params:UtilityGenParams",
         "synthpop utility.gen(): propensity pMSE, S_pMSE, pMSE ratio (logit or CART)",
     ),
     MeasureEntry(
         "utility_tab",
         "utility",
         "pipeline.utility.measure:UtilityTabMeasure",
+        "pipeline.utility.params:UtilityTabParams",
         "synthpop utility.tab(): table utility (pMSE, S_pMSE, VW, FT, JSD, SPECKS, ...)",
     ),
     MeasureEntry(
         "utility_tables",
         "utility",
         "pipeline.utility.measure:UtilityTablesMeasure",
+        "pipeline.utility.params:UtilityTablesParams",
         "synthpop utility.tables(): every low-order table and the heat map",
     ),
     MeasureEntry(
         "utility_synds",
         "utility",
         "pipeline.utility.measure:UtilitySyndsMeasure",
+        "pipeline.utility.params:UtilitySyndsParams",
         "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null",
     ),
     MeasureEntry(
         "dcr",
         "distance",
         "pipeline.risk.distance.measure:DCRMeasure",
+        "pipeline.risk.distance.params:DCRParams",
         "distance to closest record (SDMetrics DCR), holdout share with interval, NNDR",
     ),
     MeasureEntry(
         "linkability",
         "attacks",
         "pipeline.risk.attacks.measure:LinkabilityMeasure",
+        "pipeline.risk.attacks.params:LinkabilityParams",
         "anonymeter linkability attack: main, control, baseline rates and risk",
     ),
     MeasureEntry(
         "inference",
         "attacks",
         "pipeline.risk.attacks.measure:InferenceMeasure",
+        "pipeline.risk.attacks.params:InferenceParams",
         "anonymeter inference attack: main, control, baseline rates and risk",
     ),
     MeasureEntry(
         "singling_out",
         "attacks",
         "pipeline.risk.attacks.measure:SinglingOutMeasure",
+        "pipeline.risk.attacks.params:SinglingOutParams",
         "anonymeter singling-out attack: main, control, baseline rates and risk",
     ),
 ]

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from pydantic import Field
 
 from pipeline.evaluation.base import Measure, Params, Result, Row
-from pipeline.evaluation.data import EvalData
-from pipeline.evaluation.execution import Executor
+
+if TYPE_CHECKING:  # loading a task validates its params with this module: no Dask
+    from pipeline.evaluation.data import EvalData
+    from pipeline.evaluation.execution import Executor
 
 SIZE_BUCKETS = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 100), (101, np.inf)]
 

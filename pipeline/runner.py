@@ -334,6 +334,18 @@ def validate_task(
     PipelineError
         The first problem found, naming the task file, the measure and the data.
     """
+    if "distributed" not in sys.modules:
+        # no client can be active: Dask's local threads, named so that Dask does not load distributed
+        # (about a second) to look for one
+        import dask
+        import dask.threaded
+
+        with dask.config.set(scheduler=dask.threaded.get):
+            return _validate(task, out_dir, force)
+    return _validate(task, out_dir, force)
+
+
+def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> list[Unit | SynthesisUnit]:
     out = Path(out_dir) if out_dir is not None else default_out_dir(task)
     check_run_folder(out, task, force, run_names(out, out / "synthesis", [], ["report.html"]))
     executor = task_executor(task)

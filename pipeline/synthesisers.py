@@ -21,20 +21,35 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SynthesiserEntry:
-    """Where the synthesiser of one ``kind`` lives."""
+    """Where the synthesiser of one ``kind`` and its settings model live."""
 
     kind: str
     ref: str  # "module:Class" of the Synthesiser subclass
+    #: "module:Class" of its settings model (the synthesiser's ``params_model``), in a module that
+    #: loads no IPF engine, numba kernel or Dask: loading a task validates with it
+    params_ref: str
 
     @property
     def synthesiser(self) -> type[Synthesiser]:
-        module, name = self.ref.split(":")
-        return getattr(importlib.import_module(module), name)
+        return _load(self.ref)
+
+    @property
+    def params_model(self) -> type[SynthesisParams]:
+        return _load(self.params_ref)
+
+
+def _load(ref: str) -> Any:
+    module, name = ref.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 _ENTRIES = [
-    SynthesiserEntry("margins", "pipeline.synth.coarsened:MarginsSynthesiser"),
-    SynthesiserEntry("partial", "pipeline.synth.partial.syn:PartialSynthesiser"),
+    SynthesiserEntry(
+        "margins", "pipeline.synth.coarsened:MarginsSynthesiser", "pipeline.synth.coarsened_params:MarginsParams"
+    ),
+    SynthesiserEntry(
+        "partial", "pipeline.synth.partial.syn:PartialSynthesiser", "pipeline.synth.partial.params:PartialParams"
+    ),
 ]
 REGISTRY: dict[str, SynthesiserEntry] = {e.kind: e for e in _ENTRIES}
 #: the kind of a ``synthesise`` section that names none
@@ -47,7 +62,7 @@ def _kind(settings: Any) -> str:
 
 #: a ``synthesise`` section: the settings model of its ``kind``
 SynthesisSettings = Annotated[
-    Union[tuple(Annotated[e.synthesiser.params_model, Tag(e.kind)] for e in _ENTRIES)],  # noqa: UP007
+    Union[tuple(Annotated[e.params_model, Tag(e.kind)] for e in _ENTRIES)],  # noqa: UP007
     Discriminator(
         _kind,
         custom_error_type="unknown_kind",

@@ -31,7 +31,7 @@ from pipeline.config_io import Seed, YamlLines, error_message, read_yaml
 from pipeline.errors import TaskError
 from pipeline.evaluation.base import Measure, canonical_params, setting_text
 from pipeline.evaluation.baseline import BaselineOptions
-from pipeline.evaluation.execution import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
+from pipeline.evaluation.policy import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
 from pipeline.synth.base import Synthesiser, SynthesisParams
 from pipeline.synth.dp_ledger import BudgetCap
 from pipeline.synthesisers import SynthesisSettings, synthesiser
@@ -354,7 +354,7 @@ def _task_errors(e: ValidationError, data: dict[str, Any], lines: YamlLines) -> 
             context = f"dataset {d.get('name')!r} source {d['synthetic'][loc[3]].get('name')!r}: synthesise"
             kind = SYNTHESISERS.get(str(loc[5])) if len(loc) > 5 else None
             inner = {**err, "loc": tuple(loc[6:])} if kind is not None else {**err, "loc": ()}
-            model = kind.synthesiser.params_model if kind is not None else None
+            model = kind.params_model if kind is not None else None
             parts.append(error_message(inner, model=model, lines=lines, prefix=loc[:5], context=context))
         else:
             parts.append(error_message(err, model=TaskSpec, lines=lines))

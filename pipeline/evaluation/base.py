@@ -28,13 +28,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.config_io import validation_message
 from pipeline.errors import ParameterError
-from pipeline.evaluation.data import EvalData
-from pipeline.evaluation.execution import Executor
-from pipeline.evaluation.footing import Footing, SampledFooting
 from pipeline.evaluation.public import MIN_RECORDS, LevelCounts, coarsen, public_summary
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the contract is importable without Dask: task files validate params before any data
     import numpy as np
+
+    from pipeline.evaluation.data import EvalData
+    from pipeline.evaluation.execution import Executor
+    from pipeline.evaluation.footing import Footing
 
 #: columns of :meth:`Result.tidy` (the measure-level tidy table the runner stores)
 TIDY_COLUMNS = ["synthetic", "setting", "params", "measure", "value"]
@@ -48,6 +49,17 @@ class Params(BaseModel):
     def variables(self) -> list[str]:
         """Every variable the measure reads (checked against the data before any work)."""
         return []
+
+
+def parse_params(model: type[Params], params: Params | Mapping[str, Any], where: str) -> Params:
+    """Validate ``params`` with ``model`` (the only validation); errors name ``where``, the
+    parameter and the expectation."""
+    if isinstance(params, model):
+        return params
+    try:
+        return model.model_validate(dict(params))
+    except ValidationError as e:
+        raise ParameterError(f"{where}: invalid parameters: {validation_message(e, model=model)}") from None
 
 
 def canonical_json(params: Mapping[str, Any]) -> str:
@@ -229,13 +241,7 @@ class Measure(ABC):
     def parse(cls, params: Params | Mapping[str, Any], where: str | None = None) -> Params:
         """Validate parameters (the only validation); errors name ``where`` (default: the measure
         type), the parameter and the expectation."""
-        if isinstance(params, cls.params_model):
-            return params
-        try:
-            return cls.params_model.model_validate(dict(params))
-        except ValidationError as e:
-            message = validation_message(e, model=cls.params_model)
-            raise ParameterError(f"{where or cls.type}: invalid parameters: {message}") from None
+        return parse_params(cls.params_model, params, where or cls.type)
 
     def check(self, data: EvalData) -> None:
         """Checks that need the data's schema (and cheap aggregates); ``validate`` runs them too."""
@@ -257,9 +263,13 @@ class Measure(ABC):
         """What a holdout baseline evaluates: (measure, footing) pairs whose rows together hold every
         baseline measure.  Default: this measure with training and holdout records subsampled to one
         size; row-aligned measures override it (:class:`~pipeline.evaluation.footing.PairedFooting`)."""
+        from pipeline.evaluation.footing import SampledFooting
+
         return [(self, SampledFooting())]
 
     def run(self, data: EvalData, executor: Executor | None = None) -> Result:
         """:meth:`check`, then :meth:`evaluate` (the synthpop-named wrappers call this)."""
+        from pipeline.evaluation.execution import Executor
+
         self.check(data)
         return self.evaluate(data, executor or Executor.current())

@@ -34,17 +34,19 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import Field, field_validator
 
 from pipeline.config_io import Seed
 from pipeline.evaluation.base import Measure, Params, Result, Row, canonical_json
-from pipeline.evaluation.data import EvalData
-from pipeline.evaluation.execution import Executor
 from pipeline.evaluation.intervals import bootstrap_rows, over_sets, per_set_values, shift_interval, summary_rows
 from pipeline.evaluation.public import LevelCounts
+
+if TYPE_CHECKING:  # BaselineOptions is part of a task file: loading one imports no Dask
+    from pipeline.evaluation.data import EvalData
+    from pipeline.evaluation.execution import Executor
 
 #: the random stream of the record bootstrap, beside the footing's (seed, relabelling) streams
 BOOTSTRAP_STREAM = 2**31 - 1

@@ -65,13 +65,7 @@ from pipeline.blocks import (
 )
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData, Frame
-
-#: largest data set (records) evaluated in memory when the policy is "auto"
-IN_MEMORY_ROWS = 1_000_000
-#: records per key block (bounds a block's memory on a worker)
-BLOCK_ROWS = 1_000_000
-
-Policy = Literal["auto", "memory", "blocks"]
+from pipeline.evaluation.policy import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from pipeline.evaluation.base import Row, canonical_json
 
@@ -54,6 +53,14 @@ def summary_rows(measure: str, params: Mapping[str, Any], values: dict[str, floa
     return out
 
 
+def _t_quantile(p: float, df: int) -> float:
+    """Student's t quantile: ``scipy.stats.t.ppf``'s own function (scipy.special), imported on first
+    use because loading scipy.stats costs about a second of every command's start."""
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, p))
+
+
 def t_interval(values: Sequence[float], level: float = LEVEL) -> dict[str, float] | None:
     """Mean, standard deviation and the t interval of the finite ``values`` (None when fewer than 2)."""
     v = np.asarray(values, dtype=np.float64)
@@ -61,7 +68,7 @@ def t_interval(values: Sequence[float], level: float = LEVEL) -> dict[str, float
     if len(v) < 2:
         return None
     mean, sd = math.fsum(v.tolist()) / len(v), float(np.std(v, ddof=1))
-    half = float(stats.t.ppf(0.5 + level / 2, len(v) - 1)) * sd / math.sqrt(len(v))
+    half = _t_quantile(0.5 + level / 2, len(v) - 1) * sd / math.sqrt(len(v))
     return {"mean": mean, "sd": sd, "lower95": mean - half, "upper95": mean + half}
 
 
@@ -77,7 +84,7 @@ def shift_interval(observed: float, relabelled: Sequence[float], level: float = 
     r = r[np.isfinite(r)]
     if len(r) < 2 or not math.isfinite(observed):
         return math.nan, math.nan
-    half = float(stats.t.ppf(0.5 + level / 2, len(r) - 1)) * float(np.std(r, ddof=1))
+    half = _t_quantile(0.5 + level / 2, len(r) - 1) * float(np.std(r, ddof=1))
     return observed - half, observed + half
 
 

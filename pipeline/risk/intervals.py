@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.stats import norm
+from scipy.special import ndtri
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,9 @@ def wilson(successes: int, trials: int, confidence: float) -> Rate:
     if trials <= 0:
         return Rate(math.nan, math.nan)
     s = min(max(successes, 0), trials)
-    z = float(norm.ppf(0.5 * (1.0 + confidence)))
+    z = float(
+        ndtri(0.5 * (1.0 + confidence))
+    )  # the normal quantile (scipy.stats.norm.ppf, without loading scipy.stats)
     z2 = z * z
     denominator = trials + z2
     centre = (s + 0.5 * z2) / denominator

@@ -13,47 +13,43 @@ Public API
 * :func:`draw_synthetic` - multinomial sampling with chunk-independent seeds.
 """
 
-import importlib
-from typing import Any
+from pipeline.lazy import lazy_exports
 
 # the names are imported on first use: `import pipeline.synth.base` (the synthesiser contract, which
 # the task loader needs) must not load the margins synthesiser's numba kernels and IPF engines
-_MODULE_OF = {
-    "Synthesiser": "pipeline.synth.base",
-    "SynthesisParams": "pipeline.synth.base",
-    "MarginsParams": "pipeline.synth.coarsened",
-    "MarginsSynthesiser": "pipeline.synth.coarsened",
-    "SynthesisResult": "pipeline.synth.coarsened",
-    "synthesise": "pipeline.synth.coarsened",
-    "synthesise_frame": "pipeline.synth.coarsened",
-    "synthesised_schema": "pipeline.synth.coarsened",
-    "ControlledMargins": "pipeline.synth.control",
-    "adjust_total": "pipeline.synth.control",
-    "coarsen": "pipeline.synth.control",
-    "control_margins": "pipeline.synth.control",
-    "sdc_small": "pipeline.synth.control",
-    "FitReport": "pipeline.synth.ipf",
-    "IpfFit": "pipeline.synth.ipf",
-    "fit_ipf": "pipeline.synth.ipf",
-    "Layout": "pipeline.synth.margins",
-    "MarginTable": "pipeline.synth.margins",
-    "margin_sets": "pipeline.synth.margins",
-    "read_margins": "pipeline.synth.margins",
-    "tabulate": "pipeline.synth.margins",
-    "write_margins": "pipeline.synth.margins",
-    "draw_synthetic": "pipeline.synth.sample",
-    "Categorise": "pipeline.synth.sdc",
-    "MergeLevels": "pipeline.synth.sdc",
-    "SdcResult": "pipeline.synth.sdc",
-    "TopBottomCoding": "pipeline.synth.sdc",
-    "apply_sdc": "pipeline.synth.sdc",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_MODULE_OF[name]), name)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Synthesiser": "pipeline.synth.base",
+        "SynthesisParams": "pipeline.synth.base",
+        "MarginsParams": "pipeline.synth.coarsened_params",
+        "MarginsSynthesiser": "pipeline.synth.coarsened",
+        "SynthesisResult": "pipeline.synth.coarsened",
+        "synthesise": "pipeline.synth.coarsened",
+        "synthesise_frame": "pipeline.synth.coarsened",
+        "synthesised_schema": "pipeline.synth.coarsened",
+        "ControlledMargins": "pipeline.synth.control",
+        "adjust_total": "pipeline.synth.control",
+        "coarsen": "pipeline.synth.control",
+        "control_margins": "pipeline.synth.control",
+        "sdc_small": "pipeline.synth.control",
+        "FitReport": "pipeline.synth.ipf",
+        "IpfFit": "pipeline.synth.ipf",
+        "fit_ipf": "pipeline.synth.ipf",
+        "Layout": "pipeline.synth.margins",
+        "MarginTable": "pipeline.synth.margins",
+        "margin_sets": "pipeline.synth.margins",
+        "read_margins": "pipeline.synth.margins",
+        "tabulate": "pipeline.synth.margins",
+        "write_margins": "pipeline.synth.margins",
+        "draw_synthetic": "pipeline.synth.sample",
+        "Categorise": "pipeline.synth.sdc",
+        "MergeLevels": "pipeline.synth.sdc",
+        "SdcResult": "pipeline.synth.sdc",
+        "TopBottomCoding": "pipeline.synth.sdc",
+        "apply_sdc": "pipeline.synth.sdc",
+    },
+)
 
 
 __all__ = [

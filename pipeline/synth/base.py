@@ -23,18 +23,20 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.config_io import Seed, validation_message
-from pipeline.data.dataset import Dataset
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Row, canonical_params
-from pipeline.evaluation.data import Frame
-from pipeline.evaluation.execution import Executor
+
+if TYPE_CHECKING:  # the settings models are part of a task file: loading one imports no Dask
+    from pipeline.data.dataset import Dataset
+    from pipeline.evaluation.data import Frame
+    from pipeline.evaluation.execution import Executor
 
 OutputFormat = Literal["parquet", "csv"]
 
@@ -137,10 +139,14 @@ class Synthesiser(ABC):
         ParameterError
             Settings that do not fit the data (unknown variables, methods, SDC steps, …).
         """
+        from pipeline.evaluation.execution import Executor
+
         return self.schema_of(original, executor or Executor.current())
 
     def synthesise(self, original: Dataset, executor: Executor | None = None) -> SynthesisOutput:
         """Make the m synthetic sets of ``original`` with ``executor`` (default :meth:`Executor.current`)."""
+        from pipeline.evaluation.execution import Executor
+
         return self.synthesise_frame(original.frame, original.schema, executor or Executor.current())
 
     @abstractmethod

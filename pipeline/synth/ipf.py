@@ -49,15 +49,13 @@ import psutil
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Row
 from pipeline.evaluation.execution import Executor
+from pipeline.synth.coarsened_params import EngineName, StructZeroMode, TolType
 from pipeline.synth.engines import PART_CELLS, DaskEngine, DenseEngine, Factor, SparseEngine, enumerate_support
 from pipeline.synth.margins import Layout, Level, MarginTable
 
 TOL_MARGINS = 1e-10
 """mipfp ``tol.margins``: totals differing by more than this switch IPF to probabilities."""
 
-EngineName = Literal["auto", "dense", "sparse", "dask"]
-TolType = Literal["absolute", "relative"]
-StructZeroMode = Literal["seed", "syn.ipf"]
 StructuralZero = Mapping[str, Sequence[Level]]
 """One structural-zero set: ``{variable: [levels]}``; every cell whose values of all the named
 variables are among the listed levels is a structural zero (synthpop ``structzero``)."""

@@ -20,15 +20,17 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from pipeline.errors import ParameterError
-from pipeline.evaluation.data import Frame
-from pipeline.evaluation.execution import Executor
 from pipeline.results import jsonable
+
+if TYPE_CHECKING:  # the settings models are part of a task file: loading one imports no Dask
+    from pipeline.evaluation.data import Frame
+    from pipeline.evaluation.execution import Executor
 
 Level = str | None
 """A level label; ``None`` is the NA level."""
@@ -304,6 +306,8 @@ def tabulate(
     n : int
         Number of records.
     """
+    from pipeline.evaluation.execution import Executor
+
     executor = executor or Executor.current()
     names = list(names)
     sizes = [len(lv) for lv in levels]

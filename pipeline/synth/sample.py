@@ -21,13 +21,16 @@ code; the NA level gives NaN.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from pipeline.data.schema import Schema, Variable
-from pipeline.synth.ipf import IpfFit
 from pipeline.synth.sdc import Bins, SdcResult
+
+if TYPE_CHECKING:  # the schema of a synthesis (validate) needs no IPF engine
+    from pipeline.synth.ipf import IpfFit
 
 STAGE1, ORDER, VALUES, CELLS = 0, 1, 2, 3
 

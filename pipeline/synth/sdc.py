@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -32,9 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
-from pipeline.evaluation.data import Frame
-from pipeline.evaluation.execution import Executor
 from pipeline.rcompat import as_character, cut_index, cut_labels, quantile7, seq_length_out, seq_probs
+
+if TYPE_CHECKING:  # the settings models are part of a task file: loading one imports no Dask
+    from pipeline.evaluation.data import Frame
+    from pipeline.evaluation.execution import Executor
 
 
 class TopBottomCoding(BaseModel):
@@ -374,6 +376,8 @@ def apply_sdc(
     missing = [v for v in names if v not in schema]
     if missing:
         raise ParameterError(f"variables: {', '.join(map(repr, missing))} not in the data ({', '.join(schema.names)})")
+    from pipeline.evaluation.execution import Executor
+
     executor = executor or Executor.current()
     sub = schema.select(names)
     transform = SdcTransform(tuple(names))

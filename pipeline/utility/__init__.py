@@ -17,10 +17,25 @@ classes of :mod:`pipeline.utility.measure`; the functions above (:mod:`pipeline.
 wrappers over them.
 """
 
-from pipeline.utility.api import utility_gen, utility_synds, utility_tab, utility_tables
-from pipeline.utility.gen import UtilityGenResult, utility_by_set
-from pipeline.utility.params import TAB_STATS
-from pipeline.utility.result import UtilitySyndsResult, UtilityTablesResult, UtilityTabResult
+from pipeline.lazy import lazy_exports
+
+# imported on first use: importing one light module of the package (its params, the schema) must not
+# load the heavy ones (Dask, numba kernels, SciPy)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "TAB_STATS": "pipeline.utility.params",
+        "UtilityGenResult": "pipeline.utility.gen",
+        "UtilitySyndsResult": "pipeline.utility.result",
+        "UtilityTabResult": "pipeline.utility.result",
+        "UtilityTablesResult": "pipeline.utility.result",
+        "utility_by_set": "pipeline.utility.gen",
+        "utility_gen": "pipeline.utility.api",
+        "utility_synds": "pipeline.utility.api",
+        "utility_tab": "pipeline.utility.api",
+        "utility_tables": "pipeline.utility.api",
+    },
+)
 
 __all__ = [
     "TAB_STATS",

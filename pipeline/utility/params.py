@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from pipeline.config_io import Seed
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Params
-from pipeline.evaluation.data import EvalData, as_eval_data
+
+if TYPE_CHECKING:  # loading a task validates its params with this module: no Dask
+    from pipeline.evaluation.data import EvalData
 
 #: every statistic of utility.tab, in synthpop's order
 TAB_STATS: tuple[str, ...] = (
@@ -194,6 +196,8 @@ def with_cont_na(data: EvalData, cont_na: CodeMap | None) -> EvalData:
     """``data`` with the measure's ``cont_na`` codes merged into its schema (by the data boundary)."""
     if not cont_na:
         return data
+    from pipeline.evaluation.data import as_eval_data
+
     return as_eval_data(data.original, list(data.synthetic), data.schema, cont_na)
 
 

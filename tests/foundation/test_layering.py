@@ -38,6 +38,7 @@ LAYERS = {
     "pipeline.worker_log": 0,
     "pipeline.interrupts": 0,
     "pipeline.kernel_cache": 0,
+    "pipeline.lazy": 0,
     "pipeline.results": 0,
     "pipeline.row_params": 0,
     "pipeline.gates": 0,

@@ -16,13 +16,22 @@ The task measure is :class:`~pipeline.risk.disclosure.measure.DisclosureMeasure`
 wrappers of it.  See ``docs/disclosure.md`` and the specification ``shared/spec/disclosure.md``.
 """
 
-from pipeline.risk.disclosure.api import disclosure, multi_disclosure
-from pipeline.risk.disclosure.result import DisclosureResult, MultiDisclosureResult
-from pipeline.risk.disclosure.uniques import (
-    RemovedUniques,
-    ReplicatedUniquesResult,
-    remove_uniques,
-    replicated_uniques,
+from pipeline.lazy import lazy_exports
+
+# imported on first use: importing one light module of the package (its params, the schema) must not
+# load the heavy ones (Dask, numba kernels, SciPy)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "DisclosureResult": "pipeline.risk.disclosure.result",
+        "MultiDisclosureResult": "pipeline.risk.disclosure.result",
+        "RemovedUniques": "pipeline.risk.disclosure.uniques",
+        "ReplicatedUniquesResult": "pipeline.risk.disclosure.uniques",
+        "disclosure": "pipeline.risk.disclosure.api",
+        "multi_disclosure": "pipeline.risk.disclosure.api",
+        "remove_uniques": "pipeline.risk.disclosure.uniques",
+        "replicated_uniques": "pipeline.risk.disclosure.uniques",
+    },
 )
 
 __all__ = [

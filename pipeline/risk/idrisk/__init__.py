@@ -7,15 +7,26 @@ counting in memory or on key blocks.  The measure is
 :class:`~pipeline.risk.idrisk.measure.IdentificationRiskMeasure`; see ``docs/idrisk.md``.
 """
 
-from pipeline.risk.idrisk.api import identification_risk, identification_risk_categorical, radius_sweep
-from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
-from pipeline.risk.idrisk.params import IdentificationRiskParams
-from pipeline.risk.idrisk.plan import MatchPlan, RadiusGrid, radius_from_package_vector
-from pipeline.risk.idrisk.result import (
-    IdentificationRiskResult,
-    IdentificationRiskTaskResult,
-    RadiusSweepResult,
-    SetStatistics,
+from pipeline.lazy import lazy_exports
+
+# imported on first use: importing one light module of the package (its params, the schema) must not
+# load the heavy ones (Dask, numba kernels, SciPy)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "IdentificationRiskMeasure": "pipeline.risk.idrisk.measure",
+        "IdentificationRiskParams": "pipeline.risk.idrisk.params",
+        "IdentificationRiskResult": "pipeline.risk.idrisk.result",
+        "IdentificationRiskTaskResult": "pipeline.risk.idrisk.result",
+        "MatchPlan": "pipeline.risk.idrisk.plan",
+        "RadiusGrid": "pipeline.risk.idrisk.plan",
+        "RadiusSweepResult": "pipeline.risk.idrisk.result",
+        "SetStatistics": "pipeline.risk.idrisk.result",
+        "identification_risk": "pipeline.risk.idrisk.api",
+        "identification_risk_categorical": "pipeline.risk.idrisk.api",
+        "radius_from_package_vector": "pipeline.risk.idrisk.plan",
+        "radius_sweep": "pipeline.risk.idrisk.api",
+    },
 )
 
 __all__ = [

@@ -1,0 +1,75 @@
+"""Issue 23, item 2: a first run must not look broken — a mistake in a task file is reported
+before the heavy imports, and ``validate`` starts no cluster client.
+
+These are behaviour tests (which modules a command loads), not timings: the figures are in the
+README, measured by hand."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "tasks" / "demo.yaml"
+#: what loading a task must not import: the cluster, the numba kernels, Dask and SciPy's statistics
+HEAVY = ("dask", "distributed", "numba", "scipy.stats", "sklearn", "matplotlib")
+
+
+def _validate_in_a_fresh_process(task: Path, out: Path) -> tuple[int, list[str], str]:
+    """Exit status, the heavy modules loaded by then, and the output of ``sdc-pipeline validate``."""
+    code = (
+        "import sys\nfrom pipeline.cli import main\nstatus = 0\n"
+        f"try:\n    main(['validate', {str(task)!r}, '--out', {str(out)!r}])\nexcept SystemExit as e:\n"
+        "    status = e.code\n"
+        f"heavy = sorted(m for m in {HEAVY!r} if m in sys.modules)\n"
+        "print('STATUS', status, 'HEAVY', ','.join(heavy), file=sys.stderr)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    last = res.stderr.strip().splitlines()[-1].split()
+    assert last[0] == "STATUS", res.stderr
+    heavy = last[3].split(",") if len(last) > 3 else []
+    return int(last[1]), heavy, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        # a measure's parameter (valid YAML)
+        ("params: {keys: [sex, age, edu, marital]}", "params: {kyes: [sex, age, edu, marital]}", "did you mean 'keys'"),
+        # a synthesiser's setting
+        ("limit: 10, variant: V3", "limit: 10, variant: V4", "variant"),
+        # a task setting
+        ("seed: 2011", "sede: 2011", "sede"),
+    ],
+)
+def test_a_mistake_in_a_task_is_reported_before_dask_numba_or_the_cluster_are_loaded(tmp_path, old, new, message):
+    text = DEMO.read_text(encoding="utf-8")
+    assert old in text
+    task = tmp_path / "typo.yaml"
+    task.write_text(text.replace(old, new, 1), encoding="utf-8")
+    status, heavy, output = _validate_in_a_fresh_process(task, tmp_path / "run")
+    assert status == 2
+    assert message in output
+    assert heavy == [], f"loaded before the error: {heavy}"
+
+
+def test_validate_reads_the_data_without_a_cluster_client_or_plots(tmp_path):
+    status, heavy, output = _validate_in_a_fresh_process(DEMO, tmp_path / "run")
+    assert status == 0, output
+    assert "valid, 24 unit(s)" in output
+    # the data are read with Dask's local threads: distributed (a second of imports) is never loaded
+    assert "distributed" not in heavy
+    assert "sklearn" not in heavy and "matplotlib" not in heavy
+
+
+def test_the_registries_validate_with_the_models_of_their_classes():
+    from pipeline.measures import REGISTRY as MEASURES
+    from pipeline.synthesisers import REGISTRY as SYNTHESISERS
+
+    for entry in MEASURES.values():
+        assert entry.params_model is entry.measure.params_model, entry.type
+    for kind in SYNTHESISERS.values():
+        assert kind.params_model is kind.synthesiser.params_model, kind.kind
