@@ -502,11 +502,13 @@ class Executor:
         its block, without hashing or shuffling).  ``with_row_id`` adds ``__row__`` (each
         record's position in its own data set, for row-aligned partially synthetic data).
 
-        ``balanced``: count the records of every key over all data sets first (one more pass)
-        and deal the keys to blocks largest first (:func:`~pipeline.blocks.balanced_blocks`),
-        for kernels whose cost grows with the records of a block (identification risk).  The
-        default number of blocks is then a multiple of the workers' threads, so equal blocks
-        keep every worker busy to the end.
+        ``balanced``: count the records of every key over all data sets first and deal the keys
+        to blocks largest first (:func:`~pipeline.blocks.balanced_blocks`), for kernels whose
+        cost grows with the records of a block (identification risk); the counting pass keeps
+        each partition's key hashes on its worker and the blocks are made by an exchange of
+        the partitions' pieces, not a Dask shuffle (:meth:`_balanced_blocks`).  The default
+        number of blocks is then a multiple of the workers' threads, so equal blocks keep every
+        worker busy to the end.
         """
         keys = list(keys)
         for f in data.frames:
