@@ -8,11 +8,15 @@ values (many key combinations per block, each combination whole, blocks of simil
 (a pure pandas/numpy function) then runs on aligned partitions, one Dask task each, and the
 block results are combined (usually summed).
 
-Balanced blocks (``loads`` given to :meth:`KeyBlocks.partition`): the records of every key
-are counted in one pass (:func:`key_counts`) and the keys are dealt to the blocks largest first,
+Balanced blocks (:meth:`~pipeline.evaluation.execution.Executor.key_blocks` with
+``balanced``): every partition is reduced to its records' key hashes and the records per key
+(:func:`keyed_partition`, kept on its worker); the keys are dealt to the blocks largest first,
 each to the block with the fewest records so far (:func:`balanced_blocks`; ties by the key hash
 and the lowest block), so heavy-tailed keys (a capital city) do not leave one block twice the
-size of another.  The assignment depends only on the counts and ``n_blocks``.
+size of another; each kept partition is then cut into its pieces of every block
+(:func:`split_by_block`) and a block is the concatenation of its pieces — an exchange of the
+compared columns only, with no second hashing and no Dask shuffle.  The assignment depends only
+on the counts and ``n_blocks``.
 
 The hash is pandas' SipHash with its fixed key (``pd.util.hash_pandas_object``), so it does
 not depend on the process, the run, the worker count or the input partitioning.  Because a
@@ -37,7 +41,6 @@ from typing import Any
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-from dask.dataframe.shuffle import partitioning_index
 
 from pipeline.errors import ParameterError
 
@@ -79,16 +82,44 @@ def block_ids(frame: pd.DataFrame, keys: Sequence[str], n_blocks: int) -> np.nda
     return (_hash_keys(frame, keys) % np.uint64(n_blocks)).astype(np.int64)
 
 
-PART_COLUMN = "__part__"
+@dataclass(frozen=True)
+class KeyedPartition:
+    """One partition's records and their key hashes, kept on its worker between the count of the
+    records per key (:func:`sum_key_loads`) and the cut into blocks (:func:`split_by_block`).
+
+    Attributes
+    ----------
+    frame : DataFrame
+        The partition's records (the compared columns).
+    codes : ndarray of int64
+        Per record, the index of its key hash in ``hashes``.
+    hashes : ndarray of int64
+        The partition's distinct key hashes (:func:`key_hash`).
+    counts : ndarray of int64
+        Records per distinct key hash.
+    """
+
+    frame: pd.DataFrame
+    codes: np.ndarray
+    hashes: np.ndarray
+    counts: np.ndarray
 
 
-def key_counts(frame: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
-    """Records per key hash of one partition (index: key hash, values: int64 counts)."""
-    return pd.Series(key_hash(frame, keys)).value_counts(sort=False).astype(np.int64)
+def keyed_partition(frame: pd.DataFrame, keys: Sequence[str]) -> KeyedPartition:
+    """The :class:`KeyedPartition` of one partition (its key values hashed once)."""
+    codes, hashes = pd.factorize(key_hash(frame, keys))
+    counts = np.bincount(codes, minlength=len(hashes))
+    return KeyedPartition(frame, codes.astype(np.int64), np.asarray(hashes, dtype=np.int64), counts.astype(np.int64))
+
+
+def sum_key_loads(parts: Sequence[KeyedPartition | pd.Series]) -> pd.Series:
+    """Records per key hash (sorted by hash) of :class:`KeyedPartition` s or of such sums: exact."""
+    series = [pd.Series(p.counts, index=p.hashes) if isinstance(p, KeyedPartition) else p for p in parts]
+    return sum_key_counts(series)
 
 
 def sum_key_counts(parts: Sequence[pd.Series]) -> pd.Series:
-    """Exact sum of :func:`key_counts` over partitions and data sets."""
+    """Exact sum of records per key hash over partitions and data sets."""
     if not parts:
         return pd.Series(dtype=np.int64)
     return pd.concat(list(parts)).groupby(level=0, sort=True).sum().astype(np.int64)
@@ -97,7 +128,7 @@ def sum_key_counts(parts: Sequence[pd.Series]) -> pd.Series:
 def balanced_blocks(loads: pd.Series, n_blocks: int) -> pd.Series:
     """Block of every key hash: keys dealt largest first to the least-loaded block.
 
-    ``loads`` holds the records per key hash (:func:`sum_key_counts`).  Keys are taken by
+    ``loads`` holds the records per key hash (:func:`sum_key_loads`).  Keys are taken by
     decreasing count, ties by increasing hash (the stable key hash), each to the block with
     the fewest records so far (ties: the lowest block number): the greedy
     largest-processing-time rule, whose largest block is at most 4/3 of the optimum.  The
@@ -115,23 +146,29 @@ def balanced_blocks(loads: pd.Series, n_blocks: int) -> pd.Series:
     return pd.Series(block, index=hashes)
 
 
-def partition_labels(n_blocks: int) -> np.ndarray:
-    """A value per block whose Dask shuffle hash (``partitioning_index``) sends it to that block.
+def split_by_block(
+    part: KeyedPartition, hashes: np.ndarray, blocks: np.ndarray, n_blocks: int, offset: int | None
+) -> list[pd.DataFrame]:
+    """A kept partition cut into its records of every block (``n_blocks`` frames, in record order).
 
-    Dask's shuffle places records by a hash of the ``on`` column; shuffling on these labels
-    puts block b into partition b.  Should Dask hash differently, equal labels still meet in one
-    partition (results unchanged), only the balance is lost.
+    ``hashes`` (sorted) and ``blocks`` give the block of every key hash of the data
+    (:func:`balanced_blocks`).  Each piece has the partition's columns, ``__row__`` (the
+    record's position in its data set: ``offset`` plus its position in the partition) when
+    ``offset`` is given, and ``__block__`` (the key hash), as :meth:`KeyBlocks.partition` gives.
     """
-    labels = np.full(n_blocks, -1, dtype=np.int64)
-    start = 0
-    while (labels < 0).any():
-        candidates = np.arange(start, start + 64 * n_blocks, dtype=np.int64)
-        target = partitioning_index(pd.DataFrame({PART_COLUMN: candidates.astype(np.float64)}), n_blocks)
-        for value, b in zip(candidates.tolist(), np.asarray(target).tolist(), strict=True):
-            if labels[b] < 0:
-                labels[b] = value
-        start += 64 * n_blocks
-    return labels
+    at = np.minimum(np.searchsorted(hashes, part.hashes), max(len(hashes) - 1, 0))
+    if len(part.hashes) and (len(hashes) == 0 or (hashes[at] != part.hashes).any()):
+        raise ParameterError("internal error: a key of the data was not counted for the balanced blocks")
+    small = np.int16 if n_blocks <= np.iinfo(np.int16).max else np.int64  # a radix sort for few blocks
+    block = blocks[at].astype(small)[part.codes] if len(part.hashes) else np.zeros(0, dtype=small)
+    order = np.argsort(block, kind="stable")
+    ends = np.searchsorted(block[order], np.arange(n_blocks + 1), side="left")
+    ordered = part.frame.take(order)
+    ordered.index = pd.RangeIndex(len(ordered))
+    if offset is not None:
+        ordered[ROW_COLUMN] = offset + order.astype(np.int64)
+    ordered[BLOCK_COLUMN] = part.hashes[part.codes[order]]
+    return [ordered.iloc[ends[b] : ends[b + 1]] for b in range(n_blocks)]
 
 
 @dataclass(frozen=True)
@@ -167,42 +204,22 @@ class KeyBlocks:
             raise ParameterError(f"key(s) {missing} not among the columns {list(frame.columns)}")
         return frame.assign(**{BLOCK_COLUMN: key_hash(frame, self.keys)})
 
-    def assign_balanced(self, frame: pd.DataFrame, hashes: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
-        """:meth:`assign` plus ``__part__``: the partition label of each record's key
-        (``hashes`` sorted, ``labels`` the label of each, see :func:`balanced_blocks`)."""
-        out = self.assign(frame)
-        h = out[BLOCK_COLUMN].to_numpy()
-        at = np.minimum(np.searchsorted(hashes, h), max(len(hashes) - 1, 0))
-        if len(h) and (len(hashes) == 0 or (hashes[at] != h).any()):
-            raise ParameterError("internal error: a key of the data was not counted for the balanced blocks")
-        return out.assign(**{PART_COLUMN: labels[at] if len(h) else np.zeros(0, dtype=np.int64)})
-
-    def _shuffle(self, frame: dd.DataFrame | pd.DataFrame, with_row_id: bool, blocks: pd.Series | None) -> dd.DataFrame:
+    def _shuffle(self, frame: dd.DataFrame | pd.DataFrame, with_row_id: bool) -> dd.DataFrame:
         if isinstance(frame, pd.DataFrame):
             frame = dd.from_pandas(frame, npartitions=1, sort=False)
         if with_row_id:
             frame = add_row_id(frame)
         meta = frame._meta.assign(**{BLOCK_COLUMN: np.int64(0)})
-        # row order inside a partition is not deterministic: kernels must not depend on it
-        if blocks is None:
-            # the shuffle hashes the key hash by value, so equal keys of all frames land in equal partitions
-            tagged = frame.map_partitions(self.assign, meta=meta)
-            return tagged.shuffle(on=BLOCK_COLUMN, npartitions=self.n_blocks)
-        hashes = blocks.index.to_numpy(dtype=np.int64)
-        order = np.argsort(hashes)
-        labels = partition_labels(self.n_blocks)[blocks.to_numpy(dtype=np.int64)[order]]
-        tagged = frame.map_partitions(
-            self.assign_balanced, hashes[order], labels, meta=meta.assign(**{PART_COLUMN: np.int64(0)})
-        )
-        shuffled = tagged.shuffle(on=PART_COLUMN, npartitions=self.n_blocks)
-        return shuffled.drop(columns=PART_COLUMN)
+        # row order inside a partition is not deterministic: kernels must not depend on it; the
+        # shuffle hashes the key hash by value, so equal keys of all frames land in equal partitions
+        tagged = frame.map_partitions(self.assign, meta=meta)
+        return tagged.shuffle(on=BLOCK_COLUMN, npartitions=self.n_blocks)
 
     def partition(
         self,
         original: dd.DataFrame | pd.DataFrame,
         synthetic: Sequence[dd.DataFrame | pd.DataFrame],
         with_row_id: bool = False,
-        loads: pd.Series | None = None,
     ) -> AlignedBlocks:
         """Shuffle the original and every synthetic set into aligned blocks.
 
@@ -213,13 +230,9 @@ class KeyBlocks:
         with_row_id : bool
             Add column ``__row__`` with each record's 0-based position in its own data set
             before shuffling (for row-aligned, partially synthetic data).
-        loads : pandas.Series, optional
-            Records per key hash over all data sets (:func:`sum_key_counts`): the keys are
-            then dealt to blocks by :func:`balanced_blocks` instead of by hash.
         """
-        blocks = None if loads is None else balanced_blocks(loads, self.n_blocks)
-        orig = self._shuffle(original, with_row_id, blocks)
-        syns = [self._shuffle(s, with_row_id, blocks) for s in synthetic]
+        orig = self._shuffle(original, with_row_id)
+        syns = [self._shuffle(s, with_row_id) for s in synthetic]
         return AlignedBlocks(self, orig, syns)
 
 

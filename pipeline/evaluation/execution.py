@@ -60,8 +60,10 @@ from pipeline.blocks import (
     AlignedBlocks,
     KeyBlocks,
     add_row_id,
-    key_counts,
-    sum_key_counts,
+    balanced_blocks,
+    keyed_partition,
+    split_by_block,
+    sum_key_loads,
 )
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData, Frame
@@ -503,11 +505,13 @@ class Executor:
         its block, without hashing or shuffling).  ``with_row_id`` adds ``__row__`` (each
         record's position in its own data set, for row-aligned partially synthetic data).
 
-        ``balanced``: count the records of every key over all data sets first (one more pass)
-        and deal the keys to blocks largest first (:func:`~pipeline.blocks.balanced_blocks`),
-        for kernels whose cost grows with the records of a block (identification risk).  The
-        default number of blocks is then a multiple of the workers' threads, so equal blocks
-        keep every worker busy to the end.
+        ``balanced``: count the records of every key over all data sets first and deal the keys
+        to blocks largest first (:func:`~pipeline.blocks.balanced_blocks`), for kernels whose
+        cost grows with the records of a block (identification risk); the counting pass keeps
+        each partition's key hashes on its worker and the blocks are made by an exchange of
+        the partitions' pieces, not a Dask shuffle (:meth:`_balanced_blocks`).  The default
+        number of blocks is then a multiple of the workers' threads, so equal blocks keep every
+        worker busy to the end.
         """
         keys = list(keys)
         for f in data.frames:
@@ -529,15 +533,42 @@ class Executor:
         if n_blocks == 1:
             whole = [_one_block(f, with_row_id) for f in data.frames]
             return Blocks(self, whole[0], whole[1:], AlignedBlocks(KeyBlocks(keys, 1), whole[0], whole[1:]))
+        if balanced:
+            return self._balanced_blocks(data, keys, n_blocks, with_row_id)
         # row ids count the records of each partition: on this executor's client, where persisted data live
         on_client = self.client.as_current() if self.client is not None else contextlib.nullcontext()
-        loads = None
-        if balanced:
-            counts = [self.map_reduce(f[keys], key_counts, sum_key_counts, keys) for f in data.frames]
-            loads = sum_key_counts(self.compute(*counts))
         with dask.config.set({"dataframe.shuffle.method": self.shuffle}), on_client:
-            aligned = KeyBlocks(keys, n_blocks).partition(data.original, list(data.synthetic), with_row_id, loads)
+            aligned = KeyBlocks(keys, n_blocks).partition(data.original, list(data.synthetic), with_row_id)
         return Blocks(self, aligned.original, aligned.synthetic, aligned)
+
+    def _balanced_blocks(self, data: EvalData, keys: list[str], n_blocks: int, with_row_id: bool) -> Blocks:
+        """Balanced key blocks by an exchange of the records' pieces (no Dask shuffle).
+
+        One pass hashes every partition's keys once and keeps the result on its worker
+        (:func:`~pipeline.blocks.keyed_partition`) while the records per key come to the driver;
+        the keys are dealt to blocks (:func:`~pipeline.blocks.balanced_blocks`); each kept
+        partition is then cut into its pieces of every block (one task per partition,
+        :func:`~pipeline.blocks.split_by_block`) and a block of a data set is the concatenation
+        of its pieces in partition order (one task per block), so only the selected columns
+        move, once.
+        """
+        frames = [_as_dask(f) for f in data.frames]
+        partials, loads = self.map_reduce_partials(frames, keyed_partition, sum_key_loads, keys)
+        assignment = balanced_blocks(sum_key_loads(loads), n_blocks).sort_index()
+        # the table goes to the cluster once, not with every task
+        hashes = dask.delayed(assignment.index.to_numpy(dtype=np.int64), traverse=False)
+        blocks = dask.delayed(assignment.to_numpy(dtype=np.int64), traverse=False)
+        cut = dask.delayed(split_by_block, nout=n_blocks, pure=False)
+        aligned = []
+        for f, parts, counts in zip(frames, partials, self.partition_rows(*frames), strict=True):
+            offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist()
+            firsts = offsets if with_row_id else [None] * len(parts)
+            pieces = [cut(p, hashes, blocks, n_blocks, o) for p, o in zip(parts, firsts, strict=True)]
+            meta = f._meta.assign(**{ROW_COLUMN: np.int64(0)}) if with_row_id else f._meta
+            meta = meta.assign(**{BLOCK_COLUMN: np.int64(0)})
+            joined = [dask.delayed(_concat_frames, pure=False)([piece[b] for piece in pieces]) for b in range(n_blocks)]
+            aligned.append(dd.from_delayed(joined, meta=meta, verify_meta=False))
+        return Blocks(self, aligned[0], aligned[1:], AlignedBlocks(KeyBlocks(keys, n_blocks), aligned[0], aligned[1:]))
 
     def derived_key_blocks(
         self,

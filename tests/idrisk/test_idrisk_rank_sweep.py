@@ -9,8 +9,18 @@ import pandas as pd
 import pytest
 from idrisk_brute import brute_force
 
-from pipeline.blocks import KeyBlocks, balanced_blocks, key_hash, partition_labels, sum_key_counts
+from pipeline.blocks import (
+    BLOCK_COLUMN,
+    ROW_COLUMN,
+    balanced_blocks,
+    key_hash,
+    keyed_partition,
+    split_by_block,
+    sum_key_counts,
+    sum_key_loads,
+)
 from pipeline.data.schema import Schema
+from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.risk.idrisk import identification_risk, radius_sweep
 from pipeline.risk.idrisk.counting import BoxIndex, _count_3d_ranks, query_visit_order
@@ -143,31 +153,52 @@ def test_balanced_blocks_deal_largest_keys_first_deterministically():
     assert totals.tolist() == [80, 70]
 
 
-def test_partition_labels_send_each_block_to_its_partition():
-    from dask.dataframe.shuffle import partitioning_index
+def test_split_by_block_cuts_a_partition_into_whole_keys_in_record_order():
+    """Every record once, in its key's block, records in order, row ids from the offset; NA keys a key."""
+    rng = np.random.default_rng(5)
+    region = pd.Categorical(rng.choice(["a", "b", "c", None], size=60), categories=["a", "b", "c", "d"])
+    frame = pd.DataFrame({"region": region, "v": rng.integers(0, 4, 60).astype(float)})
+    part = keyed_partition(frame, ["region"])
+    loads = sum_key_loads([part])
+    assert loads.sum() == 60 and len(loads) == 4  # a, b, c and the missing value
+    assignment = balanced_blocks(loads, 3).sort_index()
+    hashes, blocks = assignment.index.to_numpy(), assignment.to_numpy()
+    pieces = split_by_block(part, hashes, blocks, 3, offset=100)
+    assert len(pieces) == 3 and sum(len(p) for p in pieces) == 60
+    for b, piece in enumerate(pieces):
+        rows = piece[ROW_COLUMN].to_numpy()
+        assert np.all(np.diff(rows) > 0)  # record order kept
+        np.testing.assert_array_equal(piece["v"].to_numpy(), frame["v"].to_numpy()[rows - 100])
+        np.testing.assert_array_equal(piece[BLOCK_COLUMN].to_numpy(), key_hash(frame.iloc[rows - 100], ["region"]))
+        assert set(assignment.reindex(piece[BLOCK_COLUMN].to_numpy()).tolist()) <= {b}
+        assert piece["region"].dtype == frame["region"].dtype
+    assert sorted(np.concatenate([p[ROW_COLUMN].to_numpy() for p in pieces]).tolist()) == list(range(100, 160))
+    empty = split_by_block(keyed_partition(frame.iloc[:0], ["region"]), hashes, blocks, 3, offset=None)
+    assert [len(p) for p in empty] == [0, 0, 0] and ROW_COLUMN not in empty[0].columns
 
-    for n in (1, 2, 5, 13):
-        labels = partition_labels(n)
-        got = partitioning_index(pd.DataFrame({"x": labels.astype(np.float64)}), n)
-        np.testing.assert_array_equal(np.asarray(got), np.arange(n))
 
-
-def test_balanced_partition_keeps_keys_whole_and_sizes_even(dask_client):
-    """Heavy-tailed key sizes: hash blocks are uneven, balanced blocks within the largest key."""
+def test_balanced_key_blocks_keep_keys_whole_and_sizes_even(dask_client):
+    """Heavy-tailed key sizes: each key whole in the block it was dealt, blocks within the largest key."""
     rng = np.random.default_rng(8)
     sizes = (4000 / np.arange(1, 41) ** 1.2).astype(int) + 1
     region = np.repeat([f"m{k}" for k in range(40)], sizes)
     frame = pd.DataFrame({"region": pd.Categorical(rng.permutation(region)), "v": np.arange(len(region))})
     keys = ["region"]
     loads = sum_key_counts([pd.Series(key_hash(frame, keys)).value_counts()])
-    aligned = KeyBlocks(keys, 4).partition(dd.from_pandas(frame, npartitions=3), [], loads=loads)
-    parts = [p.compute() for p in aligned.original.to_delayed()]
+    lazy = dd.from_pandas(frame, npartitions=3)
+    ex = Executor(dask_client, policy="blocks")
+    blocks = ex.key_blocks(as_eval_data(lazy, [lazy], Schema.infer(frame)), keys, n_blocks=4, with_row_id=True,
+                           balanced=True)  # fmt: skip
+    parts = [p.compute() for p in blocks.original.to_delayed()]
+    syn_parts = [p.compute() for p in blocks.synthetic[0].to_delayed()]
     assert sum(len(p) for p in parts) == len(frame)
     seen = [set(p["region"].astype(str)) for p in parts]
     assert all(not (a & b) for i, a in enumerate(seen) for b in seen[i + 1 :])  # keys whole
     expected = balanced_blocks(loads, 4)
-    for b, p in enumerate(parts):  # each block in its own partition, as dealt
+    for b, (p, q) in enumerate(zip(parts, syn_parts, strict=True)):  # each block in its own partition, as dealt
         assert set(expected.reindex(key_hash(p, keys)).tolist()) <= {b}
+        np.testing.assert_array_equal(p["v"].to_numpy(), p[ROW_COLUMN].to_numpy())  # row ids are positions
+        pd.testing.assert_frame_equal(p.reset_index(drop=True), q.reset_index(drop=True))  # aligned
     assert max(len(p) for p in parts) <= max(sizes.max(), 1.05 * len(frame) / 4)
 
 

@@ -161,13 +161,22 @@ def count_records(data: EvalData, executor: Executor, plan: MatchPlan, radius: M
 
 
 def records_matrices(frame: pd.DataFrame, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """c (int64) and T (bool), shape (n, m), from the computed frame of :func:`count_records`."""
-    frame = frame.sort_values(ROW_COLUMN, kind="stable")
-    rows = frame[ROW_COLUMN].to_numpy()
-    if len(rows) != n or not np.array_equal(rows, np.arange(n)):
+    """c (int64) and T (bool), shape (n, m), from the computed frame of :func:`count_records`.
+
+    Each block's rows are put at their records' positions (no sort); every record must come
+    exactly once.
+    """
+    rows = frame[ROW_COLUMN].to_numpy(dtype=np.int64)
+    inside = (rows >= 0) & (rows < n)
+    seen = np.zeros(n, dtype=bool)
+    seen[rows[inside]] = True
+    if len(rows) != n or not inside.all() or not seen.all():
         raise DataError("internal error: the key blocks did not return every original record exactly once")
-    c = np.column_stack([frame[f"c_{s}"].to_numpy(dtype=np.int64) for s in range(m)]).reshape(n, m)
-    t = np.column_stack([frame[f"t_{s}"].to_numpy(dtype=bool) for s in range(m)]).reshape(n, m)
+    c = np.empty((n, m), dtype=np.int64)
+    t = np.empty((n, m), dtype=bool)
+    for s in range(m):
+        c[rows, s] = frame[f"c_{s}"].to_numpy(dtype=np.int64)
+        t[rows, s] = frame[f"t_{s}"].to_numpy(dtype=bool)
     return c, t
 
 
