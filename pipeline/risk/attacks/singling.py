@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.optimize import curve_fit
-from scipy.stats import hypergeom
 
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData, Frame
@@ -213,6 +212,8 @@ def size_corrected(counts: np.ndarray, n_control: int, n_training: int) -> float
     subsets of the control set at ten sizes (exact, hypergeometric, where anonymeter draws five
     subsets per size) is fitted with Cohen and Nissim's model ``norm · ∫₀^w n·v(1−v)^(n−1) dv`` and
     the count scaled by the model's ratio at the two sizes."""
+    from scipy.stats import hypergeom  # about a second of imports: not on validate's path
+
     singles = float(np.sum(counts == 1))
     if n_control == n_training or singles == 0:
         return singles
