@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipeline.synth import _kernels
-
 if TYPE_CHECKING:
     from pipeline.evaluation.execution import Executor
 
@@ -84,6 +82,8 @@ class _PassPlan:
 
 
 def _dense_kernel(tail_size, lead, x, prev, cell0, plan: _PassPlan, parts, apply, acc, crit, save, parallel: bool):
+    from pipeline.synth import _kernels  # numba: loaded by the first pass, not by validating a task
+
     kernel = _kernels.dense_pass_parallel if parallel else _kernels.dense_pass_serial
     return kernel(
         x, prev, cell0, plan.slab, tail_size, lead, plan.g, plan.g_head, plan.g_tail, parts,
@@ -338,6 +338,8 @@ class SparseEngine:
         slab = slab_size(m_size if acc is not None else 1)
         n_slabs = max(1, -(-self.n_cells // slab))
         parts = np.zeros((n_slabs, m_size if acc is not None else 1))
+        from pipeline.synth import _kernels
+
         kernel = _kernels.sparse_pass_parallel if n_slabs > 1 else _kernels.sparse_pass_serial
         maxima = kernel(
             self.codes_,

@@ -41,19 +41,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
 from pipeline.utility.params import (
+    Kind,
     UtilitySyndsParams,
     UtilityTablesParams,
     UtilityTabParams,
     check_table_variables,
     compared_variables,
+    synds_variables,
+    variable_kinds,
 )
 from pipeline.utility.result import UtilitySyndsResult, UtilityTablesResult, UtilityTabResult
-from pipeline.utility.synds_model import FitSettings, Kind, fit_comparison, has_missing
+from pipeline.utility.synds_model import FitSettings, fit_comparison, has_missing
 from pipeline.utility.tab import build_table_variables, count_tables, table_statistics
 
 
@@ -190,32 +192,6 @@ def evaluate_tables(params: UtilityTablesParams, data: EvalData, executor: Execu
         values=val,
         sampled=sampled,
     )
-
-
-def synds_variables(params: UtilitySyndsParams, data: EvalData) -> list[str]:
-    """The variables of the model data, in data order (``syn_only``: the synthesised ones)."""
-    names = [c for c in data.columns if params.vars is None or c in params.vars]
-    if params.syn_only:
-        synthesised = set(params.synthesised or [])
-        names = [c for c in names if c in synthesised]
-        if not names:
-            raise ParameterError("utility_synds: syn_only = true leaves no synthesised variable to compare")
-    return names
-
-
-def variable_kinds(schema: Schema, names: Sequence[str]) -> list[Kind]:
-    out = []
-    for name in names:
-        v = schema[name]
-        if v.is_factor:
-            out.append(Kind(name, tuple(v.levels or ()), v.ordered))
-        elif v.kind == "character":
-            raise ParameterError(
-                f"utility_synds: variable {name!r} is a character variable; declare it a factor in the schema"
-            )
-        else:
-            out.append(Kind(name, None))
-    return out
 
 
 def _fit_task(

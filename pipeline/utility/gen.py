@@ -45,7 +45,7 @@ from pipeline.rmodels.glm import (
     single_threaded_blas,
 )
 from pipeline.rmodels.rpart import fit_rpart
-from pipeline.utility.params import UtilityGenParams, check_unsynthesised, compared_variables
+from pipeline.utility.params import UtilityGenParams, check_resampling, check_unsynthesised, compared_variables
 from pipeline.utility.prepare import GenPlan, build_plan
 from pipeline.utility.scores import ScoreSummary, ScoreTable, propensity_stats, rank_bucket, score_statistics
 
@@ -457,12 +457,6 @@ def utility_by_set(result: Any) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # the evaluation
 # ---------------------------------------------------------------------------------------------
-def check_resampling(params: UtilityGenParams, m: int) -> None:
-    """``resamp_method='pairs'`` needs several synthetic sets."""
-    if params.resamp_method == "pairs" and m == 1:
-        raise ParameterError("utility_gen: resamp_method='pairs' needs m > 1 synthetic sets")
-
-
 def _check_model_size(plan: GenPlan, params: UtilityGenParams, notes: list[str]) -> None:
     """synthpop's limits on the logit model: ``maxorder`` below the predictors, ``max_params``."""
     n_pred = len(plan.columns)

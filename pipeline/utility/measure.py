@@ -20,23 +20,31 @@ merged into the data's schema by the data boundary before anything else.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
-from pipeline.evaluation.execution import Executor
-from pipeline.utility.compute import evaluate_synds, evaluate_tab, evaluate_tables, synds_variables, variable_kinds
-from pipeline.utility.gen import UtilityGenResult, check_resampling, evaluate_gen
 from pipeline.utility.params import (
     UtilityGenParams,
     UtilitySyndsParams,
     UtilityTablesParams,
     UtilityTabParams,
+    check_resampling,
     check_table_variables,
     check_unsynthesised,
     compared_variables,
+    synds_variables,
+    variable_kinds,
     with_cont_na,
 )
-from pipeline.utility.result import UtilitySyndsResult, UtilityTablesResult, UtilityTabResult
+
+# the computations (numba models, SciPy's statistics) are imported by evaluate: checking a task
+# (validate) needs only the params
+if TYPE_CHECKING:
+    from pipeline.evaluation.execution import Executor
+    from pipeline.utility.gen import UtilityGenResult
+    from pipeline.utility.result import UtilitySyndsResult, UtilityTablesResult, UtilityTabResult
 
 
 class _UtilityMeasure(Measure):
@@ -70,6 +78,8 @@ class UtilityGenMeasure(_UtilityMeasure):
         check_resampling(self.params, data.m)
 
     def evaluate(self, data: EvalData, executor: Executor) -> UtilityGenResult:
+        from pipeline.utility.gen import evaluate_gen
+
         return evaluate_gen(self.params, self.coded(data), executor)
 
 
@@ -82,6 +92,8 @@ class UtilityTabMeasure(_UtilityMeasure):
     params: UtilityTabParams
 
     def evaluate(self, data: EvalData, executor: Executor) -> UtilityTabResult:
+        from pipeline.utility.compute import evaluate_tab
+
         return evaluate_tab(self.params, self.coded(data), executor)
 
 
@@ -97,6 +109,8 @@ class UtilityTablesMeasure(_UtilityMeasure):
         check_table_variables(compared_variables(self.params.vars, data), self.params.tables, self.params.third_var)
 
     def evaluate(self, data: EvalData, executor: Executor) -> UtilityTablesResult:
+        from pipeline.utility.compute import evaluate_tables
+
         return evaluate_tables(self.params, self.coded(data), executor)
 
 
@@ -121,4 +135,6 @@ class UtilitySyndsMeasure(Measure):
         variable_kinds(data.schema, synds_variables(self.params, data))
 
     def evaluate(self, data: EvalData, executor: Executor) -> UtilitySyndsResult:
+        from pipeline.utility.compute import evaluate_synds
+
         return evaluate_synds(self.params, data, executor)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -20,6 +21,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Params
 
 if TYPE_CHECKING:  # loading a task validates its params with this module: no Dask
+    from pipeline.data.schema import Schema
     from pipeline.evaluation.data import EvalData
 
 #: every statistic of utility.tab, in synthpop's order
@@ -249,3 +251,44 @@ class UtilitySyndsParams(Params):
 
     def variables(self) -> list[str]:
         return list(dict.fromkeys([*(self.vars or []), *(self.synthesised or [])]))
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What one compared variable is: ``levels`` for a factor (``None`` for numeric), ``ordered``."""
+
+    name: str
+    levels: tuple[str, ...] | None
+    ordered: bool = False
+
+
+def check_resampling(params: UtilityGenParams, m: int) -> None:
+    """``resamp_method='pairs'`` needs several synthetic sets."""
+    if params.resamp_method == "pairs" and m == 1:
+        raise ParameterError("utility_gen: resamp_method='pairs' needs m > 1 synthetic sets")
+
+
+def synds_variables(params: UtilitySyndsParams, data: EvalData) -> list[str]:
+    """The variables of the model data, in data order (``syn_only``: the synthesised ones)."""
+    names = [c for c in data.columns if params.vars is None or c in params.vars]
+    if params.syn_only:
+        synthesised = set(params.synthesised or [])
+        names = [c for c in names if c in synthesised]
+        if not names:
+            raise ParameterError("utility_synds: syn_only = true leaves no synthesised variable to compare")
+    return names
+
+
+def variable_kinds(schema: Schema, names: Sequence[str]) -> list[Kind]:
+    out = []
+    for name in names:
+        v = schema[name]
+        if v.is_factor:
+            out.append(Kind(name, tuple(v.levels or ()), v.ordered))
+        elif v.kind == "character":
+            raise ParameterError(
+                f"utility_synds: variable {name!r} is a character variable; declare it a factor in the schema"
+            )
+        else:
+            out.append(Kind(name, None))
+    return out

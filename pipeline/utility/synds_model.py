@@ -30,18 +30,10 @@ from pipeline.rmodels.design import Design, Predictor
 from pipeline.rmodels.glm import FREQ, IRLS, LABEL, ModelSpec, logit_pass
 from pipeline.rmodels.polyclass import MIN_POLY_RECORDS, PolyclassError, polyclass
 from pipeline.rmodels.rpart import fit_rpart
+from pipeline.utility.params import Kind
 
 #: glm.control() defaults that 1.2-1 uses (R's glm, not synthpop 1.9-2's maxit = 200)
 GLM_MAXIT = 25
-
-
-@dataclass(frozen=True)
-class Kind:
-    """What one compared variable is: ``levels`` for a factor (``None`` for numeric), ``ordered``."""
-
-    name: str
-    levels: tuple[str, ...] | None
-    ordered: bool = False
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,29 @@ def test_validate_reads_the_data_without_a_cluster_client_or_plots(tmp_path):
     # the data are read with Dask's local threads: distributed (a second of imports) is never loaded
     assert "distributed" not in heavy
     assert "sklearn" not in heavy and "matplotlib" not in heavy
+    # the measures import their computations when they compute: hypergeom (singling out) and the
+    # models' SciPy statistics are not loaded by checking a task
+    assert "scipy.stats" not in heavy
+
+
+@pytest.mark.parametrize(
+    ("module", "light"),
+    [
+        ("pipeline.risk.disclosure.measure", ("numba", "scipy.stats")),
+        ("pipeline.risk.idrisk.measure", ("numba", "scipy.stats")),
+        ("pipeline.utility.measure", ("numba", "scipy.stats")),
+        ("pipeline.synth.partial.syn", ("numba", "scipy.stats")),
+        ("pipeline.synth.coarsened", ("numba", "scipy.stats")),
+        # their checks need the nearest-neighbour module's variable kinds, which loads its kernels
+        ("pipeline.risk.distance.measure", ("scipy.stats",)),
+        ("pipeline.risk.attacks.measure", ("scipy.stats",)),
+    ],
+)
+def test_a_measure_or_synthesiser_module_loads_its_kernels_only_when_it_computes(module, light):
+    code = f"import sys, {module}\nprint(','.join(m for m in {light!r} if m in sys.modules))"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "", f"{module} loaded {res.stdout.strip()}"
 
 
 def test_the_registries_validate_with_the_models_of_their_classes():

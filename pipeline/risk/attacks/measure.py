@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure, Params, Row
 from pipeline.evaluation.data import EvalData
-from pipeline.evaluation.execution import Executor
-from pipeline.risk.attacks.compute import inference_counts, linkability_counts
-from pipeline.risk.attacks.params import InferenceParams, LinkabilityParams, SinglingOutParams
-from pipeline.risk.attacks.result import AttackResult, attack_rows
-from pipeline.risk.attacks.singling import Columns, singling_out_counts
+from pipeline.risk.attacks.params import Columns, InferenceParams, LinkabilityParams, SinglingOutParams
 from pipeline.risk.nearest.compute import check_block_on, split_kinds
+
+# the attacks (numba predicates, SciPy) are imported by evaluate: checking a task needs only the
+# params and the schema
+if TYPE_CHECKING:
+    from pipeline.evaluation.execution import Executor
+    from pipeline.risk.attacks.result import AttackResult
 
 
 def _prepared(data: EvalData, variables: list[str], executor: Executor) -> EvalData:
@@ -43,6 +45,9 @@ class LinkabilityMeasure(Measure):
         check_block_on(data.schema, self.params.block_on, self.type)
 
     def evaluate(self, data: EvalData, executor: Executor) -> AttackResult:
+        from pipeline.risk.attacks.compute import linkability_counts
+        from pipeline.risk.attacks.result import AttackResult, attack_rows
+
         params: LinkabilityParams = self.params  # type: ignore[assignment]
         ready = _prepared(data, params.variables(), executor)
         smallest = min(executor.rows(ready)[1:])
@@ -73,6 +78,9 @@ class InferenceMeasure(Measure):
         check_block_on(data.schema, self.params.block_on, self.type)
 
     def evaluate(self, data: EvalData, executor: Executor) -> AttackResult:
+        from pipeline.risk.attacks.compute import inference_counts
+        from pipeline.risk.attacks.result import AttackResult, attack_rows
+
         params: InferenceParams = self.params  # type: ignore[assignment]
         ready = _prepared(data, params.variables(), executor)
         counts = inference_counts(
@@ -116,6 +124,9 @@ class SinglingOutMeasure(Measure):
             )
 
     def evaluate(self, data: EvalData, executor: Executor) -> AttackResult:
+        from pipeline.risk.attacks.result import AttackResult, attack_rows
+        from pipeline.risk.attacks.singling import singling_out_counts
+
         params: SinglingOutParams = self.params  # type: ignore[assignment]
         columns = self.columns(data)
         ready = _prepared(data, columns.names, executor)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from pipeline.config_io import Seed
@@ -114,3 +116,21 @@ class SinglingOutParams(RateParams):
 
     def variables(self) -> list[str]:
         return list(self.cols or [])
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The attacked variables: factors first, then numerics (the records matrix's columns), and the
+    numerics' special missing codes."""
+
+    factors: list[str]
+    numerics: list[str]
+    missing_codes: dict[str, tuple[float, ...]]
+
+    @property
+    def names(self) -> list[str]:
+        return [*self.factors, *self.numerics]
+
+    @property
+    def is_numeric(self) -> np.ndarray:
+        return np.arange(len(self.names)) >= len(self.factors)

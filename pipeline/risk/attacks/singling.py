@@ -15,17 +15,16 @@ for random predicates, the training records again (baseline).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import curve_fit
-from scipy.stats import hypergeom
 
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
 from pipeline.risk.attacks.compute import AttackCounts
+from pipeline.risk.attacks.params import Columns
 from pipeline.risk.attacks.predicates import (
     EQ,
     FACTOR_OPS,
@@ -45,24 +44,6 @@ from pipeline.risk.attacks.predicates import (
 QUERIES, BASELINE_QUERIES = 4, 5
 #: predicates tried per round of the multivariate attack (anonymeter's batch size)
 BATCH = 1000
-
-
-@dataclass(frozen=True)
-class Columns:
-    """The attacked variables: factors first, then numerics (the records matrix's columns), and the
-    numerics' special missing codes."""
-
-    factors: list[str]
-    numerics: list[str]
-    missing_codes: dict[str, tuple[float, ...]]
-
-    @property
-    def names(self) -> list[str]:
-        return [*self.factors, *self.numerics]
-
-    @property
-    def is_numeric(self) -> np.ndarray:
-        return np.arange(len(self.names)) >= len(self.factors)
 
 
 def _matrix(part: pd.DataFrame, columns: Columns) -> np.ndarray:
@@ -213,6 +194,8 @@ def size_corrected(counts: np.ndarray, n_control: int, n_training: int) -> float
     subsets of the control set at ten sizes (exact, hypergeometric, where anonymeter draws five
     subsets per size) is fitted with Cohen and Nissim's model ``norm · ∫₀^w n·v(1−v)^(n−1) dv`` and
     the count scaled by the model's ratio at the two sizes."""
+    from scipy.stats import hypergeom  # about a second of imports: not on validate's path
+
     singles = float(np.sum(counts == 1))
     if n_control == n_training or singles == 0:
         return singles

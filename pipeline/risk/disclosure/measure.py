@@ -17,18 +17,20 @@ setting whatever the column order of a source; the result objects keep synthpop'
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pipeline.data.schema import Variable
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
-from pipeline.evaluation.execution import Executor
-from pipeline.risk.disclosure.assemble import multi_result
 from pipeline.risk.disclosure.coding import MISSING, build_coders
-from pipeline.risk.disclosure.compute import gather_stats, key_set_results
 from pipeline.risk.disclosure.params import DisclosureOptions, DisclosureParams, bind_options
-from pipeline.risk.disclosure.result import DisclosureResults
+
+# the counting (numba kernels) is imported by the methods that count: checking the params and
+# the schema needs none of it
+if TYPE_CHECKING:
+    from pipeline.evaluation.execution import Executor
+    from pipeline.risk.disclosure.result import DisclosureResults
 
 #: one key set of a task: its keys in data order, its targets, and their options
 KeySet = tuple[tuple[str, ...], list[str], list[DisclosureOptions]]
@@ -97,6 +99,8 @@ class DisclosureMeasure(Measure):
         """What the value counts tell: no key or target only missing, special missing codes that
         occur (the coders :meth:`evaluate` builds, from one pass of value counts only: checking
         needs no joint counts)."""
+        from pipeline.risk.disclosure.compute import gather_stats
+
         key_sets = self.bound_key_sets(data)
         variables = list(dict.fromkeys(v for keys, targets, _ in key_sets for v in (*keys, *targets)))
         stats = gather_stats(executor.prepare(data.select(variables)), executor, variables, joint=False)
@@ -107,6 +111,10 @@ class DisclosureMeasure(Measure):
                 build_coders(stats, [o.target], {o.target: o.ngroups_target}, o.cont_na, o.style)
 
     def evaluate(self, data: EvalData, executor: Executor) -> DisclosureResults:
+        from pipeline.risk.disclosure.assemble import multi_result
+        from pipeline.risk.disclosure.compute import gather_stats, key_set_results
+        from pipeline.risk.disclosure.result import DisclosureResults
+
         key_sets = self.bound_key_sets(data)
         variables = list(dict.fromkeys(v for keys, targets, _ in key_sets for v in (*keys, *targets)))
         prepared = executor.prepare(data.select(variables))

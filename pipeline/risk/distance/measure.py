@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pipeline.evaluation.base import Measure, Params
 from pipeline.evaluation.data import EvalData
-from pipeline.evaluation.execution import Executor
-from pipeline.risk.distance.compute import set_distances
 from pipeline.risk.distance.params import DCRParams
-from pipeline.risk.distance.result import DCRResult, set_rows
 from pipeline.risk.nearest.compute import check_block_on, split_kinds
+
+# the distances are imported by evaluate: checking a task needs only the params and the schema
+if TYPE_CHECKING:
+    from pipeline.evaluation.execution import Executor
+    from pipeline.risk.distance.result import DCRResult
 
 
 class DCRMeasure(Measure):
@@ -38,6 +40,9 @@ class DCRMeasure(Measure):
         check_block_on(data.schema, self.params.block_on, self.type)
 
     def evaluate(self, data: EvalData, executor: Executor) -> DCRResult:
+        from pipeline.risk.distance.compute import set_distances
+        from pipeline.risk.distance.result import DCRResult, set_rows
+
         params: DCRParams = self.params  # type: ignore[assignment]
         variables = self.compared(data)
         factors, numerics = split_kinds(data.schema, variables, self.type)

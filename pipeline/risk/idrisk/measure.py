@@ -9,27 +9,19 @@ are in :mod:`pipeline.risk.idrisk.api`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
-from pipeline.evaluation.execution import Executor
 from pipeline.evaluation.footing import Footing, PairedFooting
-from pipeline.risk.idrisk.compute import (
-    check_frames,
-    count_histograms,
-    count_records,
-    records_matrices,
-    sweep_statistics,
-)
 from pipeline.risk.idrisk.params import IdentificationRiskParams
-from pipeline.risk.idrisk.result import (
-    IdentificationRiskResult,
-    IdentificationRiskTaskResult,
-    RadiusSweepResult,
-    ScenarioResult,
-)
+
+# the matching (numba kernels) is imported by the methods that count: checking the params and
+# the schema needs none of it
+if TYPE_CHECKING:
+    from pipeline.evaluation.execution import Executor
+    from pipeline.risk.idrisk.result import IdentificationRiskTaskResult, ScenarioResult
 
 
 class IdentificationRiskMeasure(Measure):
@@ -73,6 +65,8 @@ class IdentificationRiskMeasure(Measure):
 
     def check_aggregates(self, data: EvalData, executor: Executor) -> None:
         """Row alignment and missing continuous values (:func:`check_frames`, as :meth:`evaluate`)."""
+        from pipeline.risk.idrisk.compute import check_frames
+
         p = self.params
         setups = [p.setup(name, data.schema, data.columns) for name in p.scenarios]
         continuous = list(dict.fromkeys(v for s in setups for v in s.plan.continuous))
@@ -87,6 +81,19 @@ class IdentificationRiskMeasure(Measure):
         record at a fixed radius, (c, T) histograms for a sweep) are computed on its own key
         blocks, all scenarios together.
         """
+        from pipeline.risk.idrisk.compute import (
+            check_frames,
+            count_histograms,
+            count_records,
+            records_matrices,
+            sweep_statistics,
+        )
+        from pipeline.risk.idrisk.result import (
+            IdentificationRiskResult,
+            IdentificationRiskTaskResult,
+            RadiusSweepResult,
+        )
+
         p = self.params
         setups = {name: p.setup(name, data.schema, data.columns) for name in p.scenarios}
         prepared = executor.prepare(data.select(p.variables()))

@@ -52,7 +52,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -63,13 +63,15 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
-from pipeline.rmodels.rpart import Tree, fit_tree
 from pipeline.synth.base import OutputFormat, Synthesiser
 from pipeline.synth.partial.lindep import lindep_keep
 from pipeline.synth.partial.parametric import ParametricFit, fit_parametric
 from pipeline.synth.partial.params import FACTOR_METHODS, NUMERIC_METHODS, PartialParams
 from pipeline.synth.partial.smooth import smooth_density
 from pipeline.synth.release import write_release
+
+if TYPE_CHECKING:
+    from pipeline.rmodels.rpart import Tree
 
 log = logging.getLogger("pipeline")
 
@@ -369,6 +371,9 @@ def _fit_step(
         preds, x = [p for p, k in zip(preds, keep, strict=True) if k], x[:, keep]
     pcat = np.array([_ncat(p, codings) for p in preds], dtype=np.int64)
     step = _Step(column, method, tuple(preds), y, ordinary=ordinary)
+    # rpart's numba kernels: loaded by the first fit, not by validating a task
+    from pipeline.rmodels.rpart import fit_tree
+
     if method == "cart" and ncat == 0:
         tree = fit_tree(x, pcat, y, "anova", cp=params.cart_cp, minbucket=params.cart_minbucket)
         order = np.argsort(tree.where, kind="stable")
