@@ -59,7 +59,6 @@ from pipeline.blocks import (
     ROW_COLUMN,
     AlignedBlocks,
     KeyBlocks,
-    add_row_id,
     balanced_blocks,
     keyed_partition,
     split_by_block,
@@ -600,16 +599,22 @@ class Executor:
             frames = [derive(f, *args) for f in data.frames]
         return self.key_blocks(data.with_frames(frames), keys, with_row_id=with_row_id)
 
-    @staticmethod
-    def keep_rows(frame: Frame, keep: np.ndarray) -> Frame:
+    def keep_rows(self, frame: Frame, keep: np.ndarray) -> Frame:
         """The records of ``frame`` at the positions where ``keep`` is True (lazy stays lazy).
 
         ``keep`` is a boolean array over all records of ``frame`` in order (e.g. flags found on
-        key blocks with ``__row__``); a Dask frame is filtered partition by partition.
+        key blocks with ``__row__``); a Dask frame is filtered partition by partition, each
+        partition receiving only its own slice of ``keep`` (its records are counted once, on
+        this executor's cluster).
         """
         if isinstance(frame, pd.DataFrame):
             return frame[keep]
-        return add_row_id(frame).map_partitions(_drop_positions, np.flatnonzero(~keep), meta=frame._meta)
+        bounds = np.concatenate([[0], np.cumsum(self.partition_rows(frame)[0])]).astype(np.int64)
+        parts = [
+            dask.delayed(_keep_part)(part, keep[a:b])
+            for part, a, b in zip(frame.to_delayed(), bounds[:-1], bounds[1:], strict=True)
+        ]
+        return dd.from_delayed(parts, meta=frame._meta, verify_meta=False)
 
     def threads(self) -> int:
         """Worker threads of the cluster (1 without a client)."""
@@ -662,9 +667,9 @@ class Blocks:
         return Deferred(self.aligned.map(kernel, meta, synthetic=synthetic, **kwargs))
 
 
-def _drop_positions(part: pd.DataFrame, positions: np.ndarray) -> pd.DataFrame:
-    """A partition (with ``__row__``) without the records at ``positions``, ``__row__`` dropped."""
-    return part[~np.isin(part[ROW_COLUMN].to_numpy(), positions)].drop(columns=ROW_COLUMN)
+def _keep_part(part: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
+    """The records of one partition where its slice of the keep flags is True."""
+    return part[keep]
 
 
 def _stored_parts(frame: dd.DataFrame) -> tuple[list[Any], list[str] | None]:

@@ -60,6 +60,7 @@ class DCRMeasure(Measure):
             params.seed,
             params.holdout_scale,
             params.block_on,
+            params.footing,
         )
         rows = [
             row

@@ -34,6 +34,13 @@ class DCRParams(Params):
         distances of a synthetic record on one scale, so an independent draw gives a share near
         0.5) or the holdout's own (SDMetrics 0.32 scales each distance by its reference's range;
         a holdout with a wider range then looks closer).
+    footing : {"equal", "all"}
+        What ``closer_to_training`` compares: "equal" (default) — each synthetic record's nearest
+        record in a seeded subsample of the larger of training and holdout of the smaller one's
+        size against its nearest in the other, so an independent draw gives 0.5 whatever the
+        sizes (with a 4:1 split, "all" gives about 0.8 for a harmless synthesis); "all" —
+        every training record against the holdout (SDMetrics 0.32's DCROverfittingProtection).
+        The DCR and NNDR figures always use every training record.
     """
 
     vars: list[str] | None = Field(None, min_length=1)
@@ -42,6 +49,7 @@ class DCRParams(Params):
     confidence_level: float = Field(0.95, gt=0, lt=1)
     block_on: list[str] = Field(default_factory=list)
     holdout_scale: Literal["training", "holdout"] = "training"
+    footing: Literal["equal", "all"] = "equal"
 
     def variables(self) -> list[str]:
         return list(dict.fromkeys([*self.block_on, *(self.vars or [])]))

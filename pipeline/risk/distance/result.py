@@ -38,7 +38,8 @@ def set_rows(
     ]
     if d.to_holdout is not None:
         n = len(d.to_training)
-        closer = int(np.sum(d.to_training < d.to_holdout))
+        to_training, to_holdout = d.compared if d.compared is not None else (d.to_training, d.to_holdout)
+        closer = int(np.sum(to_training < to_holdout))
         share = closer / n if n else math.nan
         interval = wilson(closer, n, confidence)
         rows += [
