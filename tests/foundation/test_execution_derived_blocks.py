@@ -76,7 +76,8 @@ def test_keep_rows(frames, partitions) -> None:
     frame = frames[0]
     keep = np.random.default_rng(7).random(len(frame)) < 0.6
     given = frame if partitions is None else dd.from_pandas(frame, npartitions=partitions, sort=False)
-    kept = Executor.keep_rows(given, keep)
+    executor = Executor()
+    kept = executor.keep_rows(given, keep)
     assert type(kept) is type(given)
-    (kept,) = Executor().compute(kept)
+    (kept,) = executor.compute(kept)
     pd.testing.assert_frame_equal(kept, frame[keep])
