@@ -91,11 +91,6 @@ async def _on_hosts(hosts: list[str], connect_options: dict[str, Any], commands:
     await asyncio.gather(*(one(h) for h in dict.fromkeys(hosts)))
 
 
-def _run(coro: Any) -> None:
-    """Run a coroutine to completion from synchronous code (no event loop runs in this thread)."""
-    asyncio.run(coro)
-
-
 def tls_settings(folder: str) -> dict[str, Any]:
     """Dask configuration under which every remote process requires TLS with the run's files."""
     ca, credentials = f"{folder}/{CA_FILE}", f"{folder}/{CREDENTIALS_FILE}"
@@ -125,8 +120,8 @@ def remote_credentials(hosts: list[str], connect_options: dict[str, Any]) -> Ite
         (f"umask 077 && cat > {folder}/{CREDENTIALS_FILE}", credentials_pem),
     ]
     try:
-        _run(_on_hosts(hosts, connect_options, write))
+        asyncio.run(_on_hosts(hosts, connect_options, write))
         yield security, tls_settings(folder)
     finally:
         with contextlib.suppress(Exception):  # a host that went away keeps a folder of dead credentials
-            _run(_on_hosts(hosts, connect_options, [(f"rm -rf {folder}", "")]))
+            asyncio.run(_on_hosts(hosts, connect_options, [(f"rm -rf {folder}", "")]))

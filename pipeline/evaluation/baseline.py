@@ -148,7 +148,7 @@ def record_bootstrap(result: Result, options: BaselineOptions) -> list[Row]:
     if first is None:
         return []
     replicates = (first, *(result.resampled(rng) for _ in range(options.bootstrap - 1)))
-    return bootstrap_rows(result.rows(), (r.rows() for r in replicates if r is not None))
+    return bootstrap_rows(result.rows(), (r.rows() for r in replicates))
 
 
 Values = dict[tuple[str, str, str], tuple[Mapping[str, Any], float]]

@@ -134,18 +134,20 @@ def test_slurm_cluster_accepts_only_this_runs_credentials(tmp_path, partition):
 
     from pipeline.cluster import connect
 
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    cfg = site_config(tmp_path, partition, adaptive=None, jobs=1, wait_for_workers=1, shared_temp_directory=str(shared))
+    credentials = tmp_path / "credentials"
+    credentials.mkdir()
+    cfg = site_config(
+        tmp_path, partition, adaptive=None, jobs=1, wait_for_workers=1, shared_temp_directory=str(credentials)
+    )
     with connect(cfg) as client:
         address = client.scheduler.address
         assert address.startswith("tls://")
         assert client.submit(sum, [1, 2]).result() == 3
-        copies = [p for p in shared.rglob("*") if p.is_file()]
+        copies = [p for p in credentials.rglob("*") if p.is_file()]
         assert copies and {p.stat().st_mode & 0o777 for p in copies} == {0o600}
         with pytest.raises((OSError, TimeoutError)):
             Client(address, security=Security.temporary(), timeout=5)
         with pytest.raises((OSError, TimeoutError)):
             Client(address.replace("tls://", "tcp://"), timeout=5)
     assert wait_until_dequeued(cfg["job_name"]) == {}
-    assert [p for p in shared.rglob("*") if p.is_file()] == []
+    assert [p for p in credentials.rglob("*") if p.is_file()] == []

@@ -339,7 +339,7 @@ def _search(
                         )  # fmt: skip
                     at += 1
             first = 2
-            if c < 2 or best_d[row, k - 1] < 2.0:
+            if best_d[row, k - 1] < 2.0:  # indexes exist only for c >= 2
                 continue
         # groups that may still hold a neighbour: mismatch count (a lower bound) within the k-th best
         worst = best_d[row, k - 1]
