@@ -101,7 +101,8 @@ def test_ssh_cluster_accepts_only_this_runs_credentials(ssh_config):
         assert sorted(p.name for p in folder.iterdir()) == ["ca.pem", "credentials.pem"]
         assert {p.stat().st_mode & 0o777 for p in folder.iterdir()} == {0o600}
         pids = list(client.run(os.getpid).values())
-        for pid in [*pids, *(int(p) for p in client.run(os.getppid).values())]:
+        spawned = [*pids, *client.run(os.getppid).values(), client.run_on_scheduler(os.getpid)]
+        for pid in spawned:  # workers, their nannies' dask_spec process, the scheduler
             assert b"PRIVATE KEY" not in Path(f"/proc/{pid}/cmdline").read_bytes()
         # valid TLS with another run's certificate: the handshake is refused
         with pytest.raises((OSError, TimeoutError)):
