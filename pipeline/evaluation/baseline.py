@@ -201,17 +201,11 @@ def holdout_baseline(
     rows: list[Row] = []
     units = []
     for sub, footing in measure.baseline_units(data):
-        observed: tuple[Values, Values] = ({}, {})
-        relabelled = []
-        for r in range(options.permutations + 1):
-            train, control = footing.split(data, executor, options.seed, r)
-            got = tuple(_values(sub.evaluate(d, executor).rows(), wanted) for d in (train, control))
-            if r == 0:
-                observed = got
-                units.append({"footing": type(footing).__name__, "records": executor.rows(train)[0]})
-            else:
-                relabelled.append(_mean_excess(*got, wanted))
-        train_values, hold_values = observed
+        # the observed footing first, then the relabellings
+        pairs = footing.evaluated(sub, data, executor, options.seed, options.permutations)
+        train_values, hold_values = (_values(result.rows(), wanted) for result in next(pairs))
+        relabelled = [_mean_excess(*(_values(result.rows(), wanted) for result in pair), wanted) for pair in pairs]
+        units.append({"footing": type(footing).__name__, "records": footing.records(data, executor)})
         unit_rows = [
             Row(synthetic, name, value, {**params, "baseline": kind})
             for (synthetic, name, canonical), (params, t) in train_values.items()

@@ -23,8 +23,9 @@ and counts only, so footings do not depend on partitions or workers.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import dask
 import dask.dataframe as dd
@@ -33,6 +34,9 @@ import pandas as pd
 
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
+
+if TYPE_CHECKING:
+    from pipeline.evaluation.base import Measure, Result
 
 
 class Footing(ABC):
@@ -46,6 +50,20 @@ class Footing(ABC):
         distribution of the excess under "training records are no different from holdout
         records").
         """
+
+    @abstractmethod
+    def records(self, data: EvalData, executor: Executor) -> int:
+        """Records of each group of a footing (the training footing's, holdout's and relabellings')."""
+
+    def evaluated(
+        self, measure: Measure, data: EvalData, executor: Executor, seed: int, relabellings: int
+    ) -> Iterator[tuple[Result, Result]]:
+        """``measure`` on both groups of the observed footing (first) and of relabellings
+        1..``relabellings`` (the permutation distribution of its excess), each evaluated in turn
+        as the iterator advances."""
+        for r in range(relabellings + 1):
+            train, control = self.split(data, executor, seed, r)
+            yield measure.evaluate(train, executor), measure.evaluate(control, executor)
 
 
 def _rng(seed: int, relabel: int) -> np.random.Generator:
@@ -85,6 +103,9 @@ class SampledFooting(Footing):
         train_counts, hold_counts = executor.partition_rows(data.original, data.holdout)
         n_train, n_hold = sum(train_counts), sum(hold_counts)
         return int(n_train), int(n_hold)
+
+    def records(self, data: EvalData, executor: Executor) -> int:
+        return min(self.sizes(data, executor))
 
     def masks(self, n_train: int, n_hold: int, seed: int, relabel: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
         """Per group (training footing, holdout footing): which training and which holdout records it holds."""
@@ -157,6 +178,16 @@ class PairedFooting(Footing):
         anywhere = np.floor(u * len(holdout)).astype(np.int64)
         return np.where(paired, within, anywhere), paired
 
+    def records(self, data: EvalData, executor: Executor) -> int:
+        (counts,) = executor.partition_rows(data.original)
+        return int(sum(counts))
+
+    @staticmethod
+    def swapped(n: int, seed: int, relabel: int) -> np.ndarray:
+        """Relabelling ``relabel`` (≥ 1): which of the ``n`` records swap their own synthesised
+        values with their partner's (each with probability 1/2)."""
+        return _rng(seed, relabel).random(n) < 0.5
+
     def split(self, data: EvalData, executor: Executor, seed: int, relabel: int = 0) -> tuple[EvalData, EvalData]:
         data = data.select(self.columns)
         training, holdout = _whole(executor, data.original, data.holdout)
@@ -165,11 +196,29 @@ class PairedFooting(Footing):
         own = training[cols].reset_index(drop=True)
         other = holdout[cols].iloc[partner].reset_index(drop=True)
         if relabel:
-            swap = pd.DataFrame(dict.fromkeys(cols, _rng(seed, relabel).random(len(training)) < 0.5))
+            swap = pd.DataFrame(dict.fromkeys(cols, self.swapped(len(training), seed, relabel)))
             own, other = own.mask(swap, other), other.mask(swap, own)
         train = training.assign(**{c: own[c].to_numpy() for c in cols})
         control = training.assign(**{c: other[c].to_numpy() for c in cols})
         return EvalData((train, *data.synthetic), data.schema), EvalData((control, *data.synthetic), data.schema)
+
+    def evaluated(
+        self, measure: Measure, data: EvalData, executor: Executor, seed: int, relabellings: int
+    ) -> Iterator[tuple[Result, Result]]:
+        """As :meth:`Footing.evaluated`.  Every group is a per-record mixture of the observed
+        footings (record i's synthesised values are its own or its partner's), so a measure that
+        evaluates such mixtures (:meth:`~pipeline.evaluation.base.Measure.evaluate_mixtures`)
+        computes its per-record figures on the two observed footings once, and every group is
+        drawn from them."""
+        train, control = self.split(data, executor, seed)
+        n = len(train.original)  # the footings are pandas frames (built on the client)
+        swaps = [np.zeros(n, dtype=bool)] + [self.swapped(n, seed, r) for r in range(1, relabellings + 1)]
+        # a training group takes the partner's values where swapped, its control group the others
+        mixed = measure.evaluate_mixtures(train, control, [t for s in swaps for t in (s, ~s)], executor)
+        if mixed is None:
+            return super().evaluated(measure, data, executor, seed, relabellings)
+        results = iter(mixed)
+        return zip(results, results, strict=True)  # consecutive results pair up
 
 
 def _whole(executor: Executor, *frames: Frame) -> Sequence[pd.DataFrame]:
