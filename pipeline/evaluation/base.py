@@ -276,7 +276,7 @@ class Measure(ABC):
         that data, made as the iterator advances.  A measure whose figures are sums over records
         of what depends on the record and the synthetic sets alone evaluates each record twice
         instead of every mixture (a row-aligned baseline's relabellings,
-        :meth:`PairedFooting.evaluated <pipeline.evaluation.footing.PairedFooting.evaluated>`).
+        :meth:`PairedFooting.mixtures <pipeline.evaluation.footing.PairedFooting.mixtures>`).
         Default None: not offered (every mixture is evaluated)."""
         return None
 

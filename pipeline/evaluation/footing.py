@@ -23,9 +23,8 @@ and counts only, so footings do not depend on partitions or workers.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import dask
 import dask.dataframe as dd
@@ -35,8 +34,8 @@ import pandas as pd
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
 
-if TYPE_CHECKING:
-    from pipeline.evaluation.base import Measure, Result
+#: the observed training and holdout footings, and which records each group takes from the second
+Mixtures = tuple[EvalData, EvalData, list[np.ndarray]]
 
 
 class Footing(ABC):
@@ -55,15 +54,12 @@ class Footing(ABC):
     def records(self, data: EvalData, executor: Executor) -> int:
         """Records of each group of a footing (the training footing's, holdout's and relabellings')."""
 
-    def evaluated(
-        self, measure: Measure, data: EvalData, executor: Executor, seed: int, relabellings: int
-    ) -> Iterator[tuple[Result, Result]]:
-        """``measure`` on both groups of the observed footing (first) and of relabellings
-        1..``relabellings`` (the permutation distribution of its excess), each evaluated in turn
-        as the iterator advances."""
-        for r in range(relabellings + 1):
-            train, control = self.split(data, executor, seed, r)
-            yield measure.evaluate(train, executor), measure.evaluate(control, executor)
+    def mixtures(self, data: EvalData, executor: Executor, seed: int, relabellings: int) -> Mixtures | None:
+        """When every group (the observed footing's two, then each relabelling's two) is a
+        per-record mixture of the two observed footings: those footings and, per group, which
+        records take the second's values
+        (:meth:`~pipeline.evaluation.base.Measure.evaluate_mixtures`). None by default."""
+        return None
 
 
 def _rng(seed: int, relabel: int) -> np.random.Generator:
@@ -202,23 +198,14 @@ class PairedFooting(Footing):
         control = training.assign(**{c: other[c].to_numpy() for c in cols})
         return EvalData((train, *data.synthetic), data.schema), EvalData((control, *data.synthetic), data.schema)
 
-    def evaluated(
-        self, measure: Measure, data: EvalData, executor: Executor, seed: int, relabellings: int
-    ) -> Iterator[tuple[Result, Result]]:
-        """As :meth:`Footing.evaluated`.  Every group is a per-record mixture of the observed
-        footings (record i's synthesised values are its own or its partner's), so a measure that
-        evaluates such mixtures (:meth:`~pipeline.evaluation.base.Measure.evaluate_mixtures`)
-        computes its per-record figures on the two observed footings once, and every group is
-        drawn from them."""
+    def mixtures(self, data: EvalData, executor: Executor, seed: int, relabellings: int) -> Mixtures:
+        """Every group is a mixture of the observed footings: record i carries its own synthesised
+        values or its partner's (a training group takes the partner's where swapped, its holdout
+        group the others)."""
         train, control = self.split(data, executor, seed)
         n = len(train.original)  # the footings are pandas frames (built on the client)
         swaps = [np.zeros(n, dtype=bool)] + [self.swapped(n, seed, r) for r in range(1, relabellings + 1)]
-        # a training group takes the partner's values where swapped, its control group the others
-        mixed = measure.evaluate_mixtures(train, control, [t for s in swaps for t in (s, ~s)], executor)
-        if mixed is None:
-            return super().evaluated(measure, data, executor, seed, relabellings)
-        results = iter(mixed)
-        return zip(results, results, strict=True)  # consecutive results pair up
+        return train, control, [t for s in swaps for t in (s, ~s)]
 
 
 def _whole(executor: Executor, *frames: Frame) -> Sequence[pd.DataFrame]:

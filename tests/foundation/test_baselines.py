@@ -21,10 +21,10 @@ import pytest
 from pipeline.data.schema import Schema
 from pipeline.datasets import load_demo
 from pipeline.evaluation.base import Measure, Params, Result, Row, canonical_json
-from pipeline.evaluation.baseline import BaselineOptions, evaluate
+from pipeline.evaluation.baseline import BaselineOptions, each_footing, evaluate, footing_results
 from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
-from pipeline.evaluation.footing import Footing, PairedFooting, SampledFooting
+from pipeline.evaluation.footing import PairedFooting, SampledFooting
 from pipeline.evaluation.intervals import shift_interval, t_interval
 from pipeline.risk.disclosure.measure import DisclosureMeasure
 from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
@@ -246,8 +246,8 @@ def test_row_aligned_relabellings_from_per_record_counts_are_those_of_each_relab
     assert len(units) == len(params["scenarios"])  # one per scenario
     for measure, footing in units:
         assert isinstance(footing, PairedFooting)
-        drawn = list(footing.evaluated(measure, data, MEMORY, seed=7, relabellings=4))
-        each = list(Footing.evaluated(footing, measure, data, MEMORY, 7, 4))
+        drawn = list(footing_results(measure, footing, data, MEMORY, seed=7, relabellings=4))
+        each = list(each_footing(measure, footing, data, MEMORY, 7, 4))
         assert len(drawn) == len(each) == 5
         for pair, expected in zip(drawn, each, strict=True):
             for got, want in zip(pair, expected, strict=True):
