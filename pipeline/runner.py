@@ -29,6 +29,7 @@ import datetime as dt
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ from pipeline.run.folder import (
 from pipeline.run.groups import RepetitionGroup, repetition_groups, run_repetition
 from pipeline.run.inputs import (
     SourceKey,
+    TaskInputs,
     against_synthesised,
     persist_inputs,
     planned_spend,
@@ -58,7 +60,7 @@ from pipeline.run.inputs import (
     stand_in_syntheses,
 )
 from pipeline.run.integrity import check_inputs
-from pipeline.run.schedule import Progress, run_all
+from pipeline.run.schedule import Batch, Progress, run_all
 from pipeline.run.units import evaluate_unit, run_synthesis, validate_units
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit, code_version, expand
 
@@ -196,61 +198,25 @@ def _execute(
         def report(u: Unit | SynthesisUnit, out: UnitOutput) -> None:
             count.report(u.label, out.seconds, out.cached)
 
-        groups = repetition_groups(inputs, units, executor)
-        in_groups = {g.synthesis.key for g in groups}
-        alone = [s for s in inputs.syntheses if s.key not in in_groups]
-        synthesised: dict[SourceKey, UnitOutput] = dict(
-            zip(
-                [s.key for s in alone],
-                run_all(
-                    alone,
-                    lambda u: run_synthesis(u, inputs.originals[u.dataset], cache, executor),
-                    lambda u: f"{task.path}: {u.where}: synthesise",
-                    task.spec.concurrency,
-                    report,
-                ),
-                strict=True,
-            )
-        )
-        if units and alone:
-            for s in alone:
-                inputs.synthetic[s.key] = against_synthesised(inputs.originals[s.dataset], synthesised_sets(s, cache))
-            persist_inputs(inputs, executor, [s.key for s in alone])
-            keys = {s.key for s in alone}
-            validate_units(task, [u for u in units if u.source_key in keys], inputs, executor)
-
         def report_group(g: RepetitionGroup, outs: list[UnitOutput]) -> None:
             for u, out in zip((g.synthesis, *g.units), outs, strict=True):
                 report(u, out)
 
-        evaluated: dict[int, UnitOutput] = {}
-        for g, outs in zip(
+        # repetition groups are worker tasks: their threads only wait, so they run while the
+        # driver synthesises and evaluates the other units
+        groups = repetition_groups(inputs, units, executor)
+        with Batch(
             groups,
-            run_all(
-                groups,
-                lambda g: run_repetition(task, g, inputs, cache, executor),
-                lambda _: str(task.path),
-                task.spec.concurrency,
-                report_group,
-            ),
-            strict=True,
-        ):
+            lambda g: run_repetition(task, g, inputs, cache, executor),
+            lambda _: str(task.path),
+            task.spec.concurrency,
+            report_group,
+        ) as grouped:
+            synthesised, evaluated = _run_ungrouped(task, inputs, units, groups, cache, executor, report)
+            group_outputs = grouped.results()
+        for g, outs in zip(groups, group_outputs, strict=True):
             synthesised[g.synthesis.key] = outs[0]
             evaluated.update(zip([u.index for u in g.units], outs[1:], strict=True))
-        rest = [u for u in units if u.index not in evaluated]
-        evaluated.update(
-            zip(
-                [u.index for u in rest],
-                run_all(
-                    rest,
-                    lambda u: evaluate_unit(u, inputs, cache, executor),
-                    lambda u: f"{task.path}: measure {u.label}",
-                    task.spec.concurrency,
-                    report,
-                ),
-                strict=True,
-            )
-        )
     tables = []
     summaries: dict[str, Any] = {}
     timings: dict[str, dict[str, Any]] = {}
@@ -289,6 +255,56 @@ def _execute(
         "rows": len(results),
     }
     return RunOutcome(run_id, out, results, summaries, manifest, inputs, releases)
+
+
+def _run_ungrouped(
+    task: LoadedTask,
+    inputs: TaskInputs,
+    units: list[Unit],
+    groups: list[RepetitionGroup],
+    cache: Path,
+    executor: Executor,
+    report: Callable[[Unit | SynthesisUnit, UnitOutput], None],
+) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput]]:
+    """The syntheses outside repetition groups, then the measure units outside them: their outputs
+    by synthesis key and by unit index."""
+    in_groups = {g.synthesis.key for g in groups}
+    alone = [s for s in inputs.syntheses if s.key not in in_groups]
+    synthesised: dict[SourceKey, UnitOutput] = dict(
+        zip(
+            [s.key for s in alone],
+            run_all(
+                alone,
+                lambda u: run_synthesis(u, inputs.originals[u.dataset], cache, executor),
+                lambda u: f"{task.path}: {u.where}: synthesise",
+                task.spec.concurrency,
+                report,
+            ),
+            strict=True,
+        )
+    )
+    if units and alone:
+        for s in alone:
+            inputs.synthetic[s.key] = against_synthesised(inputs.originals[s.dataset], synthesised_sets(s, cache))
+        persist_inputs(inputs, executor, [s.key for s in alone])
+        keys = {s.key for s in alone}
+        validate_units(task, [u for u in units if u.source_key in keys], inputs, executor)
+    grouped = {u.index for g in groups for u in g.units}
+    rest = [u for u in units if u.index not in grouped]
+    evaluated = dict(
+        zip(
+            [u.index for u in rest],
+            run_all(
+                rest,
+                lambda u: evaluate_unit(u, inputs, cache, executor),
+                lambda u: f"{task.path}: measure {u.label}",
+                task.spec.concurrency,
+                report,
+            ),
+            strict=True,
+        )
+    )
+    return synthesised, evaluated
 
 
 def run_task(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args, get_origin
 
@@ -266,6 +266,19 @@ class Measure(ABC):
         from pipeline.evaluation.footing import SampledFooting
 
         return [(self, SampledFooting())]
+
+    def evaluate_mixtures(
+        self, first: EvalData, second: EvalData, takes: Sequence[np.ndarray], executor: Executor
+    ) -> Iterator[Result] | None:
+        """Results on mixtures of two row-aligned data (the same synthetic sets, the same number of
+        original records): for each ``take`` (bool per record), the data whose record i is
+        ``second``'s where ``take[i]``, else ``first``'s — exactly what :meth:`evaluate` gives on
+        that data, made as the iterator advances.  A measure whose figures are sums over records
+        of what depends on the record and the synthetic sets alone evaluates each record twice
+        instead of every mixture (a row-aligned baseline's relabellings,
+        :meth:`PairedFooting.mixtures <pipeline.evaluation.footing.PairedFooting.mixtures>`).
+        Default None: not offered (every mixture is evaluated)."""
+        return None
 
     def run(self, data: EvalData, executor: Executor | None = None) -> Result:
         """:meth:`check`, then :meth:`evaluate` (the synthpop-named wrappers call this)."""

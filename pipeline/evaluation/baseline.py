@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,7 @@ from pipeline.evaluation.public import LevelCounts
 if TYPE_CHECKING:  # BaselineOptions is part of a task file: loading one imports no Dask
     from pipeline.evaluation.data import EvalData
     from pipeline.evaluation.execution import Executor
+    from pipeline.evaluation.footing import Footing
 
 #: the random stream of the record bootstrap, beside the footing's (seed, relabelling) streams
 BOOTSTRAP_STREAM = 2**31 - 1
@@ -201,17 +202,11 @@ def holdout_baseline(
     rows: list[Row] = []
     units = []
     for sub, footing in measure.baseline_units(data):
-        observed: tuple[Values, Values] = ({}, {})
-        relabelled = []
-        for r in range(options.permutations + 1):
-            train, control = footing.split(data, executor, options.seed, r)
-            got = tuple(_values(sub.evaluate(d, executor).rows(), wanted) for d in (train, control))
-            if r == 0:
-                observed = got
-                units.append({"footing": type(footing).__name__, "records": executor.rows(train)[0]})
-            else:
-                relabelled.append(_mean_excess(*got, wanted))
-        train_values, hold_values = observed
+        # the observed footing first, then the relabellings
+        pairs = footing_results(sub, footing, data, executor, options.seed, options.permutations)
+        train_values, hold_values = (_values(result.rows(), wanted) for result in next(pairs))
+        relabelled = [_mean_excess(*(_values(result.rows(), wanted) for result in pair), wanted) for pair in pairs]
+        units.append({"footing": type(footing).__name__, "records": footing.records(data, executor)})
         unit_rows = [
             Row(synthetic, name, value, {**params, "baseline": kind})
             for (synthetic, name, canonical), (params, t) in train_values.items()
@@ -221,6 +216,30 @@ def holdout_baseline(
         rows += unit_rows + _excess_summaries(unit_rows, relabelled)
     info = {"seed": options.seed, "permutations": options.permutations, "units": units}
     return rows, info
+
+
+def footing_results(
+    measure: Measure, footing: Footing, data: EvalData, executor: Executor, seed: int, relabellings: int
+) -> Iterator[tuple[Result, Result]]:
+    """``measure`` on both groups of the observed footing (first), then of relabellings
+    1..``relabellings``: drawn from the two observed footings when every group is a per-record
+    mixture of them (:meth:`Footing.mixtures`) and the measure evaluates mixtures
+    (:meth:`Measure.evaluate_mixtures`), else each footing evaluated in turn."""
+    mixtures = footing.mixtures(data, executor, seed, relabellings)
+    results = None if mixtures is None else measure.evaluate_mixtures(*mixtures, executor)
+    if results is None:
+        return each_footing(measure, footing, data, executor, seed, relabellings)
+    drawn = iter(results)
+    return zip(drawn, drawn, strict=True)  # consecutive results pair up
+
+
+def each_footing(
+    measure: Measure, footing: Footing, data: EvalData, executor: Executor, seed: int, relabellings: int
+) -> Iterator[tuple[Result, Result]]:
+    """``measure`` evaluated on both groups of the observed footing and of every relabelling, in turn."""
+    for r in range(relabellings + 1):
+        train, control = footing.split(data, executor, seed, r)
+        yield measure.evaluate(train, executor), measure.evaluate(control, executor)
 
 
 def _excess_summaries(rows: Sequence[Row], relabelled: Sequence[dict[tuple[str, str], dict]]) -> list[Row]:

@@ -34,6 +34,9 @@ import pandas as pd
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
 
+#: the observed training and holdout footings, and which records each group takes from the second
+Mixtures = tuple[EvalData, EvalData, list[np.ndarray]]
+
 
 class Footing(ABC):
     """How the records a measure compares with the synthetic sets are put on equal footing."""
@@ -46,6 +49,17 @@ class Footing(ABC):
         distribution of the excess under "training records are no different from holdout
         records").
         """
+
+    @abstractmethod
+    def records(self, data: EvalData, executor: Executor) -> int:
+        """Records of each group of a footing (the training footing's, holdout's and relabellings')."""
+
+    def mixtures(self, data: EvalData, executor: Executor, seed: int, relabellings: int) -> Mixtures | None:
+        """When every group (the observed footing's two, then each relabelling's two) is a
+        per-record mixture of the two observed footings: those footings and, per group, which
+        records take the second's values
+        (:meth:`~pipeline.evaluation.base.Measure.evaluate_mixtures`). None by default."""
+        return None
 
 
 def _rng(seed: int, relabel: int) -> np.random.Generator:
@@ -85,6 +99,9 @@ class SampledFooting(Footing):
         train_counts, hold_counts = executor.partition_rows(data.original, data.holdout)
         n_train, n_hold = sum(train_counts), sum(hold_counts)
         return int(n_train), int(n_hold)
+
+    def records(self, data: EvalData, executor: Executor) -> int:
+        return min(self.sizes(data, executor))
 
     def masks(self, n_train: int, n_hold: int, seed: int, relabel: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
         """Per group (training footing, holdout footing): which training and which holdout records it holds."""
@@ -157,6 +174,16 @@ class PairedFooting(Footing):
         anywhere = np.floor(u * len(holdout)).astype(np.int64)
         return np.where(paired, within, anywhere), paired
 
+    def records(self, data: EvalData, executor: Executor) -> int:
+        (counts,) = executor.partition_rows(data.original)
+        return int(sum(counts))
+
+    @staticmethod
+    def swapped(n: int, seed: int, relabel: int) -> np.ndarray:
+        """Relabelling ``relabel`` (≥ 1): which of the ``n`` records swap their own synthesised
+        values with their partner's (each with probability 1/2)."""
+        return _rng(seed, relabel).random(n) < 0.5
+
     def split(self, data: EvalData, executor: Executor, seed: int, relabel: int = 0) -> tuple[EvalData, EvalData]:
         data = data.select(self.columns)
         training, holdout = _whole(executor, data.original, data.holdout)
@@ -165,11 +192,20 @@ class PairedFooting(Footing):
         own = training[cols].reset_index(drop=True)
         other = holdout[cols].iloc[partner].reset_index(drop=True)
         if relabel:
-            swap = pd.DataFrame(dict.fromkeys(cols, _rng(seed, relabel).random(len(training)) < 0.5))
+            swap = pd.DataFrame(dict.fromkeys(cols, self.swapped(len(training), seed, relabel)))
             own, other = own.mask(swap, other), other.mask(swap, own)
         train = training.assign(**{c: own[c].to_numpy() for c in cols})
         control = training.assign(**{c: other[c].to_numpy() for c in cols})
         return EvalData((train, *data.synthetic), data.schema), EvalData((control, *data.synthetic), data.schema)
+
+    def mixtures(self, data: EvalData, executor: Executor, seed: int, relabellings: int) -> Mixtures:
+        """Every group is a mixture of the observed footings: record i carries its own synthesised
+        values or its partner's (a training group takes the partner's where swapped, its holdout
+        group the others)."""
+        train, control = self.split(data, executor, seed)
+        n = len(train.original)  # the footings are pandas frames (built on the client)
+        swaps = [np.zeros(n, dtype=bool)] + [self.swapped(n, seed, r) for r in range(1, relabellings + 1)]
+        return train, control, [t for s in swaps for t in (s, ~s)]
 
 
 def _whole(executor: Executor, *frames: Frame) -> Sequence[pd.DataFrame]:

@@ -1,9 +1,11 @@
 """Repetition groups: a synthesis that collects its original (the partial synthesiser) of data
-the executor keeps in memory, and the measure units on its sets, run as one task on a worker.
+the executor keeps in memory, and the measure units on its sets, run on the workers.
 
-Synthesis, checks and measures run on pandas frames with an in-memory executor — no data set
-goes through the driver between the steps — and the outputs are cached unit by unit as if each
-had run alone.
+The synthesis runs as one task on a worker; its sets are cached (the release) and, read back,
+sent once with the original and the holdout to every measure unit's task, so that the units of a
+group spread over the workers instead of running one after another. Synthesis, checks and
+measures run on pandas frames with an in-memory executor, and the outputs are cached unit by
+unit as if each had run alone.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pipeline.tasks import LoadedTask, SynthesisUnit, Unit
 @dataclass(frozen=True)
 class RepetitionGroup:
     """A synthesis that collects its in-memory original and the measure units on its sets (in
-    unit order): one task on a worker."""
+    unit order): one task on a worker, then one task per unit."""
 
     synthesis: SynthesisUnit
     units: tuple[Unit, ...]
@@ -96,14 +98,15 @@ def repetition_task(
     execution: dict[str, Any],
     frames: list[pd.DataFrame],
     synthesis: SynthesisUnit,
-    sets: list[pd.DataFrame] | None,
+    given: int,
     units: list[tuple[Unit, str]],
     against: Schema | None,
 ) -> RepetitionOutput:
-    """A :class:`RepetitionGroup` on a worker: the synthesis of ``frames[0]`` (unless its ``sets``
-    are given, from the cache), then each measure unit's checks (with its error ``context``) and
-    evaluation on the original restricted to ``against`` (the synthesised schema), the sets and
-    the holdout ``frames[1]`` (when the dataset has one), until one fails.
+    """(Part of) a :class:`RepetitionGroup` on a worker: the synthesis of ``frames[0]`` (unless its
+    sets are given, from the cache: the last ``given`` frames), then each measure unit's checks
+    (with its error ``context``) and evaluation on the original restricted to ``against`` (the
+    synthesised schema), the sets and the holdout ``frames[1]`` (when the dataset has one),
+    until one fails.
 
     Raises
     ------
@@ -113,7 +116,8 @@ def repetition_task(
     executor = Executor(None, **execution)
     original = frames[0]
     result, synthesised = None, None
-    if sets is None:
+    sets = frames[len(frames) - given :]
+    if not given:
         with _named(f"{synthesis.where}: synthesise"):
             t0 = time.perf_counter()
             result = synthesis.synthesiser.synthesise_frame(original, schema, executor)
@@ -123,7 +127,7 @@ def repetition_task(
     try:
         if units:
             assert against is not None
-            holdout = frames[1] if len(frames) > 1 else None
+            holdout = frames[1] if len(frames) - given > 1 else None
             data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False, holdout=holdout)
         for u, context in units:
             check_unit(u.measure, data, executor, context)
@@ -137,8 +141,10 @@ def repetition_task(
 def run_repetition(
     task: LoadedTask, group: RepetitionGroup, inputs: TaskInputs, cache: Path, executor: Executor
 ) -> list[UnitOutput]:
-    """Run (or reuse from the cache) a :class:`RepetitionGroup` as one task on the cluster; cache
-    its synthesis and then each finished measure unit. Returns the outputs, the synthesis's first.
+    """Run (or reuse from the cache) a :class:`RepetitionGroup` on the cluster: its synthesis as
+    one task, then its measure units as one task each, so that they spread over the workers (the
+    records and sets are sent once for all of them); cache the synthesis and then each finished
+    measure unit. Returns the outputs, the synthesis's first.
 
     Raises
     ------
@@ -151,22 +157,27 @@ def run_repetition(
     todo = [u for u, out in zip(group.units, outputs, strict=True) if out is None]
     if done is not None and not todo:
         return [done, *(o for o in outputs if o is not None)]
-    # a resumed run evaluates the sets it synthesised before
-    sets = None if done is None else [d.to_pandas() for d in synthesised_sets(syn, cache)]
-    against = inputs.synthetic[syn.key][0].schema if todo else None
     original, holdout = inputs.originals[syn.dataset], inputs.holdout(syn.dataset)
-    frames = [original.frame] if holdout is None or not todo else [original.frame, holdout.frame]
-    job = (tuple(range(len(frames))), syn, sets, [(u, unit_context(task, u, inputs)) for u in todo], against)
     shared = (original.schema, task.spec.execution.model_dump())
-    (out,) = executor.map_frame_tasks(repetition_task, [job], frames, shared)
     if done is None:
+        (out,) = executor.map_frame_tasks(repetition_task, [((0,), syn, 0, [], None)], [original.frame], shared)
         assert out.result is not None and out.synthesis is not None
         done = store_synthesis(syn, out.result, out.synthesis, cache)
-    finished = {u.index: o for u, o in zip(todo, out.evaluated, strict=False)}
+    if not todo:
+        return [done, *(o for o in outputs if o is not None)]
+    # the sets as the cache holds them (a resumed run evaluates the sets it synthesised before)
+    sets = [d.to_pandas() for d in synthesised_sets(syn, cache)]
+    against = inputs.synthetic[syn.key][0].schema
+    frames = [original.frame, *([] if holdout is None else [holdout.frame]), *sets]
+    read = tuple(range(len(frames)))
+    jobs = [(read, syn, len(sets), [(u, unit_context(task, u, inputs))], against) for u in todo]
+    outs = executor.map_frame_tasks(repetition_task, jobs, frames, shared)
+    finished = {u.index: out.evaluated[0] for u, out in zip(todo, outs, strict=True) if out.evaluated}
     stored = [
         store_output(finished[u.index], *unit_paths(cache, u)) if u.index in finished else o
         for u, o in zip(group.units, outputs, strict=True)
     ]
-    if out.error is not None:
-        raise out.error
+    for out in outs:
+        if out.error is not None:
+            raise out.error
     return [done, *(o for o in stored if o is not None)]

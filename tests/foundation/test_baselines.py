@@ -21,7 +21,7 @@ import pytest
 from pipeline.data.schema import Schema
 from pipeline.datasets import load_demo
 from pipeline.evaluation.base import Measure, Params, Result, Row, canonical_json
-from pipeline.evaluation.baseline import BaselineOptions, evaluate
+from pipeline.evaluation.baseline import BaselineOptions, each_footing, evaluate, footing_results
 from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.evaluation.footing import PairedFooting, SampledFooting
@@ -192,6 +192,85 @@ def test_identification_risk_baseline_pairs_each_record_with_a_holdout_record():
         < 0
         < _value(fair, "file_risk", baseline="excess", summary="upper95", **scenario)
     )
+
+
+def _ce_two_sets(missing: bool) -> EvalData:
+    """600 CE training records with two partially synthetic sets (Income drawn within (Urban,
+    Marital) cells) and 600 holdout records; with ``missing``, some incomes missing in each."""
+    ce = load_demo("cedata")
+    frame = ce.to_pandas().sample(frac=1, random_state=4).reset_index(drop=True)
+    train, hold = frame.iloc[:600].reset_index(drop=True), frame.iloc[600:1200].reset_index(drop=True)
+    sets = []
+    for seed in (5, 6):
+        syn = train.copy()
+        cells = syn.groupby(["Urban", "Marital"], observed=True)["Income"]
+        syn["Income"] = cells.transform(lambda s, seed=seed: s.sample(frac=1, random_state=seed).to_numpy())
+        sets.append(syn)
+    for f, every in ((train, 37), (hold, 23), (sets[1], 41)) if missing else ():
+        f.loc[::every, "Income"] = np.nan
+    return as_eval_data(train, sets, schema=ce.schema, holdout=hold)
+
+
+#: computed by evaluating every relabelled footing (the code before the per-record mixtures)
+PINNED_EXCESS = [
+    0.0024747681201204626,
+    0.02211031791813895,
+    0.0010399075596556236,
+    0.017803829635049572,
+    0.009487881453483994,
+    0.025567674102071555,
+    0.0010011829314624243,
+    0.023435644130364638,
+]
+
+ROW_ALIGNED = {
+    "fixed radius": IDRISK,
+    "sweep": {**IDRISK, "radius_grid": [0.01, 0.05, 0.2]},
+    "two scenarios, no_match": {
+        "scenarios": {
+            "income": {"known": ["Urban", "Marital"], "synthesised": ["Income"]},
+            "tenure": {"known": ["Tenure", "Educ"], "synthesised": ["Income"]},
+        },
+        "radius_grid": [0.025, 0.1],
+        "na_action": "no_match",
+    },
+}
+
+
+@pytest.mark.parametrize("params", ROW_ALIGNED.values(), ids=ROW_ALIGNED.keys())
+def test_row_aligned_relabellings_from_per_record_counts_are_those_of_each_relabelled_footing(params):
+    """The relabellings drawn from the per-record counts of the two observed footings give exactly
+    the results of evaluating every relabelled footing (the generic path)."""
+    data = _ce_two_sets(missing=params.get("na_action") == "no_match")
+    units = IdentificationRiskMeasure(params).baseline_units(data)
+    assert len(units) == len(params["scenarios"])  # one per scenario
+    for measure, footing in units:
+        assert isinstance(footing, PairedFooting)
+        drawn = list(footing_results(measure, footing, data, MEMORY, seed=7, relabellings=4))
+        each = list(each_footing(measure, footing, data, MEMORY, 7, 4))
+        assert len(drawn) == len(each) == 5
+        for pair, expected in zip(drawn, each, strict=True):
+            for got, want in zip(pair, expected, strict=True):
+                pd.testing.assert_frame_equal(got.tidy(), want.tidy(), check_exact=True)
+        if params.get("na_action") == "no_match":  # the mixtures' shares of unmatched records differ
+            shares = {r.value for pair in drawn for res in pair for r in res.rows() if r.measure == "excluded_share"}
+            assert len(shares) > 2
+
+
+def test_row_aligned_excess_interval_is_what_it_was():
+    """The demo's form (a radius sweep, 20 relabellings) on CE records: the permutation interval
+    of the excess as the per-relabelling evaluation computed it (values from the code before
+    relabellings were drawn from per-record counts)."""
+    data = _ce_two_sets(missing=True)
+    measure = IdentificationRiskMeasure({**ROW_ALIGNED["two scenarios, no_match"], "radius_grid": [0.05, 0.2]})
+    rows = evaluate(measure, data, MEMORY, BaselineOptions(seed=2011, permutations=20)).rows()
+    got = [
+        _value(rows, "file_risk", baseline="excess", summary=bound, scenario=scenario, radius={"Income": radius})
+        for scenario in ("income", "tenure")
+        for radius in (0.05, 0.2)
+        for bound in ("lower95", "upper95")
+    ]
+    assert got == pytest.approx(PINNED_EXCESS, rel=1e-12, abs=1e-15)
 
 
 def test_the_measures_own_rows_do_not_change(sd2011):

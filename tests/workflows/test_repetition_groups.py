@@ -1,5 +1,5 @@
-"""A partial synthesis of in-memory data runs with the measure units on its sets as one task
-(runner.RepetitionGroup): the same table and sets as synthesising first and evaluating unit by
+"""A partial synthesis of in-memory data runs as one task and the measure units on its sets as
+one task each (runner.RepetitionGroup): the same table and sets as synthesising first and evaluating unit by
 unit, a resumed run evaluates the cached sets without synthesising again, and errors name the
 task file and the unit."""
 
@@ -61,16 +61,19 @@ def test_groups_give_the_table_and_sets_of_units_run_one_by_one(task, tmp_path, 
     log = tmp_path / "tasks.txt"  # written by the task (which a worker may run on a copy of this function)
     real = groups.repetition_task
 
-    def logging(schema, execution, frames, synthesis, *args):
+    def logging(schema, execution, frames, synthesis, given, units, *args):
         with log.open("a") as f:
-            f.write(synthesis.label + "\n")
-        return real(schema, execution, frames, synthesis, *args)
+            f.write(f"{synthesis.label} sets given: {given}, units: {len(units)}\n")
+        return real(schema, execution, frames, synthesis, given, units, *args)
 
     with monkeypatch.context() as m:
         m.setattr(groups, "repetition_task", logging)
         grouped = _run(task, tmp_path / "grouped")
-    # one task per repetition
-    assert sorted(log.read_text().splitlines()) == ["synthesise cedata/s1", "synthesise cedata/s1#1"]
+    # per repetition the synthesis as one task, then each unit on its 2 sets as one task
+    assert sorted(log.read_text().splitlines()) == [
+        *(["synthesise cedata/s1 sets given: 0, units: 0"] + ["synthesise cedata/s1 sets given: 2, units: 1"] * 2),
+        *(["synthesise cedata/s1#1 sets given: 0, units: 0"] + ["synthesise cedata/s1#1 sets given: 2, units: 1"] * 2),
+    ]
     with monkeypatch.context() as m:
         m.setattr(runner, "repetition_groups", lambda *a: [])
         alone = _run(task, tmp_path / "alone")

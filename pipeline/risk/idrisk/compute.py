@@ -34,14 +34,28 @@ def _frame_checks(frame: pd.DataFrame, continuous: Sequence[str], groups: Sequen
     """Row count, number of missing/non-finite values per continuous variable and number of records
     with one in any variable of each group (one partition)."""
     values = {ROWS: len(frame)}
-    missing = {v: ~np.isfinite(frame[v].to_numpy(dtype=np.float64, na_value=np.nan)) for v in continuous}
+    missing = {v: _not_finite(frame, v) for v in continuous}
     values.update({v: int(bad.sum()) for v, bad in missing.items()})
     for k, group in enumerate(groups):
-        any_bad = np.zeros(len(frame), dtype=bool)
-        for v in group:
-            any_bad |= missing[v]
-        values[f"{GROUP}{k}"] = int(any_bad.sum())
+        values[f"{GROUP}{k}"] = int(_any_of(missing, group, len(frame)).sum())
     return pd.Series(values, dtype=np.int64)
+
+
+def _not_finite(frame: pd.DataFrame, variable: str) -> np.ndarray:
+    return ~np.isfinite(frame[variable].to_numpy(dtype=np.float64, na_value=np.nan))
+
+
+def _any_of(missing: Mapping[str, np.ndarray], group: Sequence[str], n: int) -> np.ndarray:
+    any_bad = np.zeros(n, dtype=bool)
+    for v in group:
+        any_bad |= missing[v]
+    return any_bad
+
+
+def unmatched_records(frame: pd.DataFrame, group: Sequence[str]) -> np.ndarray:
+    """Whether each record has a missing or non-finite value in one of the radius-matched
+    variables ``group`` (under ``na_action: no_match`` it matches nothing)."""
+    return _any_of({v: _not_finite(frame, v) for v in group}, group, len(frame))
 
 
 def _sum_checks(parts: Sequence[pd.Series]) -> pd.Series:
@@ -104,20 +118,22 @@ def check_frames(
 
 
 def _records_kernel(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: MatchPlan, combos: np.ndarray):
-    """c and T of every original record of the block, with its row id."""
+    """c and T of every original record of the block for every radius combination, with its row id."""
     results = partition_counts(original, synthetic, plan, combos)
     out = {ROW_COLUMN: original[ROW_COLUMN].to_numpy(dtype=np.int64)}
     for s, (c, t) in enumerate(results):
-        out[f"c_{s}"] = c[0]
-        out[f"t_{s}"] = t[0]
+        for k in range(len(combos)):
+            out[f"c_{k}_{s}"] = c[k]
+            out[f"t_{k}_{s}"] = t[k]
     return pd.DataFrame(out)
 
 
-def _records_meta(m: int) -> pd.DataFrame:
+def _records_meta(m: int, n_combos: int) -> pd.DataFrame:
     cols: dict[str, pd.Series] = {ROW_COLUMN: pd.Series(dtype=np.int64)}
     for s in range(m):
-        cols[f"c_{s}"] = pd.Series(dtype=np.int64)
-        cols[f"t_{s}"] = pd.Series(dtype=bool)
+        for k in range(n_combos):
+            cols[f"c_{k}_{s}"] = pd.Series(dtype=np.int64)
+            cols[f"t_{k}_{s}"] = pd.Series(dtype=bool)
     return pd.DataFrame(cols)
 
 
@@ -154,14 +170,17 @@ def combo_matrix(plan: MatchPlan, combos: Sequence[Mapping[str, float]]) -> np.n
     )
 
 
-def count_records(data: EvalData, executor: Executor, plan: MatchPlan, radius: Mapping[str, float]) -> Deferred:
-    """Deferred frame of c and T per original record (columns ``__row__``, ``c_s``, ``t_s``)."""
+def count_records(
+    data: EvalData, executor: Executor, plan: MatchPlan, combos: Sequence[Mapping[str, float]]
+) -> Deferred:
+    """Deferred frame of c and T per original record and radius combination (columns
+    ``__row__``, ``c_k_s``, ``t_k_s`` for combination k and set s)."""
     blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True, balanced=True)
-    return blocks.map(_records_kernel, _records_meta(data.m), plan=plan, combos=combo_matrix(plan, [radius]))
+    return blocks.map(_records_kernel, _records_meta(data.m, len(combos)), plan=plan, combos=combo_matrix(plan, combos))
 
 
-def records_matrices(frame: pd.DataFrame, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """c (int64) and T (bool), shape (n, m), from the computed frame of :func:`count_records`.
+def records_matrices(frame: pd.DataFrame, n: int, m: int, n_combos: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """c (int64) and T (bool), shape (n_combos, n, m), from the computed frame of :func:`count_records`.
 
     Each block's rows are put at their records' positions (no sort); every record must come
     exactly once.
@@ -172,12 +191,23 @@ def records_matrices(frame: pd.DataFrame, n: int, m: int) -> tuple[np.ndarray, n
     seen[rows[inside]] = True
     if len(rows) != n or not inside.all() or not seen.all():
         raise DataError("internal error: the key blocks did not return every original record exactly once")
-    c = np.empty((n, m), dtype=np.int64)
-    t = np.empty((n, m), dtype=bool)
-    for s in range(m):
-        c[rows, s] = frame[f"c_{s}"].to_numpy(dtype=np.int64)
-        t[rows, s] = frame[f"t_{s}"].to_numpy(dtype=bool)
+    c = np.empty((n_combos, n, m), dtype=np.int64)
+    t = np.empty((n_combos, n, m), dtype=bool)
+    for k in range(n_combos):
+        for s in range(m):
+            c[k, rows, s] = frame[f"c_{k}_{s}"].to_numpy(dtype=np.int64)
+            t[k, rows, s] = frame[f"t_{k}_{s}"].to_numpy(dtype=bool)
     return c, t
+
+
+def records_statistics(c: np.ndarray, t: np.ndarray) -> list[SetStatistics]:
+    """One :class:`SetStatistics` per radius combination from c and T per record (shape
+    (n_combos, n, m)): the same histograms as :func:`sweep_statistics` gets from the blocks."""
+    n, m = c.shape[1:]
+    return [
+        SetStatistics.from_histograms(n, [histogram(ck[:, s], tk[:, s]) for s in range(m)])
+        for ck, tk in zip(c, t, strict=True)
+    ]
 
 
 def count_histograms(

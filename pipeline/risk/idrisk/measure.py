@@ -8,14 +8,16 @@ are in :mod:`pipeline.risk.idrisk.api`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
 
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.footing import Footing, PairedFooting
-from pipeline.risk.idrisk.params import IdentificationRiskParams
+from pipeline.risk.idrisk.params import IdentificationRiskParams, ScenarioSetup
 
 # the matching (numba kernels) is imported by the methods that count: checking the params and
 # the schema needs none of it
@@ -88,21 +90,15 @@ class IdentificationRiskMeasure(Measure):
             records_matrices,
             sweep_statistics,
         )
-        from pipeline.risk.idrisk.result import (
-            IdentificationRiskResult,
-            IdentificationRiskTaskResult,
-            RadiusSweepResult,
-        )
+        from pipeline.risk.idrisk.result import RadiusSweepResult
 
         p = self.params
         setups = {name: p.setup(name, data.schema, data.columns) for name in p.scenarios}
         prepared = executor.prepare(data.select(p.variables()))
         prepared = prepared.with_frames(executor.persist(*prepared.frames))
-        continuous = list(dict.fromkeys(v for s in setups.values() for v in s.plan.continuous))
-        groups = [s.plan.continuous for s in setups.values()]
-        n, excluded = check_frames(prepared, executor, continuous, p.na_action, groups)
+        n, excluded = check_frames(prepared, executor, *self._matched(setups))
         counts = [
-            count_records(prepared, executor, s.plan, s.radius or {})
+            count_records(prepared, executor, s.plan, [s.radius or {}])
             if s.grid is None
             else count_histograms(prepared, executor, s.plan, s.grid.combos)
             for s in setups.values()
@@ -110,14 +106,78 @@ class IdentificationRiskMeasure(Measure):
         results: dict[str, ScenarioResult] = {}
         for (name, s), value in zip(setups.items(), executor.compute(*counts), strict=True):
             if s.grid is None:
-                c, t = records_matrices(value, n, data.m)
-                results[name] = IdentificationRiskResult(plan=s.plan, radius=s.radius, c=c, T=t)
+                results[name] = self._from_records(s, *records_matrices(value, n, data.m))
             else:
                 stats = sweep_statistics(value, n, data.m, len(s.grid.combos))
                 results[name] = RadiusSweepResult(s.plan, s.grid, tuple(stats), p.criterion)
+        return self._task_result(results, excluded, n)
+
+    def evaluate_mixtures(
+        self, first: EvalData, second: EvalData, takes: Sequence[np.ndarray], executor: Executor
+    ) -> Iterator[IdentificationRiskTaskResult] | None:
+        """c_i and T_i depend on record i's values and the synthetic sets alone, so they are
+        counted once per record and radius on ``first`` and on ``second``, and each mixture's
+        statistics come from the mixed per-record counts (the same histograms, hence the same
+        rows, as :meth:`evaluate` on the mixed data).  Data the executor keeps in memory only
+        (the per-record counts of every radius are held on the driver); else None."""
+        from pipeline.risk.idrisk.compute import check_frames, count_records, records_matrices, unmatched_records
+
+        if not executor.in_memory(first):
+            return None
+        p = self.params
+        setups = {name: p.setup(name, first.schema, first.columns) for name in p.scenarios}
+        pair = [executor.prepare(d.select(p.variables())) for d in (first, second)]
+        matched = self._matched(setups)
+        records = []
+        for d in pair:
+            n, _ = check_frames(d, executor, *matched)
+            counts = [count_records(d, executor, s.plan, _radii(s)) for s in setups.values()]
+            per_scenario = [
+                records_matrices(value, n, d.m, len(_radii(s)))
+                for s, value in zip(setups.values(), executor.compute(*counts), strict=True)
+            ]
+            records.append((per_scenario, [unmatched_records(d.original, g) for g in matched[2]]))
+        (first_counts, first_out), (second_counts, second_out) = records
+
+        def mixture(take: np.ndarray) -> IdentificationRiskTaskResult:
+            per_record = take[None, :, None]
+            results = {
+                name: self._from_records(s, np.where(per_record, c2, c1), np.where(per_record, t2, t1))
+                for (name, s), (c1, t1), (c2, t2) in zip(setups.items(), first_counts, second_counts, strict=True)
+            }
+            excluded = [int(np.where(take, b, a).sum()) for a, b in zip(first_out, second_out, strict=True)]
+            return self._task_result(results, excluded, n)
+
+        return (mixture(take) for take in takes)
+
+    def _matched(self, setups: Mapping[str, ScenarioSetup]) -> tuple[list[str], str, list[tuple[str, ...]]]:
+        """The radius-matched variables, the missing-value action and each scenario's group of them."""
+        continuous = list(dict.fromkeys(v for s in setups.values() for v in s.plan.continuous))
+        return continuous, self.params.na_action, [s.plan.continuous for s in setups.values()]
+
+    def _from_records(self, setup: ScenarioSetup, c: np.ndarray, t: np.ndarray) -> ScenarioResult:
+        """A scenario's result from c and T per radius combination, record and set."""
+        from pipeline.risk.idrisk.compute import records_statistics
+        from pipeline.risk.idrisk.result import IdentificationRiskResult, RadiusSweepResult
+
+        if setup.grid is None:
+            return IdentificationRiskResult(plan=setup.plan, radius=setup.radius, c=c[0], T=t[0])
+        return RadiusSweepResult(setup.plan, setup.grid, tuple(records_statistics(c, t)), self.params.criterion)
+
+    def _task_result(
+        self, results: dict[str, ScenarioResult], excluded: Sequence[int], n: int
+    ) -> IdentificationRiskTaskResult:
+        from pipeline.risk.idrisk.result import IdentificationRiskTaskResult
+
+        p = self.params
         shares = (
-            {name: k / n if n else 0.0 for name, k in zip(setups, excluded, strict=True)}
+            {name: k / n if n else 0.0 for name, k in zip(results, excluded, strict=True)}
             if p.na_action == "no_match"
             else {}
         )
         return IdentificationRiskTaskResult(results, p.sets_per_repetition, shares)
+
+
+def _radii(setup: ScenarioSetup) -> list[Mapping[str, float]]:
+    """The radius combinations of a scenario: its grid's, or its one radius ({} for exact matching)."""
+    return list(setup.grid.combos) if setup.grid is not None else [setup.radius or {}]
