@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.report.baselines import excess_section
-from pipeline.report.markup import CSS, table_html
+from pipeline.report.markup import CSS, figures_drawn_together, table_html
 from pipeline.report.sections import SECTIONS
 from pipeline.report.summary import release_summary
 from pipeline.results import atomic_write_text
@@ -71,7 +71,12 @@ def summary_section(outcome: Any) -> str:
 
 
 def render(outcome: Any, extra_sections: list[str] | None = None) -> str:
-    """The whole report as an HTML string."""
+    """The whole report as an HTML string (its figures drawn together: :func:`figures_drawn_together`)."""
+    with figures_drawn_together() as fill:
+        return fill(_page(outcome, extra_sections))
+
+
+def _page(outcome: Any, extra_sections: list[str] | None) -> str:
     m = outcome.manifest
     res = outcome.results
     meta = pd.DataFrame(
