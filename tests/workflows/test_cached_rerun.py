@@ -33,6 +33,9 @@ def _no_drawing(*args, **kwargs):
 
 def test_a_fully_cached_rerun_starts_no_cluster_and_draws_no_figure(tmp_path, monkeypatch):
     task, cluster = small_task(tmp_path, "rerun", synth=True)
+    # its figure is drawn from rows with every column of the results table (run_id aside)
+    disclosure = "  - type: disclosure\n    params: {keys: [sex, edu], targets: [agegr]}\n"
+    task.write_text(task.read_text() + disclosure, encoding="utf-8")
     out = tmp_path / "out"
     first = run_task(load_task(task), cluster=cluster, out_dir=out, progress=False)
     assert first.manifest["cluster_started"] is True
