@@ -391,9 +391,9 @@ def _local_security(cfg: LocalConfig) -> dict[str, Any]:
         return {}
     if cfg.insecure:
         return {"host": "127.0.0.1"}
-    from distributed.security import Security
+    from pipeline.cluster_tls import temporary_security
 
-    return {"host": "127.0.0.1", "protocol": "tls://", "security": Security.temporary()}
+    return {"host": "127.0.0.1", "protocol": "tls://", "security": temporary_security()}
 
 
 def _start_ssh(cfg: SSHConfig, stack: contextlib.ExitStack) -> Any:

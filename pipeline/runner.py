@@ -38,7 +38,15 @@ import pandas as pd
 from pipeline.errors import TaskError
 from pipeline.evaluation.execution import Executor
 from pipeline.results import RESULT_COLUMNS
-from pipeline.run.cache import UnitOutput, synthesis_folder, synthesised_sets
+from pipeline.run.cache import (
+    UnitOutput,
+    cached_outputs,
+    is_cached,
+    synthesis_folder,
+    synthesis_paths,
+    synthesised_sets,
+    unit_paths,
+)
 from pipeline.run.folder import (
     RunOutcome,
     check_run_folder,
@@ -59,7 +67,7 @@ from pipeline.run.inputs import (
     read_inputs,
     stand_in_syntheses,
 )
-from pipeline.run.integrity import check_inputs
+from pipeline.run.integrity import check_inputs, inputs_checked, record_checked
 from pipeline.run.schedule import Batch, Progress, run_all
 from pipeline.run.units import evaluate_unit, run_synthesis, validate_units
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit, code_version, expand
@@ -91,25 +99,21 @@ def task_executor(task: LoadedTask, client: Any = None) -> Executor:
     return Executor(client, **task.spec.execution.model_dump())
 
 
+#: the distributions whose versions a manifest records
+LIBRARIES = ("dask", "distributed", "pandas", "numpy", "pyarrow", "scipy", "scikit-learn")
+
+
 def _versions() -> dict[str, str]:
-    import dask
-    import distributed
-    import numpy
-    import pyarrow
-    import scipy
-    import sklearn
+    """The versions of the package, Python, the platform and the libraries the results depend on
+    (from the installed distributions' metadata: importing scikit-learn only to read its version
+    cost a second or two)."""
+    from importlib.metadata import version
 
     return {
         "sdc-pipeline": code_version(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
-        "dask": dask.__version__,
-        "distributed": distributed.__version__,
-        "pandas": pd.__version__,
-        "numpy": numpy.__version__,
-        "pyarrow": pyarrow.__version__,
-        "scipy": scipy.__version__,
-        "scikit-learn": sklearn.__version__,
+        **{name: version(name) for name in LIBRARIES},
     }
 
 
@@ -178,45 +182,23 @@ def _execute(
     started = dt.datetime.now(dt.UTC)
     run_id = started.strftime("%Y%m%dT%H%M%S%fZ")
     t_start = time.perf_counter()
-    with connect(cluster_cfg.model_dump()) as client:
-        executor = task_executor(task, client)
-        inputs = read_inputs(task, executor, with_sources=measures)
-        units = list(expand(task, inputs.hashes)) if measures else []
-        if measures and not units:
-            raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
-        persist_inputs(inputs, executor)
-        check_inputs(task, inputs, executor)
-        if units:
-            stand_in_syntheses(task, inputs, executor)
-            validate_units(task, units, inputs, executor, {s.key for s in inputs.syntheses})
-        # the cap checked and this run's DP spend recorded once every check has passed, before any release
-        budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
-        cache = out / ".units"
-        claim_folder(cache, task)
-        count = Progress(len(inputs.syntheses) + len(units), progress)
-
-        def report(u: Unit | SynthesisUnit, out: UnitOutput) -> None:
-            count.report(u.label, out.seconds, out.cached)
-
-        def report_group(g: RepetitionGroup, outs: list[UnitOutput]) -> None:
-            for u, out in zip((g.synthesis, *g.units), outs, strict=True):
-                report(u, out)
-
-        # repetition groups are worker tasks: their threads only wait, so they run while the
-        # driver synthesises and evaluates the other units
-        groups = repetition_groups(inputs, units, executor)
-        with Batch(
-            groups,
-            lambda g: run_repetition(task, g, inputs, cache, executor),
-            lambda _: str(task.path),
-            task.spec.concurrency,
-            report_group,
-        ) as grouped:
-            synthesised, evaluated = _run_ungrouped(task, inputs, units, groups, cache, executor, report)
-            group_outputs = grouped.results()
-        for g, outs in zip(groups, group_outputs, strict=True):
-            synthesised[g.synthesis.key] = outs[0]
-            evaluated.update(zip([u.index for u in g.units], outs[1:], strict=True))
+    # the inputs are read (lazily; a holdout split counts its records) on Dask's local threads
+    # before any cluster starts: their fingerprints say whether there is work for one
+    local = task_executor(task)
+    inputs = read_inputs(task, local, with_sources=measures)
+    units = list(expand(task, inputs.hashes)) if measures else []
+    if measures and not units:
+        raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
+    cache = out / ".units"
+    reused = cached_outputs(inputs.syntheses, units, cache)
+    if reused is not None:
+        synthesised, evaluated, budget = _reuse(task, inputs, units, reused, cache, local, progress, history)
+        cluster_started = False
+    else:
+        with connect(cluster_cfg.model_dump()) as client:
+            executor = task_executor(task, client)
+            synthesised, evaluated, budget = _compute(task, inputs, units, cache, executor, progress, history)
+        cluster_started = True
     tables = []
     summaries: dict[str, Any] = {}
     timings: dict[str, dict[str, Any]] = {}
@@ -245,6 +227,8 @@ def _execute(
         "started_utc": started.isoformat(),
         "seconds": round(time.perf_counter() - t_start, 3),
         "cluster": describe(cluster_cfg),
+        # False when every unit came from the cache: no cluster was started
+        "cluster_started": cluster_started,
         "versions": _versions(),
         "seed": task.spec.seed,
         "units": timings,
@@ -257,17 +241,104 @@ def _execute(
     return RunOutcome(run_id, out, results, summaries, manifest, inputs, releases)
 
 
+def _reuse(
+    task: LoadedTask,
+    inputs: TaskInputs,
+    units: list[Unit],
+    reused: tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput]],
+    cache: Path,
+    executor: Executor,
+    progress: bool,
+    history: str | Path | None,
+) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]]]:
+    """A run whose every unit is cached, without a cluster: the checks of the data as a whole
+    (unless the folder records that these inputs passed them; a source's ``control`` counts) on
+    ``executor``'s local threads, the privacy-budget record, the cached outputs.
+
+    The units' own checks are not repeated: they passed, with this code, on these data and
+    params (all in the fingerprints), when the cached units ran."""
+    checked = inputs_checked(cache, task, inputs)
+    if not checked:
+        check_inputs(task, inputs, executor)
+    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
+    claim_folder(cache, task)
+    if not checked:
+        record_checked(cache, task, inputs)
+    synthesised, evaluated = reused
+    count = Progress(len(synthesised) + len(evaluated), progress)
+    for s in inputs.syntheses:
+        count.report(s.label, synthesised[s.key].seconds, cached=True)
+    for u in units:
+        count.report(u.label, evaluated[u.index].seconds, cached=True)
+    return synthesised, evaluated, budget
+
+
+def _compute(
+    task: LoadedTask,
+    inputs: TaskInputs,
+    units: list[Unit],
+    cache: Path,
+    executor: Executor,
+    progress: bool,
+    history: str | Path | None,
+) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]]]:
+    """Run the units not cached yet on ``executor``'s cluster (reusing the others): the data they
+    read kept in cluster memory, every check, the syntheses, groups and measure units."""
+    todo = [u for u in units if not is_cached(unit_paths(cache, u))]
+    to_synthesise = [s for s in inputs.syntheses if not is_cached(synthesis_paths(cache, s))]
+    # only what a unit still to run reads goes to the cluster (synthesised sources: after their synthesis)
+    sources = [k for k in dict.fromkeys(u.source_key for u in todo if u.source is not None) if k in inputs.synthetic]
+    persist_inputs(inputs, executor, sources, {s.dataset for s in to_synthesise} | {u.dataset for u in todo})
+    checked = inputs_checked(cache, task, inputs)
+    if not checked:
+        check_inputs(task, inputs, executor)
+    if todo:
+        stand_in_syntheses(task, inputs, executor)
+        validate_units(task, todo, inputs, executor, {s.key for s in inputs.syntheses})
+    # the cap checked and this run's DP spend recorded once every check has passed, before any release
+    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
+    claim_folder(cache, task)
+    if not checked:
+        record_checked(cache, task, inputs)
+    count = Progress(len(inputs.syntheses) + len(units), progress)
+
+    def report(u: Unit | SynthesisUnit, out: UnitOutput) -> None:
+        count.report(u.label, out.seconds, out.cached)
+
+    def report_group(g: RepetitionGroup, outs: list[UnitOutput]) -> None:
+        for u, out in zip((g.synthesis, *g.units), outs, strict=True):
+            report(u, out)
+
+    # repetition groups are worker tasks: their threads only wait, so they run while the
+    # driver synthesises and evaluates the other units
+    groups = repetition_groups(inputs, units, executor)
+    with Batch(
+        groups,
+        lambda g: run_repetition(task, g, inputs, cache, executor),
+        lambda _: str(task.path),
+        task.spec.concurrency,
+        report_group,
+    ) as grouped:
+        synthesised, evaluated = _run_ungrouped(task, inputs, units, todo, groups, cache, executor, report)
+        group_outputs = grouped.results()
+    for g, outs in zip(groups, group_outputs, strict=True):
+        synthesised[g.synthesis.key] = outs[0]
+        evaluated.update(zip([u.index for u in g.units], outs[1:], strict=True))
+    return synthesised, evaluated, budget
+
+
 def _run_ungrouped(
     task: LoadedTask,
     inputs: TaskInputs,
     units: list[Unit],
+    todo: list[Unit],
     groups: list[RepetitionGroup],
     cache: Path,
     executor: Executor,
     report: Callable[[Unit | SynthesisUnit, UnitOutput], None],
 ) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput]]:
-    """The syntheses outside repetition groups, then the measure units outside them: their outputs
-    by synthesis key and by unit index."""
+    """The syntheses outside repetition groups, then the measure units outside them (``todo``:
+    those not cached yet): their outputs by synthesis key and by unit index."""
     in_groups = {g.synthesis.key for g in groups}
     alone = [s for s in inputs.syntheses if s.key not in in_groups]
     synthesised: dict[SourceKey, UnitOutput] = dict(
@@ -283,12 +354,14 @@ def _run_ungrouped(
             strict=True,
         )
     )
-    if units and alone:
+    read = {u.source_key for u in todo}
+    alone = [s for s in alone if s.key in read]  # the sets a unit still to run reads
+    if alone:
         for s in alone:
             inputs.synthetic[s.key] = against_synthesised(inputs.originals[s.dataset], synthesised_sets(s, cache))
         persist_inputs(inputs, executor, [s.key for s in alone])
         keys = {s.key for s in alone}
-        validate_units(task, [u for u in units if u.source_key in keys], inputs, executor)
+        validate_units(task, [u for u in todo if u.source_key in keys], inputs, executor)
     grouped = {u.index for g in groups for u in g.units}
     rest = [u for u in units if u.index not in grouped]
     evaluated = dict(

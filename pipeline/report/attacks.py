@@ -59,7 +59,7 @@ def attack_section(results: pd.DataFrame, outcome: Any = None) -> list[str]:
         setting = value_text(sub[UNIT].iloc[0])
         title = f"{name}: {dataset}" + (f" / {source}" if source else "") + (f" ({unit})" if unit else "")
         first = sub[sub["repetition"] == sub["repetition"].min()]
-        out.append(figure_html(plot_attack_rows(first, title), f"{title}: success rates ({setting})"))
+        out.append(figure_html(f"{title}: success rates ({setting})", plot_attack_rows, first, title))
         for rep, cell in sub.groupby("repetition", sort=True):
             table = attack_table(cell)
             label = f"{title}" + (f", repetition {rep}" if rep else "")

@@ -164,7 +164,7 @@ def plot_training_vs_holdout(points: pd.DataFrame, title: str) -> Figure:
     """Training against holdout figure, one point per setting (mean over sets): points above the
     diagonal are settings where the synthetic data reveal more about the training records than
     about records they never saw."""
-    fig = Figure(figsize=(4.6, 4.0))
+    fig = Figure(figsize=(4.6, 4.0), layout="constrained")
     ax = fig.subplots()
     ax.scatter(points["holdout"], points["training"], color="#d95f02", s=22)
     both = pd.concat([points["holdout"], points["training"]]).dropna()
@@ -175,7 +175,6 @@ def plot_training_vs_holdout(points: pd.DataFrame, title: str) -> Figure:
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, frameon=False)
-    fig.tight_layout()
     return fig
 
 
@@ -190,8 +189,9 @@ def baseline_figures(results: pd.DataFrame) -> list[str]:
             by_release.setdefault(release, []).append(figures)
         for (dataset, source, rep), found in by_release.items():
             name = f"{dataset} / {source}" + (f" #{rep}" if rep else "")
-            plot = plot_training_vs_holdout(pd.DataFrame(found) * fig.scale, f"{fig.title}: {name}")
-            out.append(figure_html(plot, f"{fig.title} of {name}: training vs holdout, one point per setting"))
+            caption = f"{fig.title} of {name}: training vs holdout, one point per setting"
+            points = pd.DataFrame(found) * fig.scale
+            out.append(figure_html(caption, plot_training_vs_holdout, points, f"{fig.title}: {name}"))
     return out
 
 

@@ -6,6 +6,7 @@ Only aggregates appear (the tidy results and the plots made from them).
 
 from __future__ import annotations
 
+import copy
 import html
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.report.baselines import excess_section
-from pipeline.report.markup import CSS, table_html
+from pipeline.report.markup import CSS, figures_drawn_together, table_html
 from pipeline.report.sections import SECTIONS
 from pipeline.report.summary import release_summary
 from pipeline.results import atomic_write_text
@@ -71,7 +72,19 @@ def summary_section(outcome: Any) -> str:
 
 
 def render(outcome: Any, extra_sections: list[str] | None = None) -> str:
-    """The whole report as an HTML string."""
+    """The whole report as an HTML string (its figures drawn together: :func:`figures_drawn_together`).
+
+    The sections read the rows without their ``run_id`` (the metadata table names the run): a
+    figure is then drawn from the same data in every run of the same units, and a figure cache
+    (:func:`~pipeline.report.markup.cached_figures`) finds it.
+    """
+    rows = copy.copy(outcome)
+    rows.results = outcome.results.drop(columns=["run_id"], errors="ignore")
+    with figures_drawn_together() as fill:
+        return fill(_page(rows, extra_sections))
+
+
+def _page(outcome: Any, extra_sections: list[str] | None) -> str:
     m = outcome.manifest
     res = outcome.results
     meta = pd.DataFrame(

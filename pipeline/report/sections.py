@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib import colormaps
+from matplotlib.figure import Figure
 
 from pipeline.report.attacks import attack_section
 from pipeline.report.glossary import SYNTHESIS_TERMS, glossary_table, plain_name
@@ -61,13 +62,21 @@ def profile_section(results: pd.DataFrame, outcome: Any) -> list[str]:
     for key, unit, sub in unit_groups(buckets, RUN_GROUP):
         title = _title(*key, unit)
         sizes = sub.assign(size=[_size_label(a, b) for a, b in zip(sub["size_from"], sub["size_to"], strict=True)])
-        fig, ax = plt.subplots(figsize=(7, 3.2))
-        sizes.pivot_table(index="size", columns="synthetic", values="value", sort=False).plot.bar(ax=ax, rot=0)
-        ax.set_xlabel("records per key combination")
-        ax.set_ylabel("key combinations")
-        ax.set_title(title)
-        out.append(figure_html(fig, f"{title}: key-combination sizes, original vs synthetic sets"))
+        counts = sizes.pivot_table(index="size", columns="synthetic", values="value", sort=False)
+        caption = f"{title}: key-combination sizes, original vs synthetic sets"
+        out.append(figure_html(caption, plot_key_sizes, counts, title))
     return out
+
+
+def plot_key_sizes(counts: pd.DataFrame, title: str) -> Figure:
+    """Key combinations per size bucket (rows) of the original and each synthetic set (columns)."""
+    fig = Figure(figsize=(7, 3.2), layout="constrained")
+    ax = fig.subplots()
+    counts.plot.bar(ax=ax, rot=0)
+    ax.set_xlabel("records per key combination")
+    ax.set_ylabel("key combinations")
+    ax.set_title(title)
+    return fig
 
 
 def disclosure_section(results: pd.DataFrame, outcome: Any) -> list[str]:
@@ -80,7 +89,7 @@ def disclosure_section(results: pd.DataFrame, outcome: Any) -> list[str]:
         about = f"keys: {value_text(keys)}" + (f"; {unit}" if unit else "")
         for source, first in sub[sub["repetition"] == 0].groupby("source", sort=False):
             title = f"{name}: {dataset} / {source} ({about})"
-            out.append(figure_html(plot_disclosure_rows(first, title), f"{title}: original vs synthetic"))
+            out.append(figure_html(f"{title}: original vs synthetic", plot_disclosure_rows, first, title))
         table = []
         for (source, rep, target), cell in sub.groupby(["source", "repetition", "target"], sort=False):
             orig = cell[cell["synthetic"] == "original"].set_index("measure")["value"]
@@ -134,8 +143,10 @@ def identification_risk_figures(results: pd.DataFrame, utility_gen: list[str]) -
         title = _idrisk_title(dataset, source, rep, name, unit)
         out.append(
             figure_html(
-                plot_risk_by_radius(sub, title=title),
                 f"{title}: risk across synthetic sets for each radius, r* marked (Hornby & Hu Fig. 6)",
+                plot_risk_by_radius,
+                sub,
+                title=title,
             )
         )
     if not_drawn:
@@ -156,8 +167,9 @@ def identification_risk_figures(results: pd.DataFrame, utility_gen: list[str]) -
     )
     out.append(
         figure_html(
-            plot_risk_at_max_radius(labelled),
             "Identification risk per scenario at its maximising radius (Hornby & Hu Fig. 7)",
+            plot_risk_at_max_radius,
+            labelled,
         )
     )
     joined = labelled.merge(utility_points(results, utility_gen), on=["dataset", "source", "repetition", "synthetic"])
@@ -167,17 +179,22 @@ def identification_risk_figures(results: pd.DataFrame, utility_gen: list[str]) -
     label = "S_pMSE (lower = more useful)"
     out.append(
         figure_html(
-            plot_utility_risk(joined[["scenario", "utility", "risk"]], utility_label=label),
             "Utility–risk trade-off: one point per synthetic set at the maximising "
             "radius; rectangles span the quartiles of both axes (Hornby & Hu Figs. 8–9)",
+            plot_utility_risk,
+            joined[["scenario", "utility", "risk"]],
+            utility_label=label,
         )
     )
     out.append(
         figure_html(
-            plot_2d_boxplot(boxplot_points(joined), group="source", utility_label=label),
             "2D boxplot per synthetic source: interquartile rectangles and min–max "
             "whiskers of utility and risk; a repeated source has one point per repetition, the "
             "mean over its m sets (Hornby & Hu Fig. 10)",
+            plot_2d_boxplot,
+            boxplot_points(joined),
+            group="source",
+            utility_label=label,
         )
     )
     return out
@@ -196,8 +213,8 @@ def utility_section(results: pd.DataFrame, outcome: Any) -> list[str]:
             setting = cell["setting"].iloc[0]
             labels.append(source + (f" #{rep}" if rep else "") + (f" [{setting}]" if setting else ""))
             values.append(cell["value"].to_numpy())
-        fig = plot_spmse_by_set(labels, values, title=f"{name}: {dataset}")
-        out.append(figure_html(fig, f"{name}: {dataset}: S_pMSE of each synthetic set by source (bar: mean)"))
+        caption = f"{name}: {dataset}: S_pMSE of each synthetic set by source (bar: mean)"
+        out.append(figure_html(caption, plot_spmse_by_set, labels, values, title=f"{name}: {dataset}"))
     out += _table_heat_maps(per_set(results[results["measure_name"].isin(tables)]))
     synds = [name for name, kind in measure_types(outcome).items() if kind == "utility_synds"]
     out += utility_synds_tables(results[results["measure_name"].isin(synds)])
@@ -244,8 +261,8 @@ def _table_heat_maps(rows: pd.DataFrame) -> list[str]:
             out.append(f"<p>{title}: the three-way heat map needs the task to name its <code>third_var</code>.</p>")
             continue
         tables = pd.DataFrame({"vars": list(values.index), "value": values.to_numpy()})
-        fig = plot_utility_tables(tables, third_var=third, stat=stat, title=title)
-        out.append(figure_html(fig, f"{title}: table utility heat map ({stat}, mean over synthetic sets)"))
+        caption = f"{title}: table utility heat map ({stat}, mean over synthetic sets)"
+        out.append(figure_html(caption, plot_utility_tables, tables, third_var=third, stat=stat, title=title))
     return out
 
 
@@ -321,23 +338,36 @@ def dp_tradeoff_section(results: pd.DataFrame) -> list[str]:
         panels = sorted(panels, key=lambda p: (list(TRADEOFF_MEASURES).index(p[1]), p[0]))  # utility first
         if len(panels) == 0:
             continue
-        fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), squeeze=False)
-        for ax, (name, measure) in zip(axes[0], panels, strict=True):
+        lines = []
+        for name, measure in panels:
             vals = means.loc[(dataset, name, measure)]
             dp = pd.DataFrame({"eps": eps.loc[dataset], "value": vals}).dropna().sort_values("eps")
-            ax.plot(dp["eps"], dp["value"], "o-", color="#1b9e77", label="DP margins")
             others = [s for s in vals.index if s not in eps.loc[dataset].index and (dataset, s) in synthesised]
-            for i, src in enumerate(others):
-                ax.axhline(vals[src], color=plt.cm.Dark2(i + 1), ls="--", lw=1, label=src)
-            ax.set_xscale("log")
-            ax.set_xlabel("overall epsilon of the release")
-            ax.set_title(f"{name}: {measure}\n{TRADEOFF_MEASURES[measure]}", fontsize=9)
-        axes[0][0].legend(fontsize=7)
-        fig.tight_layout()
+            lines.append((name, measure, dp, vals[others]))
         out.append(
-            figure_html(fig, f"{dataset}: utility and risk of DP margins against epsilon, beside the other syntheses")
+            figure_html(
+                f"{dataset}: utility and risk of DP margins against epsilon, beside the other syntheses",
+                plot_dp_tradeoff,
+                lines,
+            )
         )
     return out
+
+
+def plot_dp_tradeoff(panels: list[tuple[str, str, pd.DataFrame, pd.Series]]) -> Figure:
+    """One panel per (measure entry, measure, DP points ``eps``/``value``, other syntheses' values):
+    the DP releases' values against ε (log scale), the other syntheses as horizontal lines."""
+    fig = Figure(figsize=(3.6 * len(panels), 3.2), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)
+    for ax, (name, measure, dp, others) in zip(axes[0], panels, strict=True):
+        ax.plot(dp["eps"], dp["value"], "o-", color="#1b9e77", label="DP margins")
+        for i, (src, value) in enumerate(others.items()):
+            ax.axhline(value, color=colormaps["Dark2"](i + 1), ls="--", lw=1, label=src)
+        ax.set_xscale("log")
+        ax.set_xlabel("overall epsilon of the release")
+        ax.set_title(f"{name}: {measure}\n{TRADEOFF_MEASURES[measure]}", fontsize=9)
+    axes[0][0].legend(fontsize=7)
+    return fig
 
 
 SECTIONS = {

@@ -45,7 +45,7 @@ import pandas as pd
 
 from pipeline.gates import GATE_GROUP, gate_value
 from pipeline.results import per_set
-from pipeline.risk.idrisk.plots import r_star
+from pipeline.risk.idrisk.plots import r_star, risk_points
 from pipeline.row_params import of_kind, value_text
 
 RELEASE = ["dataset", "source", "repetition"]
@@ -174,9 +174,10 @@ def _explanation(
     return "; ".join(out)
 
 
-def _radius_note(best: pd.DataFrame, key: tuple[Any, ...]) -> tuple[str, bool]:
-    """Each scenario's maximising radius r* (``best``: :func:`r_star` of the results) as text, and
-    whether any is at the edge of its grid (the ``r_star_at_boundary`` rows)."""
+def _radius_note(best: pd.DataFrame, points: pd.DataFrame, key: tuple[Any, ...]) -> tuple[str, bool]:
+    """Each scenario's radius as text — a swept one's maximising radius r* (``best``: :func:`r_star`
+    of the results), a fixed one's radius (``points``: :func:`risk_points`, scenarios without an
+    r* row) — and whether any r* is at the edge of its grid (the ``r_star_at_boundary`` rows)."""
     best = best[(best["dataset"] == key[0]) & (best["source"] == key[1]) & (best["repetition"] == key[2])]
     notes, edge = [], False
     for _, row in best.iterrows():
@@ -185,6 +186,11 @@ def _radius_note(best: pd.DataFrame, key: tuple[Any, ...]) -> tuple[str, bool]:
         edge |= at_edge
         warn = " (at the edge of the radius grid: widen radius_grid)" if at_edge else ""
         notes.append(f"{value_text(row['scenario'])}: r* {radius}{warn}")
+    swept = set(zip(best["measure_name"], best["scenario"], strict=True))
+    mine = points[(points["dataset"] == key[0]) & (points["source"] == key[1]) & (points["repetition"] == key[2])]
+    for _, row in mine.drop_duplicates(["measure_name", "scenario"]).iterrows():
+        if (row["measure_name"], row["scenario"]) not in swept:
+            notes.append(f"{value_text(row['scenario'])}: fixed radius {row['radius']}")
     return "; ".join(notes), edge
 
 
@@ -195,7 +201,7 @@ def release_summary(results: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataF
     rows = per_set(own[own["source"] != ""])
     flag_names = {e.flag for explanations in EXPLAINED_BY.values() for e in explanations}
     flags = dict(list(rows[rows["measure"].isin(flag_names)].groupby(FLAG_GROUP, sort=False)))
-    best = r_star(own)  # once, not per release (a study has thousands)
+    best, points = r_star(own), risk_points(own)  # once, not per release (a study has thousands)
     out = []
     for h in HEADLINES:
         sub = rows[(rows["measure"] == h.measure) & (rows["family"] == h.family)]
@@ -210,7 +216,7 @@ def release_summary(results: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataF
             basis += f" (the task's {threshold:g} as a share)"
         for key, part in sub.groupby(RELEASE, sort=False):
             value, worst, group = _value(part, statistic)
-            note, edge = _radius_note(best, key) if h.family == "identification_risk" else (worst, False)
+            note, edge = _radius_note(best, points, key) if h.family == "identification_risk" else (worst, False)
             status = "attention" if value > threshold or edge else "pass"
             name, params = group[GATE_GROUP.index("measure_name")], group[GATE_GROUP.index("params")]
             why = _explanation(flags, h.measure, (*key, name, params), status == "attention")

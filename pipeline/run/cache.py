@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,27 @@ def cached_output(table_path: Path, summary_path: Path) -> UnitOutput | None:
         cached = json.loads(summary_path.read_text(encoding="utf-8"))
         return UnitOutput(pd.read_parquet(table_path), cached["summary"], cached["seconds"], cached=True)
     return None
+
+
+def is_cached(paths: tuple[Path, Path]) -> bool:
+    """Whether a unit's cache (its table and summary paths) holds its finished output."""
+    return all(p.exists() for p in paths)
+
+
+def cached_outputs(
+    syntheses: Sequence[SynthesisUnit], units: Sequence[Unit], cache: Path
+) -> tuple[dict[tuple[str, str, int], UnitOutput], dict[int, UnitOutput]] | None:
+    """Every unit's cached output — the syntheses' by key, the measure units' by index — or None
+    when any unit (a synthesis or a measure unit) has not finished yet."""
+    if not all(is_cached(synthesis_paths(cache, s)) for s in syntheses) or not all(
+        is_cached(unit_paths(cache, u)) for u in units
+    ):
+        return None
+    found = {s.key: cached_output(*synthesis_paths(cache, s)) for s in syntheses}
+    evaluated = {u.index: cached_output(*unit_paths(cache, u)) for u in units}
+    if any(o is None for o in [*found.values(), *evaluated.values()]):  # removed since (another process)
+        return None
+    return {k: o for k, o in found.items() if o is not None}, {i: o for i, o in evaluated.items() if o is not None}
 
 
 def store_output(output: UnitOutput, table_path: Path, summary_path: Path) -> UnitOutput:

@@ -7,7 +7,7 @@
 extra files (``gates.json`` of a nightly run)
 ``manifest.json``                     task, cluster config, versions, seeds, timings, fingerprints and
                                       ``written``: every file and release folder the run wrote
-``.units/``                           the units' caches (0700), the owner file, the lock
+``.units/``                           the units' caches (0700), the report's figures, the owner file, the lock
 
 A run writes into a missing or empty folder, into its task's own run folder, or — with
 ``force`` — beside other files in a non-empty folder. It never removes or overwrites a path it
@@ -38,7 +38,7 @@ from pipeline.errors import TaskError
 from pipeline.results import atomic_write_text, jsonable, make_private
 from pipeline.run.inputs import TaskInputs
 from pipeline.run.lock import exclusive
-from pipeline.tasks import LoadedTask
+from pipeline.tasks import LoadedTask, code_version
 
 #: the units' caches, the owner file and the lock of a run folder
 CACHE = ".units"
@@ -48,6 +48,8 @@ OWNER_FILE = "task.json"
 LOCK_FILE = "lock"
 #: in ``<out>/.units``: what a run is publishing (ours, should it stop before its manifest)
 PUBLISHING_FILE = "publishing.json"
+#: in ``<out>/.units``: the report's figures as PNGs by a digest of what they draw (a rerun redraws none)
+FIGURES = "figures"
 MANIFEST = "manifest.json"
 #: the files every run writes at the top of its folder (besides its releases)
 TABLE_FILES = ("results.parquet", "results.csv", "summary.json", MANIFEST)
@@ -367,10 +369,18 @@ def write_run(
     }
     for name, text in (extra_files or {}).items():
         files[name] = lambda p, text=text: p.write_text(text, encoding="utf-8")
+    figures = None
     if report:
         from pipeline.report.html import render
+        from pipeline.report.markup import FigureCache, cached_figures
 
-        files["report.html"] = lambda p: p.write_text(render(outcome, list(extra_sections)), encoding="utf-8")
+        figures = FigureCache(out / CACHE / FIGURES, code_version())
+
+        def write_report(p: Path) -> None:
+            with cached_figures(figures):
+                p.write_text(render(outcome, list(extra_sections)), encoding="utf-8")
+
+        files["report.html"] = write_report
     releases = {_inside(out, dest): release for dest, release in outcome.releases.items()}
     targets = {_relative(out, t): t for t in [*(_inside(out, out / name) for name in files), *releases]}
     written = sorted(targets)
@@ -421,3 +431,5 @@ def write_run(
             _publish(tmp, dest)
         _remove_stale(out, ours - set(written) - {MANIFEST})
         _publish(*staged[-1])
+        if figures is not None:
+            figures.prune()

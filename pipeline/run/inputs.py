@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -309,18 +309,27 @@ def _persisted(datasets: Iterable[Dataset], executor: Executor) -> dict[int, Dat
     return {id(d.frame): replace(d, frame=f) for d, f in zip(unique, frames, strict=True)}
 
 
-def persist_inputs(inputs: TaskInputs, executor: Executor, keys: Sequence[SourceKey] | None = None) -> None:
+def persist_inputs(
+    inputs: TaskInputs,
+    executor: Executor,
+    keys: Sequence[SourceKey] | None = None,
+    datasets: Collection[str] | None = None,
+) -> None:
     """Read inputs once into cluster memory, so that units share them instead of re-reading files:
-    the originals and every source, or only the sources ``keys`` (e.g. finished syntheses)."""
+    the sources ``keys`` (default: every source) and the originals and holdouts of ``datasets``
+    (default: every dataset when no ``keys`` are given, else none) — e.g. only the data of the
+    units a run still has to compute, or the sets of finished syntheses."""
     chosen = list(inputs.synthetic) if keys is None else list(keys)
-    datasets = [*inputs.originals.values(), *inputs.holdouts.values()] if keys is None else []
+    names = [d for d in inputs.originals if (keys is None if datasets is None else d in datasets)]
+    datasets_read = [inputs.originals[d] for d in names] + [inputs.holdouts[d] for d in names if d in inputs.holdouts]
     for k in chosen:
         original, sets = inputs.synthetic[k]
-        datasets += [original, *sets]
-    by_id = _persisted(datasets, executor)
-    if keys is None:
-        inputs.originals = {k: by_id[id(v.frame)] for k, v in inputs.originals.items()}
-        inputs.holdouts = {k: by_id[id(v.frame)] for k, v in inputs.holdouts.items()}
+        datasets_read += [original, *sets]
+    by_id = _persisted(datasets_read, executor)
+    for d in names:
+        inputs.originals[d] = by_id[id(inputs.originals[d].frame)]
+        if d in inputs.holdouts:
+            inputs.holdouts[d] = by_id[id(inputs.holdouts[d].frame)]
     for k in chosen:
         original, sets = inputs.synthetic[k]
         inputs.synthetic[k] = (by_id[id(original.frame)], [by_id[id(s.frame)] for s in sets])

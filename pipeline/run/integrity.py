@@ -18,7 +18,10 @@ deliberate reference (e.g. the original evaluated as its own synthetic set) and 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -26,13 +29,16 @@ from pipeline.blocks import key_hash
 from pipeline.data.dataset import Dataset
 from pipeline.errors import TaskError
 from pipeline.evaluation.execution import Executor
-from pipeline.run.inputs import TaskInputs
-from pipeline.tasks import LoadedTask
+from pipeline.results import atomic_write_text
+from pipeline.run.inputs import SourceKey, TaskInputs
+from pipeline.tasks import LoadedTask, code_version
 
 #: at least this many records in every original (fewer leaves no spread to measure: divisions by n − 1)
 MIN_ORIGINAL_RECORDS = 2
 #: a set with the original's size and at least this share of its rows unchanged is a copy
 COPY_SHARE = 0.99
+#: in a run folder's ``.units``: the fingerprint of the inputs that last passed :func:`check_inputs`
+CHECKED_FILE = "inputs-checked.json"
 
 
 def _hashes(datasets: Sequence[Dataset], executor: Executor) -> list[np.ndarray]:
@@ -72,6 +78,13 @@ def check_original_sizes(task: LoadedTask, inputs: TaskInputs, executor: Executo
             )
 
 
+def _copy_checked(task: LoadedTask, inputs: TaskInputs) -> list[SourceKey]:
+    """The sources :func:`check_not_copies` checks: file and demo sources not marked ``control``."""
+    controls = {(d.name, s.name) for d in task.spec.datasets for s in d.synthetic if s.control}
+    synthesised = {s.key for s in inputs.syntheses}
+    return [k for k in inputs.synthetic if (k[0], k[1]) not in controls and k not in synthesised]
+
+
 def check_not_copies(task: LoadedTask, inputs: TaskInputs, executor: Executor) -> None:
     """Refuse a file or demo source whose synthetic sets are the original (see the module notes).
 
@@ -80,11 +93,8 @@ def check_not_copies(task: LoadedTask, inputs: TaskInputs, executor: Executor) -
     TaskError
         Naming the source, the set's file and the share of unchanged records (no values).
     """
-    controls = {(d.name, s.name) for d in task.spec.datasets for s in d.synthetic if s.control}
-    synthesised = {s.key for s in inputs.syntheses}
-    for (dataset, source, repetition), (original, sets) in inputs.synthetic.items():
-        if (dataset, source) in controls or (dataset, source, repetition) in synthesised:
-            continue
+    for dataset, source, repetition in _copy_checked(task, inputs):
+        original, sets = inputs.synthetic[(dataset, source, repetition)]
         columns = sets[0].schema.names
         hashes = _hashes([original.select(columns), *[s.select(columns) for s in sets]], executor)
         for i, (s, h) in enumerate(zip(sets, hashes[1:], strict=True), start=1):
@@ -109,3 +119,29 @@ def check_inputs(task: LoadedTask, inputs: TaskInputs, executor: Executor) -> No
     """Every check of the task's data as a whole (run and ``validate`` alike), before any work."""
     check_original_sizes(task, inputs, executor)
     check_not_copies(task, inputs, executor)
+
+
+def checked_fingerprint(task: LoadedTask, inputs: TaskInputs) -> str:
+    """What :func:`check_inputs` depends on: the content hashes of the originals and of the
+    sources it checks as copies (which sources are controls counts), and the code version."""
+    checked = {
+        "originals": {d: inputs.hashes[(d, None, 0)] for d in inputs.originals},
+        "sources": sorted([*k, inputs.hashes[k]] for k in _copy_checked(task, inputs)),
+        "version": code_version(),
+    }
+    return hashlib.sha256(json.dumps(checked, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def inputs_checked(cache: Path, task: LoadedTask, inputs: TaskInputs) -> bool:
+    """Whether the run folder's cache (``<out>/.units``) records that these inputs passed
+    :func:`check_inputs` (:func:`record_checked`): a rerun does not read them again to check."""
+    try:
+        found = json.loads((cache / CHECKED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(found, dict) and found.get("fingerprint") == checked_fingerprint(task, inputs)
+
+
+def record_checked(cache: Path, task: LoadedTask, inputs: TaskInputs) -> None:
+    """Record in ``cache`` (the task's claimed ``<out>/.units``) that these inputs passed :func:`check_inputs`."""
+    atomic_write_text(json.dumps({"fingerprint": checked_fingerprint(task, inputs)}), cache / CHECKED_FILE)

@@ -103,7 +103,7 @@ def plot_utility_tables(
     shown = np.clip(mat, min_scale if min_scale else -np.inf, top)
     cmap = LinearSegmentedColormap.from_list("utility", [low, high]).with_extremes(bad="white")
     size = max(4.0, 0.45 * len(rows) + 2)
-    fig, ax = plt.subplots(figsize=(size if len(cols) > 1 else 3.5, size))
+    fig, ax = plt.subplots(figsize=(size if len(cols) > 1 else 3.5, size), layout="constrained")
     im = ax.imshow(np.ma.masked_invalid(shown), cmap=cmap, vmin=0, vmax=top if top > 0 else 1, aspect="auto")
     ax.set_xticks(range(len(cols)), cols, rotation=90)
     ax.set_yticks(range(len(rows)), rows)
@@ -112,14 +112,13 @@ def plot_utility_tables(
     kind = _KINDS[len(tables["vars"].iloc[0])]
     ax.set_title(title or _TITLES[kind].format(stat=stat or "value", third=third_name), fontsize=11)
     fig.colorbar(im, ax=ax)
-    fig.tight_layout()
     return fig
 
 
 def plot_spmse_by_set(labels: Sequence[str], values: Sequence[np.ndarray], title: str = "") -> Figure:
     """S_pMSE of every synthetic set, one line per label (a source, repetition and setting): the
     sets as points, their mean as a bar, and 1 (a correct synthesis model's expectation) dashed."""
-    fig = Figure(figsize=(7, 1.3 + 0.35 * len(labels)))
+    fig = Figure(figsize=(7, 1.3 + 0.35 * len(labels)), layout="constrained")
     ax = fig.add_subplot()
     for i, vals in enumerate(values):
         ax.scatter(vals, np.full(len(vals), i), color="#d95f02", s=14, zorder=3)

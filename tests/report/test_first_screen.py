@@ -264,3 +264,9 @@ def test_fig7_with_fixed_radii_keeps_its_axes_and_wraps_its_labels():
     width, height = _axes_pixels(fig)
     assert width > 250 and height > 200
     assert np.isclose(fig.get_size_inches()[1] / fig.get_size_inches()[0], 0.8, atol=0.3)  # not a strip
+
+
+def test_a_fixed_radius_scenario_names_its_radius_on_the_first_screen():
+    # the swept scenario gets its r*, the scenario at fixed radii its radius (issue 23 item 5)
+    note = _headlines(_fixed_radii_rows()).loc["identification risk at r* (%)", "note"]
+    assert note == "swept: r* wage=25; fixed: fixed radius education=0.5, experience=0.5, wage=25"

@@ -18,7 +18,7 @@ ATTACKS = {"main": ("main (training)", "#d95f02", -0.15), "control": ("control (
 def plot_attack_rows(rows: pd.DataFrame, title: str = "") -> Figure:
     """Success rates per synthetic set with their intervals: the main attack well above the control
     means the synthesis adds risk; the baseline at or above the main attack means the attack says nothing."""
-    fig = Figure(figsize=(6.0, 3.2))
+    fig = Figure(figsize=(6.0, 3.2), layout="constrained")
     ax = fig.subplots()
     value = rows.set_index(["synthetic", "measure"])["value"]
     sets = sorted(rows.loc[rows["measure"] == "main_rate", "synthetic"].unique(), key=lambda s: (len(s), s))
@@ -37,5 +37,4 @@ def plot_attack_rows(rows: pd.DataFrame, title: str = "") -> Figure:
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, frameon=False)
-    fig.tight_layout()
     return fig

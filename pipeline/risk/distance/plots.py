@@ -19,7 +19,7 @@ SERIES = {
 def plot_dcr_rows(rows: pd.DataFrame) -> Figure:
     """One point per synthetic set and series: a synthetic set much closer to the training records
     than to the holdout (or than random records are) copies training records."""
-    fig = Figure(figsize=(6.0, 3.2))
+    fig = Figure(figsize=(6.0, 3.2), layout="constrained")
     ax = fig.subplots()
     sets = sorted(rows.loc[rows["measure"] == "dcr_median", "synthetic"].unique(), key=lambda s: (len(s), s))
     for measure, (label, color, marker) in SERIES.items():
@@ -32,5 +32,4 @@ def plot_dcr_rows(rows: pd.DataFrame) -> Figure:
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, frameon=False)
-    fig.tight_layout()
     return fig

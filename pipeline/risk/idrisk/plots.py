@@ -217,7 +217,7 @@ def plot_utility_risk(
     :func:`utility_risk_points`) or ``{scenario: (utilities, risks)}``.
     """
     df = _points(points, "scenario")
-    fig = Figure(figsize=(6, 4.5))
+    fig = Figure(figsize=(6, 4.5), layout="constrained")
     ax = fig.subplots()
     for k, (name, g) in enumerate(df.groupby("scenario", sort=False)):
         colour = f"C{k % 10}"
@@ -228,7 +228,6 @@ def plot_utility_risk(
     ax.set_xlabel(utility_label)
     ax.set_ylabel(RISK_LABEL)
     ax.legend(loc="best")
-    fig.tight_layout()
     return fig
 
 
@@ -245,7 +244,7 @@ def plot_2d_boxplot(
     averaged over its m sets) or ``{group: (utilities, risks)}``.
     """
     df = _points(points, group)
-    fig = Figure(figsize=(6, 4.5))
+    fig = Figure(figsize=(6, 4.5), layout="constrained")
     ax = fig.subplots()
     for k, (name, g) in enumerate(df.groupby(group, sort=False)):
         colour = f"C{k % 10}"
@@ -265,7 +264,6 @@ def plot_2d_boxplot(
     ax.set_xlabel(utility_label)
     ax.set_ylabel("average " + RISK_LABEL)
     ax.legend(loc="best")
-    fig.tight_layout()
     return fig
 
 
