@@ -66,6 +66,10 @@ def test_validate_reads_the_data_without_a_cluster_client_or_plots(tmp_path):
     # the measures import their computations when they compute: hypergeom (singling out) and the
     # models' SciPy statistics are not loaded by checking a task
     assert "scipy.stats" not in heavy
+    # nor the numba kernels (a third of a second of imports): the checks of the variables a
+    # distance compares and the aggregate checks of disclosure and identification risk live in
+    # light modules beside the kernels
+    assert "numba" not in heavy
 
 
 @pytest.mark.parametrize(
@@ -76,9 +80,12 @@ def test_validate_reads_the_data_without_a_cluster_client_or_plots(tmp_path):
         ("pipeline.utility.measure", ("numba", "scipy.stats")),
         ("pipeline.synth.partial.syn", ("numba", "scipy.stats")),
         ("pipeline.synth.coarsened", ("numba", "scipy.stats")),
-        # their checks need the nearest-neighbour module's variable kinds, which loads its kernels
-        ("pipeline.risk.distance.measure", ("scipy.stats",)),
-        ("pipeline.risk.attacks.measure", ("scipy.stats",)),
+        ("pipeline.risk.distance.measure", ("numba", "scipy.stats")),
+        ("pipeline.risk.attacks.measure", ("numba", "scipy.stats")),
+        # the modules validate's aggregate checks import
+        ("pipeline.risk.disclosure.checks", ("numba", "scipy.stats")),
+        ("pipeline.risk.idrisk.checks", ("numba", "scipy.stats")),
+        ("pipeline.risk.nearest.checks", ("numba", "scipy.stats")),
     ],
 )
 def test_a_measure_or_synthesiser_module_loads_its_kernels_only_when_it_computes(module, light):

@@ -65,7 +65,7 @@ class IdentificationRiskMeasure(Measure):
 
     def check_aggregates(self, data: EvalData, executor: Executor) -> None:
         """Row alignment and missing continuous values (:func:`check_frames`, as :meth:`evaluate`)."""
-        from pipeline.risk.idrisk.compute import check_frames
+        from pipeline.risk.idrisk.checks import check_frames
 
         p = self.params
         setups = [p.setup(name, data.schema, data.columns) for name in p.scenarios]
@@ -81,8 +81,8 @@ class IdentificationRiskMeasure(Measure):
         record at a fixed radius, (c, T) histograms for a sweep) are computed on its own key
         blocks, all scenarios together.
         """
+        from pipeline.risk.idrisk.checks import check_frames
         from pipeline.risk.idrisk.compute import (
-            check_frames,
             count_histograms,
             count_records,
             records_matrices,
