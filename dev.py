@@ -51,18 +51,8 @@ def ensure_env(extras: str) -> None:
         python = str(BIN / "python")
         if subprocess.run([python, "-m", "pip", "--version"], capture_output=True).returncode != 0:
             subprocess.run([python, "-m", "ensurepip", "-q"], check=True)  # a .venv made by uv has no pip
-        # pip compiles the installed modules one by one; compileall does it on every core (a module
-        # that does not compile is left to be compiled at import, as pip leaves it: no check)
-        pip = [python, "-m", "pip", "install", "-q", "--no-compile", "-e", target]
-        subprocess.run(pip, cwd=ROOT, check=True)
-        subprocess.run([python, "-m", "compileall", "-qq", "-j", "0", *_site_packages(python)])
+        subprocess.run([python, "-m", "pip", "install", "-q", "-e", target], cwd=ROOT, check=True)
     stamp.write_text(want)
-
-
-def _site_packages(python: str) -> list[str]:
-    """The environment's site-packages folders (where pip installed the dependencies)."""
-    code = "import sysconfig; print(*sorted({sysconfig.get_path(p) for p in ('purelib', 'platlib')}), sep='\\n')"
-    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.split()
 
 
 def main(argv: list[str]) -> int:
