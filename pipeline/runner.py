@@ -95,7 +95,6 @@ def _versions() -> dict[str, str]:
     import numpy
     import pyarrow
     import scipy
-    import sklearn
 
     return {
         "sdc-pipeline": code_version(),
@@ -107,7 +106,6 @@ def _versions() -> dict[str, str]:
         "numpy": numpy.__version__,
         "pyarrow": pyarrow.__version__,
         "scipy": scipy.__version__,
-        "scikit-learn": sklearn.__version__,
     }
 
 

@@ -103,3 +103,19 @@ def test_the_registries_validate_with_the_models_of_their_classes():
         assert entry.params_model is entry.measure.params_model, entry.type
     for kind in SYNTHESISERS.values():
         assert kind.params_model is kind.synthesiser.params_model, kind.kind
+
+
+def test_the_manifest_versions_load_no_unused_library():
+    """A run records the versions of the libraries it uses; scikit-learn (about a second of
+    imports) is not one of them."""
+    code = (
+        "import sys\nfrom pipeline.runner import _versions\nv = _versions()\n"
+        "print(','.join(sorted(v)), 'sklearn' in sys.modules)"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    names, sklearn_loaded = res.stdout.split()
+    assert names.split(",") == sorted(
+        ["dask", "distributed", "numpy", "pandas", "platform", "pyarrow", "python", "scipy", "sdc-pipeline"]
+    )
+    assert sklearn_loaded == "False"
