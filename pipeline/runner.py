@@ -100,13 +100,12 @@ def task_executor(task: LoadedTask, client: Any = None) -> Executor:
 
 
 #: the distributions whose versions a manifest records
-LIBRARIES = ("dask", "distributed", "pandas", "numpy", "pyarrow", "scipy", "scikit-learn")
+LIBRARIES = ("dask", "distributed", "pandas", "numpy", "pyarrow", "scipy")
 
 
 def _versions() -> dict[str, str]:
     """The versions of the package, Python, the platform and the libraries the results depend on
-    (from the installed distributions' metadata: importing scikit-learn only to read its version
-    cost a second or two)."""
+    (from the installed distributions' metadata: no import only to read a version)."""
     from importlib.metadata import version
 
     return {

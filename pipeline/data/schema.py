@@ -307,12 +307,13 @@ def cast_series(s: pd.Series, v: Variable, source: str = "data") -> pd.Series:
         if isinstance(s.dtype, pd.CategoricalDtype) and [str(c) for c in s.cat.categories] == list(v.levels or ()):
             return s.cat.set_categories(list(v.levels or ()), ordered=v.ordered) if s.cat.ordered != v.ordered else s
         labels = _as_label(s.astype(object) if isinstance(s.dtype, pd.CategoricalDtype) else s)
-        labels = labels.where(labels.notna() & (labels != ""), None)
-        known = labels.isin(list(v.levels or ()))
-        bad = int((~known & labels.notna()).sum())
-        out = pd.Series(
-            pd.Categorical(labels.where(known, None), categories=list(v.levels or ()), ordered=v.ordered), index=s.index
-        )
+        levels = list(v.levels or ())
+        # level codes by one lookup (a third of the time of isin and building from labels)
+        codes = pd.Index(levels, dtype=object).get_indexer(labels)
+        blank = (labels.isna() | (labels == "")).to_numpy(dtype=bool, na_value=True)
+        codes[blank] = -1
+        bad = int(((codes < 0) & ~blank).sum())
+        out = pd.Series(pd.Categorical.from_codes(codes, categories=levels, ordered=v.ordered), index=s.index)
         if bad:
             raise DataError(
                 f"{source}: variable {v.name!r} has {bad} record(s) whose value is not one of its "
@@ -327,8 +328,9 @@ def cast_series(s: pd.Series, v: Variable, source: str = "data") -> pd.Series:
     else:
         text = s.astype("string").str.strip().replace("", None)
         parsed = pd.to_numeric(text, errors="coerce").astype("float64")
-        infinite = int(np.isinf(parsed.to_numpy()).sum())
-        num = finite_numbers(text)
+        infinite_at = np.isinf(parsed.to_numpy())
+        infinite = int(infinite_at.sum())
+        num = parsed.where(~infinite_at)  # finite_numbers(text), parsed once
         bad = int((num.isna() & text.notna()).sum())
     if bad:
         why = " (infinite values such as inf or 1e400 are not accepted)" if infinite else ""

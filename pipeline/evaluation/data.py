@@ -274,7 +274,8 @@ def _cast_frame(frame: pd.DataFrame, schema: Schema, index: int) -> pd.DataFrame
 
 def _cast(frame: Frame, schema: Schema, index: int) -> Frame:
     """Cast the columns whose dtype differs from the schema's in-memory form (lazily for Dask)."""
-    if all(c not in schema or _fits(frame[c].dtype, schema[c]) for c in frame.columns):
+    # the dtypes at once: a Dask frame's column is a new collection (a millisecond each)
+    if all(c not in schema or _fits(t, schema[c]) for c, t in frame.dtypes.items()):
         return frame
     if isinstance(frame, pd.DataFrame):
         return _cast_frame(frame.reset_index(drop=True), schema, index)

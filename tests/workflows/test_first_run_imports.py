@@ -66,6 +66,10 @@ def test_validate_reads_the_data_without_a_cluster_client_or_plots(tmp_path):
     # the measures import their computations when they compute: hypergeom (singling out) and the
     # models' SciPy statistics are not loaded by checking a task
     assert "scipy.stats" not in heavy
+    # nor the numba kernels (a third of a second of imports): the checks of the variables a
+    # distance compares and the aggregate checks of disclosure and identification risk live in
+    # light modules beside the kernels
+    assert "numba" not in heavy
 
 
 @pytest.mark.parametrize(
@@ -76,9 +80,12 @@ def test_validate_reads_the_data_without_a_cluster_client_or_plots(tmp_path):
         ("pipeline.utility.measure", ("numba", "scipy.stats")),
         ("pipeline.synth.partial.syn", ("numba", "scipy.stats")),
         ("pipeline.synth.coarsened", ("numba", "scipy.stats")),
-        # their checks need the nearest-neighbour module's variable kinds, which loads its kernels
-        ("pipeline.risk.distance.measure", ("scipy.stats",)),
-        ("pipeline.risk.attacks.measure", ("scipy.stats",)),
+        ("pipeline.risk.distance.measure", ("numba", "scipy.stats")),
+        ("pipeline.risk.attacks.measure", ("numba", "scipy.stats")),
+        # the modules validate's aggregate checks import
+        ("pipeline.risk.disclosure.checks", ("numba", "scipy.stats")),
+        ("pipeline.risk.idrisk.checks", ("numba", "scipy.stats")),
+        ("pipeline.risk.nearest.checks", ("numba", "scipy.stats")),
     ],
 )
 def test_a_measure_or_synthesiser_module_loads_its_kernels_only_when_it_computes(module, light):
@@ -96,3 +103,19 @@ def test_the_registries_validate_with_the_models_of_their_classes():
         assert entry.params_model is entry.measure.params_model, entry.type
     for kind in SYNTHESISERS.values():
         assert kind.params_model is kind.synthesiser.params_model, kind.kind
+
+
+def test_the_manifest_versions_load_no_unused_library():
+    """A run records the versions of the libraries it uses; scikit-learn (about a second of
+    imports) is not one of them."""
+    code = (
+        "import sys\nfrom pipeline.runner import _versions\nv = _versions()\n"
+        "print(','.join(sorted(v)), 'sklearn' in sys.modules)"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    names, sklearn_loaded = res.stdout.split()
+    assert names.split(",") == sorted(
+        ["dask", "distributed", "numpy", "pandas", "platform", "pyarrow", "python", "scipy", "sdc-pipeline"]
+    )
+    assert sklearn_loaded == "False"

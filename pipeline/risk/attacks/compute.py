@@ -22,13 +22,13 @@ import numpy as np
 
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Deferred, Executor
+from pipeline.risk.nearest.checks import split_kinds
 from pipeline.risk.nearest.compute import (
     DistanceSpace,
     gather,
     nearest_neighbours,
     reported_values,
     space_from_ranges,
-    split_kinds,
     value_ranges,
 )
 

@@ -8,7 +8,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure, Params, Row
 from pipeline.evaluation.data import EvalData
 from pipeline.risk.attacks.params import Columns, InferenceParams, LinkabilityParams, SinglingOutParams
-from pipeline.risk.nearest.compute import check_block_on, split_kinds
+from pipeline.risk.nearest.checks import check_block_on, split_kinds
 
 # the attacks (numba predicates, SciPy) are imported by evaluate: checking a task needs only the
 # params and the schema

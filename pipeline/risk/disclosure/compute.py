@@ -43,6 +43,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
 from pipeline.risk.disclosure.assemble import build_result
+from pipeline.risk.disclosure.checks import value_stats
 from pipeline.risk.disclosure.coding import (
     MISSING,
     Coder,
@@ -180,10 +181,7 @@ def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], j
     variables = list(variables)
     factors = [v for v in variables if data.schema[v].is_factor]
     if not joint:
-        counts = executor.compute(
-            *[executor.map_reduce(f, value_counts, merge_value_counts, variables, factors) for f in data.frames]
-        )
-        return Stats(tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c in counts))
+        return Stats(value_stats(data, executor, variables))
     limit = min(executor.block_rows, ONE_BLOCK_CELLS) if executor.is_lazy(data) else None
     merge = partial(merge_tallies, variables=variables, factors=factors, limit=limit)
     # every partition's counts stay where they were computed; their merge comes to the driver

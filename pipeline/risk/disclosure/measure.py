@@ -99,11 +99,11 @@ class DisclosureMeasure(Measure):
         """What the value counts tell: no key or target only missing, special missing codes that
         occur (the coders :meth:`evaluate` builds, from one pass of value counts only: checking
         needs no joint counts)."""
-        from pipeline.risk.disclosure.compute import gather_stats
+        from pipeline.risk.disclosure.checks import value_stats
 
         key_sets = self.bound_key_sets(data)
         variables = list(dict.fromkeys(v for keys, targets, _ in key_sets for v in (*keys, *targets)))
-        stats = gather_stats(executor.prepare(data.select(variables)), executor, variables, joint=False)
+        stats = value_stats(executor.prepare(data.select(variables)), executor, variables)
         for keys, _, options in key_sets:
             first = options[0]
             build_coders(stats, keys, first.ngroups_keys, first.cont_na, first.style)

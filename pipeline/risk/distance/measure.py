@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pipeline.evaluation.base import Measure, Params
 from pipeline.evaluation.data import EvalData
 from pipeline.risk.distance.params import DCRParams
-from pipeline.risk.nearest.compute import check_block_on, split_kinds
+from pipeline.risk.nearest.checks import check_block_on, split_kinds
 
 # the distances are imported by evaluate: checking a task needs only the params and the schema
 if TYPE_CHECKING:

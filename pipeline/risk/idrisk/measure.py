@@ -67,7 +67,7 @@ class IdentificationRiskMeasure(Measure):
 
     def check_aggregates(self, data: EvalData, executor: Executor) -> None:
         """Row alignment and missing continuous values (:func:`check_frames`, as :meth:`evaluate`)."""
-        from pipeline.risk.idrisk.compute import check_frames
+        from pipeline.risk.idrisk.checks import check_frames
 
         p = self.params
         setups = [p.setup(name, data.schema, data.columns) for name in p.scenarios]
@@ -83,8 +83,8 @@ class IdentificationRiskMeasure(Measure):
         record at a fixed radius, (c, T) histograms for a sweep) are computed on its own key
         blocks, all scenarios together.
         """
+        from pipeline.risk.idrisk.checks import check_frames
         from pipeline.risk.idrisk.compute import (
-            check_frames,
             count_histograms,
             count_records,
             records_matrices,
@@ -120,7 +120,8 @@ class IdentificationRiskMeasure(Measure):
         statistics come from the mixed per-record counts (the same histograms, hence the same
         rows, as :meth:`evaluate` on the mixed data).  Data the executor keeps in memory only
         (the per-record counts of every radius are held on the driver); else None."""
-        from pipeline.risk.idrisk.compute import check_frames, count_records, records_matrices, unmatched_records
+        from pipeline.risk.idrisk.checks import check_frames, unmatched_records
+        from pipeline.risk.idrisk.compute import count_records, records_matrices
 
         if not executor.in_memory(first):
             return None

@@ -18,7 +18,6 @@ import pandas as pd
 
 from pipeline.blocks import ROW_COLUMN
 from pipeline.data.schema import Schema
-from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Deferred, Executor
 from pipeline.risk.nearest.kernel import ReferenceBlock, build_reference, empty_best, encode, search_block
@@ -60,26 +59,6 @@ class DistanceSpace:
     @property
     def variables(self) -> list[str]:
         return [*self.factors, *self.numerics]
-
-
-def split_kinds(schema: Schema, variables: Sequence[str], where: str) -> tuple[list[str], list[str]]:
-    """The factor and the numeric variables among ``variables`` (character ones are refused)."""
-    factors = [v for v in variables if schema[v].is_factor]
-    numerics = [v for v in variables if schema[v].is_numeric]
-    other = [v for v in variables if v not in factors and v not in numerics]
-    if other:
-        raise ParameterError(
-            f"{where}: variable(s) {', '.join(map(repr, other))} are character variables; "
-            "a distance compares factors and numeric variables only (declare them as factors)"
-        )
-    return factors, numerics
-
-
-def check_block_on(schema: Schema, block_on: Sequence[str], where: str) -> None:
-    """``block_on`` variables must be factors (they are compared by their level codes)."""
-    wrong = [v for v in block_on if not schema[v].is_factor]
-    if wrong:
-        raise ParameterError(f"{where}: block_on variable(s) {', '.join(map(repr, wrong))} must be factors")
 
 
 def _min_max(part: pd.DataFrame, numerics: list[str], missing_codes: dict[str, tuple[float, ...]]) -> np.ndarray:
