@@ -93,10 +93,10 @@ def test_large_counts_are_kept_per_partition_for_the_buckets(data) -> None:
     original, synthetic, schema = data
     lazy = as_eval_data(_lazy(original, 3), [_lazy(synthetic, 2)], schema)
     stats = gather_stats(lazy, Executor(policy="blocks", block_rows=500), ["a", "b", "c", "t"])
-    assert stats.joint is None and stats.partials is not None
+    assert not stats.local and stats.partials is not None
     assert [len(p) for p in stats.partials] == [3, 2]
-    assert [sum(int(t.joint[COUNT].sum()) for t in p) for p in stats.partials] == [4000, 3000]
-    assert stats.partial_rows == sum(len(t.joint) for t in stats.partials[0])
+    assert [sum(int(j.counts.sum()) for j in p) for p in stats.partials] == [4000, 3000]
+    assert stats.partial_rows == sum(len(j) for j in stats.partials[0])
 
 
 OPTIONS = [
@@ -174,7 +174,9 @@ def test_one_pass_over_the_records_and_no_record_shuffle(client, data) -> None:
     assert tasks["tally_records"] == 5  # the only tasks that read records: one per partition
     assert tasks["bucket_cells"] == 5  # each partition's counts cut into buckets
     assert n_buckets >= 2 and tasks["getitem"] == 5 * n_buckets
-    assert set(tasks) == {"tally_records", "merge_tallies", "bucket_cells", "getitem", "bucket_summaries"}
+    assert tasks["tally_summary"] == 5  # taken beside each partition's counts: only these move to the driver
+    assert set(tasks) == {"tally_records", "tally_summary", "merge_summaries", "bucket_cells", "getitem",
+                          "bucket_summaries"}  # fmt: skip
 
 
 def test_measure_result_has_synthpop_names_a_short_repr_and_one_setting_per_key_set():
