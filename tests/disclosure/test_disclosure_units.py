@@ -16,9 +16,19 @@ from pipeline.rcompat import as_character as r_number_label
 from pipeline.rcompat import class_breaks, quantile7
 from pipeline.rcompat import cut_labels as interval_labels
 from pipeline.risk.disclosure import disclosure
-from pipeline.risk.disclosure.coding import MISSING, build_coders, encode_frame
+from pipeline.risk.disclosure.coding import MISSING, build_coders, encode_frame, encode_joint
 from pipeline.risk.disclosure.compute import gather_stats, merge_summaries, tally_records, tally_summary
-from pipeline.risk.disclosure.kernel import COUNT, KernelPlan, Stat, block_summary, cell_counts, combine, joint_counts
+from pipeline.risk.disclosure.kernel import (
+    COUNT,
+    KernelPlan,
+    Stat,
+    _distinct,
+    _pair_histogram,
+    block_summary,
+    cell_counts,
+    combine,
+    joint_counts,
+)
 from pipeline.risk.disclosure.params import DisclosureParams, bind_options
 
 
@@ -325,3 +335,55 @@ def test_value_counts_of_the_partial_counts_equal_those_of_the_records() -> None
         brute = Counter(None if pd.isna(x) else x for x in frame[v].tolist())
         got = merged[v]
         assert dict(zip([None if pd.isna(x) else x for x in got.index], got.tolist(), strict=True)) == brute
+
+
+@pytest.mark.parametrize("rows", [0, 1, 2, 40, 3000], ids=lambda n: f"{n} records")
+def test_joint_counts_dense_and_hashed_equal_a_group_by_with_missing_keys(rows: int) -> None:
+    # sex x age x town: 5 x 76 x 5 = 1,900 possible numbers: dense at 3,000 records (<= 8 per row), hashed below
+    frame = _mixed_frame(3000, 9).iloc[:rows]
+    variables, factors = ["sex", "age", "town"], ["sex"]
+    joint = joint_counts(frame, variables, factors)
+    assert joint.counts.dtype == np.int64 and all(c.dtype == np.int32 for c in joint.codes)
+    assert _joint_as_dict(joint.frame(), variables) == _brute_joint(frame, variables)
+    assert int(joint.counts.sum()) == rows
+    counts = joint.value_counts()
+    assert int(counts["sex"].sum()) == rows and len(counts["sex"]) == 4  # every level listed, missing first
+    for v in ("age", "town"):  # only the values present
+        assert sorted(counts[v].tolist()) == sorted(Counter(_values(frame, [v])).values())
+
+
+def test_encode_joint_equals_encoding_the_values() -> None:
+    # grouped age (intervals merge values) and NA in every variable: the table of a partition's values
+    # gives the codes the coders give the values themselves
+    data = as_eval_data(_mixed_frame(3000, 10), [_mixed_frame(2000, 11)])
+    variables = ["sex", "age", "income", "town"]
+    factors = [v for v in variables if data.schema[v].is_factor]
+    stats = gather_stats(data, Executor(policy="memory"), variables)
+    coders = build_coders(stats, variables, {"age": 4}, {}, "quantile")
+    frame, syn = data.frames
+    for part in (frame.iloc[:1], frame.iloc[:500], syn):
+        joint = joint_counts(part, variables, factors)
+        pd.testing.assert_frame_equal(
+            encode_joint(joint, coders), encode_frame(joint.frame(), coders).reset_index(drop=True)
+        )
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 2000])
+def test_distinct_by_counters_or_sort_equals_unique(n: int) -> None:
+    rng = np.random.default_rng(n)
+    for high in (50, 10**9):  # few possible values (counters) and many (sort)
+        values = rng.integers(0, high, n).astype(np.int64)
+        got, inverse = _distinct(values)
+        expected, expected_inverse = np.unique(values, return_inverse=True)
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(inverse, expected_inverse)
+
+
+def test_pair_histogram_equals_counting_the_pairs() -> None:
+    rng = np.random.default_rng(12)
+    b = rng.integers(1, 30, 5000)
+    for a in (b * rng.integers(1, 30, 5000), np.full(5000, 2**61) - b):  # one number per pair, or a sort
+        got_a, got_b, n = _pair_histogram(a, b)
+        expected = sorted(Counter(zip(a.tolist(), b.tolist(), strict=True)).items())
+        assert list(zip(zip(got_a.tolist(), got_b.tolist(), strict=True), n.tolist(), strict=True)) == expected
+    assert [len(x) for x in _pair_histogram(np.zeros(0, np.int64), np.zeros(0, np.int64))] == [0, 0, 0]

@@ -148,9 +148,13 @@ class _Rows:
 
 
 def _pair_histogram(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct (a, b) pairs and how often each occurs."""
+    """Distinct (a, b) pairs of non-negative integers and how often each occurs, ordered by (a, b)."""
     if not len(a):
         return a, b, a
+    span = int(b.max()) + 1
+    if int(a.max()) < (2**62 - span) // span:  # one number per pair, in the same order
+        pairs, n = _sums_by(a * span + b, None)
+        return pairs // span, pairs % span, n
     order = np.lexsort((b, a))
     a, b = a[order], b[order]
     new = np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])]
@@ -158,8 +162,8 @@ def _pair_histogram(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return a[starts], b[starts], np.diff(np.r_[starts, len(a)])
 
 
-def _sums_by(index: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of ``index`` (>= 0) with non-zero sums of ``weights``, in order.
+def _sums_by(index: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``index`` (>= 0) with non-zero sums of ``weights`` (None: one each), in order.
 
     A few possible values (e.g. key code x target code) are summed directly, any others
     after a sort.
@@ -488,6 +492,18 @@ def key_groups(
     return stacked.groupby(list(range(len(codes))), sort=True).ngroup().to_numpy(dtype=np.int64), codes
 
 
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of non-negative integers: by one counter per
+    possible value when there are at most :data:`DENSE_PER_ROW` per value given, else by a sort."""
+    space = int(values.max()) + 1 if len(values) else 0
+    if space > DENSE_PER_ROW * len(values):
+        return np.unique(values, return_inverse=True)
+    distinct = np.flatnonzero(np.bincount(values, minlength=space))
+    index = np.empty(space, dtype=np.int64)
+    index[distinct] = np.arange(len(distinct))
+    return distinct, index[values]
+
+
 class _Cells:
     """The (q, t) cells of one block with the count of every data set."""
 
@@ -497,7 +513,7 @@ class _Cells:
         q, keys = key_groups(frames, plan.keys, plan.key_sizes, plan.target_size)
         t = np.concatenate([f[TARGET_CODE].to_numpy() for f in frames]).astype(np.int64)
         n = np.concatenate([f[COUNT].to_numpy() for f in frames]).astype(np.int64)
-        cells, inverse = np.unique(q * plan.target_size + t, return_inverse=True)
+        cells, inverse = _distinct(q * plan.target_size + t)
         n_cells = len(cells)
         self.counts = (
             np.bincount(src * n_cells + inverse, weights=n, minlength=len(frames) * n_cells)
