@@ -170,10 +170,15 @@ class Bench:
 @contextlib.contextmanager
 def bench_client(workers: int, memory_limit: str) -> Iterator[Any]:
     """The benchmarks' cluster: ``workers`` single-threaded worker processes with a memory limit each,
-    a free dashboard port, quiet logs (p2p shuffles log two warnings each)."""
+    a free dashboard port, quiet logs (p2p shuffles log two warnings each), and the worker malloc
+    settings of the pipeline's local cluster (:func:`pipeline.cluster.worker_malloc_config`)."""
+    import dask
     from distributed import Client, LocalCluster
 
+    from pipeline.cluster import worker_malloc_config
+
     with (
+        dask.config.set(worker_malloc_config()),  # the workers' malloc settings of a run's local cluster
         LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit=memory_limit,
                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster,
         Client(cluster) as client,

@@ -112,10 +112,14 @@ def keyed_partition(frame: pd.DataFrame, keys: Sequence[str]) -> KeyedPartition:
     return KeyedPartition(frame, codes.astype(np.int64), np.asarray(hashes, dtype=np.int64), counts.astype(np.int64))
 
 
+def key_loads(part: KeyedPartition) -> pd.Series:
+    """Records per key hash of one kept partition (taken on its worker: the records stay there)."""
+    return pd.Series(part.counts, index=part.hashes)
+
+
 def sum_key_loads(parts: Sequence[KeyedPartition | pd.Series]) -> pd.Series:
     """Records per key hash (sorted by hash) of :class:`KeyedPartition` s or of such sums: exact."""
-    series = [pd.Series(p.counts, index=p.hashes) if isinstance(p, KeyedPartition) else p for p in parts]
-    return sum_key_counts(series)
+    return sum_key_counts([key_loads(p) if isinstance(p, KeyedPartition) else p for p in parts])
 
 
 def sum_key_counts(parts: Sequence[pd.Series]) -> pd.Series:

@@ -60,6 +60,7 @@ from pipeline.blocks import (
     AlignedBlocks,
     KeyBlocks,
     balanced_blocks,
+    key_loads,
     keyed_partition,
     split_by_block,
     sum_key_loads,
@@ -316,20 +317,30 @@ class Executor:
         kernel: Callable[..., Any],
         combine: Callable[[Sequence[Any]], Any],
         *args: Any,
+        summary: Callable[[Any], Any] | None = None,
         split_every: int = 8,
     ) -> tuple[list[list[Any]], list[Any]]:
         """:meth:`map_reduce` of every frame that also keeps the per-partition results (the partials).
 
         One computation (one pass over the records) gives, per frame, ``kernel(partition,
         *args)`` of every partition, kept where it was computed — on the cluster as handles
-        (futures) for :meth:`merge_buckets`, in memory as the values — and their combination
-        (exact, as in :meth:`map_reduce`), brought to the driver.  Dropping the handles releases
-        the partials.
+        (futures) for :meth:`merge_buckets`, in memory as the values — and the combination
+        (exact, as in :meth:`map_reduce`) of their ``summary`` (default: the partials
+        themselves), brought to the driver.  On the cluster each summary is taken on the worker
+        that holds its partial, so only the summaries move to the combining tasks (a partial
+        that holds records or counts stays where it is).  Dropping the handles releases the
+        partials.
         """
         tasks = [
             [kernel(f, *args)] if isinstance(f, pd.DataFrame) else _partition_tasks(f, kernel, args, {}) for f in frames
         ]
-        roots = [_combine_tree(t, combine, split_every) if dask.is_dask_collection(t[0]) else combine(t) for t in tasks]
+        roots = []
+        for t in tasks:
+            if not dask.is_dask_collection(t[0]):
+                roots.append(combine([summary(p) for p in t] if summary is not None else t))
+                continue
+            small = [dask.delayed(summary, pure=True)(p) for p in t] if summary is not None else t
+            roots.append(_combine_tree(small, combine, split_every))
         lazy = [t for ts in tasks for t in ts if dask.is_dask_collection(t)]
         lazy_roots = [r for r in roots if dask.is_dask_collection(r)]
         if not lazy:
@@ -342,6 +353,14 @@ class Executor:
         kept_iter, combined_iter = iter(kept), iter(combined)
         partials = [[next(kept_iter) if dask.is_dask_collection(t) else t for t in ts] for ts in tasks]
         return partials, [next(combined_iter) if dask.is_dask_collection(r) else r for r in roots]
+
+    def gather(self, partials: Sequence[Sequence[Any]]) -> list[list[Any]]:
+        """Partials kept by :meth:`map_reduce_partials` brought to the driver (values pass through)."""
+        handles = [p for ps in partials for p in ps if _is_future(p)]
+        if not handles:
+            return [list(ps) for ps in partials]
+        got = iter(self.client.gather(handles))
+        return [[next(got) if _is_future(p) else p for p in ps] for ps in partials]
 
     def merge_buckets(
         self,
@@ -544,7 +563,8 @@ class Executor:
         """Balanced key blocks by an exchange of the records' pieces (no Dask shuffle).
 
         One pass hashes every partition's keys once and keeps the result on its worker
-        (:func:`~pipeline.blocks.keyed_partition`) while the records per key come to the driver;
+        (:func:`~pipeline.blocks.keyed_partition`) while only the records per key (taken on that
+        worker, :func:`~pipeline.blocks.key_loads`) are combined and come to the driver;
         the keys are dealt to blocks (:func:`~pipeline.blocks.balanced_blocks`); each kept
         partition is then cut into its pieces of every block (one task per partition,
         :func:`~pipeline.blocks.split_by_block`) and a block of a data set is the concatenation
@@ -552,7 +572,7 @@ class Executor:
         move, once.
         """
         frames = [_as_dask(f) for f in data.frames]
-        partials, loads = self.map_reduce_partials(frames, keyed_partition, sum_key_loads, keys)
+        partials, loads = self.map_reduce_partials(frames, keyed_partition, sum_key_loads, keys, summary=key_loads)
         assignment = balanced_blocks(sum_key_loads(loads), n_blocks).sort_index()
         # the table goes to the cluster once, not with every task
         hashes = dask.delayed(assignment.index.to_numpy(dtype=np.int64), traverse=False)

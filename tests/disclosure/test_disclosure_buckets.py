@@ -8,11 +8,13 @@ the records once (one counting task per partition, no shuffle of records).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from collections import Counter
 from collections.abc import Iterator
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -93,10 +95,10 @@ def test_large_counts_are_kept_per_partition_for_the_buckets(data) -> None:
     original, synthetic, schema = data
     lazy = as_eval_data(_lazy(original, 3), [_lazy(synthetic, 2)], schema)
     stats = gather_stats(lazy, Executor(policy="blocks", block_rows=500), ["a", "b", "c", "t"])
-    assert stats.joint is None and stats.partials is not None
+    assert not stats.local and stats.partials is not None
     assert [len(p) for p in stats.partials] == [3, 2]
-    assert [sum(int(t.joint[COUNT].sum()) for t in p) for p in stats.partials] == [4000, 3000]
-    assert stats.partial_rows == sum(len(t.joint) for t in stats.partials[0])
+    assert [sum(int(j.counts.sum()) for j in p) for p in stats.partials] == [4000, 3000]
+    assert stats.partial_rows == sum(len(j) for j in stats.partials[0])
 
 
 OPTIONS = [
@@ -174,7 +176,9 @@ def test_one_pass_over_the_records_and_no_record_shuffle(client, data) -> None:
     assert tasks["tally_records"] == 5  # the only tasks that read records: one per partition
     assert tasks["bucket_cells"] == 5  # each partition's counts cut into buckets
     assert n_buckets >= 2 and tasks["getitem"] == 5 * n_buckets
-    assert set(tasks) == {"tally_records", "merge_tallies", "bucket_cells", "getitem", "bucket_summaries"}
+    assert tasks["tally_summary"] == 5  # taken beside each partition's counts: only these move to the driver
+    assert set(tasks) == {"tally_records", "tally_summary", "merge_summaries", "bucket_cells", "getitem",
+                          "bucket_summaries"}  # fmt: skip
 
 
 def test_measure_result_has_synthpop_names_a_short_repr_and_one_setting_per_key_set():
@@ -206,3 +210,30 @@ def test_measure_result_has_synthpop_names_a_short_repr_and_one_setting_per_key_
     two = DisclosureMeasure({"keys": [["sex", "age"], ["sex", "edu"]], "target": "ls"}).run(as_eval_data(orig, [syn]))
     with pytest.raises(AttributeError, match=r"2 key sets; take one of .results\[0..1\]"):
         _ = two.ident
+
+
+def _with_empty_and_single_record_partitions(frame: pd.DataFrame) -> dd.DataFrame:
+    """``frame`` as partitions of 0, 1, 0, the rest and 1 records (in order)."""
+    cuts = [0, 0, 1, 1, len(frame) - 1, len(frame)]
+    pieces = [frame.iloc[a:b] for a, b in itertools.pairwise(cuts)]
+    return dd.from_delayed([dask.delayed(p) for p in pieces], meta=frame.iloc[:0], verify_meta=False)
+
+
+@pytest.mark.parametrize("block_rows", [1, 10**6], ids=["key buckets", "one block in the driver"])
+def test_empty_and_single_record_partitions_and_buckets(client, data, block_rows) -> None:
+    # NA keys and target included; with block_rows=1 there are more buckets than most partitions have
+    # rows, so buckets of no and of one record meet the block kernel
+    original, synthetic, schema = data
+    small = original.iloc[:7]
+    for o, s in ((original, synthetic), (small, synthetic.iloc[:5])):
+        expected = disclosure(o, [s], KEYS, "t", schema=schema, executor=Executor(policy="memory"))
+        got = disclosure(
+            _with_empty_and_single_record_partitions(o), [_with_empty_and_single_record_partitions(s)], KEYS, "t",
+            schema=schema, executor=Executor(client, policy="blocks", block_rows=block_rows),
+        )  # fmt: skip
+        _assert_identical(got, expected)
+        reference, nex = _reference(o, s, KEYS, "t", {})
+        measures = got.measures().iloc[0]
+        for name, value in reference.items():
+            assert measures[name] == pytest.approx(value, abs=1e-9, nan_ok=True), name
+        assert got.Nexclusions[0].to_numpy().tolist() == nex

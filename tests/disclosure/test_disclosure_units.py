@@ -16,9 +16,19 @@ from pipeline.rcompat import as_character as r_number_label
 from pipeline.rcompat import class_breaks, quantile7
 from pipeline.rcompat import cut_labels as interval_labels
 from pipeline.risk.disclosure import disclosure
-from pipeline.risk.disclosure.coding import MISSING, build_coders, encode_frame
-from pipeline.risk.disclosure.compute import gather_stats, merge_tallies, tally_records
-from pipeline.risk.disclosure.kernel import COUNT, KernelPlan, Stat, block_summary, cell_counts, combine, joint_counts
+from pipeline.risk.disclosure.coding import MISSING, build_coders, encode_frame, encode_joint
+from pipeline.risk.disclosure.compute import gather_stats, merge_summaries, tally_records, tally_summary
+from pipeline.risk.disclosure.kernel import (
+    COUNT,
+    KernelPlan,
+    Stat,
+    _distinct,
+    _pair_histogram,
+    block_summary,
+    cell_counts,
+    combine,
+    joint_counts,
+)
 from pipeline.risk.disclosure.params import DisclosureParams, bind_options
 
 
@@ -218,17 +228,20 @@ def _mixed_frame(n: int, seed: int) -> pd.DataFrame:
 def test_joint_counts_equal_a_group_by_of_the_values() -> None:
     frame = _mixed_frame(3000, 1)
     variables = ["sex", "age", "income", "town"]
-    joint = joint_counts(frame, variables, ["sex"])
+    joint = joint_counts(frame, variables, ["sex"]).frame()
     assert list(joint.columns) == [*variables, COUNT]
     assert joint["sex"].dtype == frame["sex"].dtype and joint["town"].dtype == frame["town"].dtype
     assert joint[COUNT].sum() == len(frame) and (joint[COUNT] > 0).all()
     assert _joint_as_dict(joint, variables) == _brute_joint(frame, variables)
     # weights: counting counted combinations again (e.g. merging partitions) sums them
     halves = pd.concat(
-        [joint_counts(frame[:1000], variables, ["sex"]), joint_counts(frame[1000:], variables, ["sex"])],
+        [
+            joint_counts(frame[:1000], variables, ["sex"]).frame(),
+            joint_counts(frame[1000:], variables, ["sex"]).frame(),
+        ],
         ignore_index=True,
     )
-    merged = joint_counts(halves, variables, ["sex"], halves[COUNT].to_numpy())
+    merged = joint_counts(halves, variables, ["sex"], halves[COUNT].to_numpy()).frame()
     assert _joint_as_dict(merged, variables) == _brute_joint(frame, variables)
 
 
@@ -239,7 +252,7 @@ def test_joint_counts_when_the_combinations_cannot_be_numbered() -> None:
     frame.iloc[::7, 0] = np.nan
     frame = pd.concat([frame, frame.iloc[:100]], ignore_index=True)  # repeated combinations
     variables = list(frame.columns)
-    joint = joint_counts(frame, variables, [])
+    joint = joint_counts(frame, variables, []).frame()
     assert len(joint) == 500
     assert _joint_as_dict(joint, variables) == _brute_joint(frame, variables)
 
@@ -257,69 +270,120 @@ def test_joint_counts_renumber_again_and_again_when_every_record_is_distinct() -
         frame[f"money{i}"] = money
     frame = pd.concat([frame, frame.iloc[:300]], ignore_index=True)  # repeated combinations
     variables = list(frame.columns)
-    joint = joint_counts(frame, variables, ["sex"])
+    joint = joint_counts(frame, variables, ["sex"]).frame()
     assert joint[COUNT].sum() == len(frame) and len(joint) == n
     assert _joint_as_dict(joint, variables) == _brute_joint(frame, variables)
-    weighted = joint_counts(joint, variables, ["sex"], joint[COUNT].to_numpy())
+    weighted = joint_counts(joint, variables, ["sex"], joint[COUNT].to_numpy()).frame()
     assert _joint_as_dict(weighted, variables) == _brute_joint(frame, variables)
 
 
 def test_joint_counts_of_no_records() -> None:
     frame = _mixed_frame(10, 3).iloc[:0]
-    joint = joint_counts(frame, ["sex", "age", "town"], ["sex"])
+    joint = joint_counts(frame, ["sex", "age", "town"], ["sex"]).frame()
     assert len(joint) == 0 and list(joint.columns) == ["sex", "age", "town", COUNT]
 
 
-def test_gather_stats_keeps_the_joint_counts_only_within_one_block() -> None:
+def _merged_joint(parts: list) -> dict[tuple, int]:
+    """The per-partition counts of one data set merged (exact sums by combination of values)."""
+    out: Counter = Counter()
+    for part in parts:
+        frame = part.frame()
+        for key, n in zip(_values(frame, list(part.variables)), frame[COUNT].tolist(), strict=True):
+            out[key] += n
+    return dict(out)
+
+
+def test_gather_stats_keeps_the_partial_counts_in_the_driver_only_within_one_block() -> None:
     frame = _mixed_frame(3000, 4)
     syn = _mixed_frame(2000, 5)
     variables = ["sex", "age", "income", "town"]
     data = as_eval_data(frame, [syn])
     in_memory = gather_stats(data, Executor(policy="memory"), variables)
     without = gather_stats(data, Executor(policy="memory"), variables, joint=False)
-    assert in_memory.joint is not None and without.joint is None
-    assert [j[COUNT].sum() for j in in_memory.joint] == [3000, 2000]
+    assert in_memory.local and in_memory.partials is not None and without.partials is None
+    assert [sum(int(j.counts.sum()) for j in p) for p in in_memory.partials] == [3000, 2000]
     for a, b in zip(in_memory, without, strict=True):
         for v in variables:
             pd.testing.assert_series_equal(a[v].counts, b[v].counts, check_names=False)
             assert (a[v].n_missing, a[v].n) == (b[v].n_missing, b[v].n)
-    # on partitions, past the executor's block size only the value counts are kept (then merged exactly)
+    # on partitions: the counts of each partition, in the driver while they fit one block
     lazy = as_eval_data(
         dd.from_pandas(frame, npartitions=3, sort=False), [dd.from_pandas(syn, npartitions=2)], data.schema
     )
     fits = gather_stats(lazy, Executor(policy="blocks", block_rows=10**6), variables)
-    assert fits.joint is not None
-    assert _joint_as_dict(fits.joint[0], variables) == _brute_joint(frame, variables)
+    assert fits.local and [len(p) for p in fits.partials] == [3, 2]
+    assert _merged_joint(fits.partials[0]) == _brute_joint(frame, variables)
+    assert fits.partial_rows == sum(len(j) for j in fits.partials[0])
+    # past the executor's block size they stay where they were computed; the value counts are exact
     too_big = gather_stats(lazy, Executor(policy="blocks", block_rows=500), variables)
-    assert too_big.joint is None
+    assert not too_big.local and too_big.partial_rows == fits.partial_rows
     for a, b in zip(too_big, without, strict=True):
         for v in variables:
             pd.testing.assert_series_equal(a[v].counts, b[v].counts, check_names=False)
 
 
-def test_merge_tallies_in_batches_within_the_limit() -> None:
-    rng = np.random.default_rng(6)
-    frame = pd.DataFrame(
-        {
-            "k": pd.Categorical(rng.choice(["a", "b", "c", "d"], 3000), categories=["a", "b", "c", "d"]),
-            "x": rng.integers(0, 25, 3000).astype(float),
-        }
-    )
-    variables, factors = ["k", "x"], ["k"]
-    expected = _brute_joint(frame, variables)
-    assert len(expected) == 100
-    parts = [tally_records(frame[i : i + 500], variables, factors, None) for i in range(0, 3000, 500)]
-    assert all(90 <= len(p.joint) <= 100 for p in parts)
-    # the parts hold ~570 rows together: merged two or three at a time, the result fits 150 rows
-    merged = merge_tallies(parts, variables, factors, 150)
-    assert _joint_as_dict(merged.joint, variables) == expected
-    assert _joint_as_dict(merge_tallies(parts, variables, factors, None).joint, variables) == expected
-    # past the limit only the value counts remain, and they are exact
-    small = merge_tallies(parts, variables, factors, 99)
-    assert small.joint is None
-    for v in variables:
-        counts = small.values[v][small.values[v] > 0]
-        brute = frame[v].value_counts(dropna=False)
-        assert dict(zip(counts.index.astype(str), counts.tolist(), strict=True)) == dict(
-            zip(brute.index.astype(str), brute.tolist(), strict=True)
+def test_value_counts_of_the_partial_counts_equal_those_of_the_records() -> None:
+    frame = _mixed_frame(3000, 6)
+    variables, factors = ["sex", "age", "income", "town"], ["sex"]
+    parts = [tally_records(frame[i : i + 700], variables, factors) for i in range(0, 3000, 700)]
+    merged, rows = merge_summaries([tally_summary(p) for p in parts])
+    assert rows == sum(len(p) for p in parts)
+    # a factor: every level, missing first, as the records' value counts
+    assert merged["sex"].index[0] != merged["sex"].index[0] and list(merged["sex"].index[1:]) == ["M", "F", "X"]
+    assert merged["sex"].tolist() == [int(frame["sex"].isna().sum()), *(int((frame["sex"] == c).sum()) for c in "MFX")]
+    for v in variables[1:]:
+        brute = Counter(None if pd.isna(x) else x for x in frame[v].tolist())
+        got = merged[v]
+        assert dict(zip([None if pd.isna(x) else x for x in got.index], got.tolist(), strict=True)) == brute
+
+
+@pytest.mark.parametrize("rows", [0, 1, 2, 40, 3000], ids=lambda n: f"{n} records")
+def test_joint_counts_dense_and_hashed_equal_a_group_by_with_missing_keys(rows: int) -> None:
+    # sex x age x town: 5 x 76 x 5 = 1,900 possible numbers: dense at 3,000 records (<= 8 per row), hashed below
+    frame = _mixed_frame(3000, 9).iloc[:rows]
+    variables, factors = ["sex", "age", "town"], ["sex"]
+    joint = joint_counts(frame, variables, factors)
+    assert joint.counts.dtype == np.int64 and all(c.dtype == np.int32 for c in joint.codes)
+    assert _joint_as_dict(joint.frame(), variables) == _brute_joint(frame, variables)
+    assert int(joint.counts.sum()) == rows
+    counts = joint.value_counts()
+    assert int(counts["sex"].sum()) == rows and len(counts["sex"]) == 4  # every level listed, missing first
+    for v in ("age", "town"):  # only the values present
+        assert sorted(counts[v].tolist()) == sorted(Counter(_values(frame, [v])).values())
+
+
+def test_encode_joint_equals_encoding_the_values() -> None:
+    # grouped age (intervals merge values) and NA in every variable: the table of a partition's values
+    # gives the codes the coders give the values themselves
+    data = as_eval_data(_mixed_frame(3000, 10), [_mixed_frame(2000, 11)])
+    variables = ["sex", "age", "income", "town"]
+    factors = [v for v in variables if data.schema[v].is_factor]
+    stats = gather_stats(data, Executor(policy="memory"), variables)
+    coders = build_coders(stats, variables, {"age": 4}, {}, "quantile")
+    frame, syn = data.frames
+    for part in (frame.iloc[:1], frame.iloc[:500], syn):
+        joint = joint_counts(part, variables, factors)
+        pd.testing.assert_frame_equal(
+            encode_joint(joint, coders), encode_frame(joint.frame(), coders).reset_index(drop=True)
         )
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 2000])
+def test_distinct_by_counters_or_sort_equals_unique(n: int) -> None:
+    rng = np.random.default_rng(n)
+    for high in (50, 10**9):  # few possible values (counters) and many (sort)
+        values = rng.integers(0, high, n).astype(np.int64)
+        got, inverse = _distinct(values)
+        expected, expected_inverse = np.unique(values, return_inverse=True)
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(inverse, expected_inverse)
+
+
+def test_pair_histogram_equals_counting_the_pairs() -> None:
+    rng = np.random.default_rng(12)
+    b = rng.integers(1, 30, 5000)
+    for a in (b * rng.integers(1, 30, 5000), np.full(5000, 2**61) - b):  # one number per pair, or a sort
+        got_a, got_b, n = _pair_histogram(a, b)
+        expected = sorted(Counter(zip(a.tolist(), b.tolist(), strict=True)).items())
+        assert list(zip(zip(got_a.tolist(), got_b.tolist(), strict=True), n.tolist(), strict=True)) == expected
+    assert [len(x) for x in _pair_histogram(np.zeros(0, np.int64), np.zeros(0, np.int64))] == [0, 0, 0]

@@ -165,3 +165,21 @@ def test_described_tls_section_keeps_the_certificate_file_names():
 
     cfg = load_cluster_config(CONFIGS / "scheduler.yaml")
     assert describe(cfg)["tls"] == {"ca_file": "ca.pem", "cert": "client.pem", "key": "client-key.pem"}
+
+
+def test_local_workers_start_with_the_mmap_threshold_and_a_configured_one_is_kept():
+    """Local worker processes get glibc's mmap threshold before they start (Dask's trim threshold
+    alone would make every array over 128 KiB a fresh mmap); a user's own setting wins."""
+    import os
+
+    import dask
+
+    from pipeline.cluster import WORKER_MMAP_THRESHOLD, worker_malloc_config
+
+    def environ() -> tuple[str | None, str | None]:
+        return os.environ.get("MALLOC_MMAP_THRESHOLD_"), os.environ.get("MALLOC_TRIM_THRESHOLD_")
+
+    with connect({"type": "local", "n_workers": 1}) as client:
+        assert list(client.run(environ).values()) == [(str(WORKER_MMAP_THRESHOLD), "65536")]
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": 4096}):
+        assert worker_malloc_config() == {}

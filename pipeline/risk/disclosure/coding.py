@@ -26,7 +26,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,9 @@ from pipeline.rcompat import as_character as r_number_label
 from pipeline.rcompat import as_character_array as r_number_labels
 from pipeline.rcompat import cut_index as bin_index
 from pipeline.rcompat import cut_labels as interval_labels
+
+if TYPE_CHECKING:
+    from pipeline.risk.disclosure.kernel import JointCounts
 
 MISSING = "Missing"
 
@@ -363,6 +366,23 @@ def build_coders(
 def encode_frame(frame: pd.DataFrame, coders: Mapping[str, Coder]) -> pd.DataFrame:
     """The codes of every coded column of one partition."""
     return pd.DataFrame({name: c.encode(frame[name]) for name, c in coders.items()}, index=frame.index)
+
+
+def encode_joint(joint: JointCounts, coders: Mapping[str, Coder]) -> pd.DataFrame:
+    """The codes of every coded variable of one partition's :class:`JointCounts`.
+
+    Each coder encodes only the values the partition has (a few per variable), and the
+    combinations' local codes are mapped through that table: no value is looked up per row.
+    """
+    out = {}
+    for name, coder in coders.items():
+        i = joint.variables.index(name)
+        codes, values = joint.codes[i], joint.values[i]
+        present = np.flatnonzero(np.bincount(codes, minlength=len(values)))
+        table = np.full(len(values), coder.missing, dtype=coder.dtype)
+        table[present] = coder.encode(values.iloc[present].reset_index(drop=True))
+        out[name] = table[codes]
+    return pd.DataFrame(out)
 
 
 def encoded_meta(coders: Mapping[str, Coder]) -> pd.DataFrame:

@@ -3,20 +3,21 @@
 Flow:
 
 1. one pass over the records of every data set (:func:`gather_stats`): each partition is
-   reduced to the counts of its distinct combinations of key and target values
-   (:func:`~pipeline.risk.disclosure.kernel.joint_counts`, integer codes throughout); these
-   partial counts stay where they were computed and are merged exactly to the driver while
-   the merged counts of every data set are small (:data:`ONE_BLOCK_CELLS`; in memory always),
-   else only their value counts are — once for all key sets;
+   reduced to the counts of its distinct combinations of key and target values, in integer
+   codes local to the partition (:func:`~pipeline.risk.disclosure.kernel.joint_counts`); these
+   partial counts stay where they were computed and only their value counts (and sizes) are
+   combined and come to the driver — once for all key sets; partial counts that are small
+   (:data:`ONE_BLOCK_CELLS`; in memory always) come too;
 2. a category coder per key and target, shared by the original and all synthetic sets
    (grouping break points are computed here, from the pooled values), and a
    :class:`~pipeline.risk.disclosure.kernel.KernelPlan` per target (options in codes);
-3. the (q, target) cell counts of every target (:func:`count_records`): from the merged
-   counts when they were kept — the whole data are then one block, with no key hashing —
-   else from each partition's counts, cut into key buckets by a hash of the key codes and
+3. the (q, target) cell counts of every target (:func:`joint_cells`: the partition's codes
+   mapped to the coders' codes through a table of the values it has): in the driver when the
+   partial counts are there — the whole data are then one block, with no key hashing — else on
+   the worker of each partition's counts, cut into key buckets by a hash of the key codes and
    merged per bucket on the workers
    (:meth:`~pipeline.evaluation.execution.Executor.merge_buckets`: counts, not records,
-   move; no second pass over the records);
+   move; no second pass over the records and no round trip through the driver);
 4. every target's statistics per block or bucket
    (:func:`~pipeline.risk.disclosure.kernel.block_summary`: exact integers);
 5. the statistics are summed and turned into the measures
@@ -50,14 +51,14 @@ from pipeline.risk.disclosure.coding import (
     ColumnStats,
     build_coders,
     column_stats,
-    encode_frame,
+    encode_joint,
     merge_value_counts,
-    value_counts,
 )
 from pipeline.risk.disclosure.kernel import (
     COUNT,
     TARGET_CODE,
     TARGET_INDEX,
+    JointCounts,
     KernelPlan,
     block_summary,
     cell_counts,
@@ -68,69 +69,29 @@ from pipeline.risk.disclosure.kernel import (
 from pipeline.risk.disclosure.params import DisclosureOptions
 from pipeline.risk.disclosure.result import DisclosureResult
 
-#: on the cluster, merged counts of at most this many rows per data set are brought to the driver
-#: and evaluated there as one block; larger ones are merged and evaluated per key bucket on the
-#: workers (both give identical results; this decides only where the work runs)
+#: on the cluster, per-partition counts of at most this many rows per data set (summed over its
+#: partitions) are brought to the driver and evaluated there as one block; larger ones are merged
+#: and evaluated per key bucket on the workers (both give identical results; this decides only
+#: where the work runs)
 ONE_BLOCK_CELLS = 250_000
 #: key buckets at least (independent of the workers: enough to balance the merges of a few)
 MIN_BUCKETS = 4
 
 
-@dataclass(frozen=True)
-class Tally:
-    """The counts of (some partitions of) one data set: the joint counts of the variables while
-    they stay within the limit, else only the value counts of each variable; ``rows``: the
-    rows of the joint counts of its partitions, summed."""
-
-    joint: pd.DataFrame | None = None
-    values: dict[str, pd.Series] | None = None
-    rows: int = 0
+def tally_records(frame: pd.DataFrame, variables: Sequence[str], factors: Sequence[str]) -> JointCounts:
+    """The counts of one partition's combinations of values (the map step of :func:`gather_stats`)."""
+    return joint_counts(frame, variables, factors)
 
 
-def tally_records(frame: pd.DataFrame, variables: Sequence[str], factors: Sequence[str], limit: int | None) -> Tally:
-    """The :class:`Tally` of one partition of records (the map step of :func:`gather_stats`)."""
-    return _bounded(joint_counts(frame, variables, factors), variables, factors, limit)
+def tally_summary(joint: JointCounts) -> tuple[dict[str, pd.Series], int]:
+    """What the driver needs of one partition's counts: its value counts and its number of rows
+    (taken where the counts are; the counts themselves stay there)."""
+    return joint.value_counts(), len(joint)
 
 
-def merge_tallies(parts: Sequence[Tally], variables: Sequence[str], factors: Sequence[str], limit: int | None) -> Tally:
-    """The tallies of several partitions as one (integer sums: exact, in any grouping).
-
-    Joint counts are merged a batch of at most about ``limit`` rows at a time, so a merge holds
-    at most about twice ``limit`` rows; once the merged counts outgrow ``limit`` only value
-    counts are merged.
-    """
-    if len(parts) == 1:
-        return parts[0]
-    rows = sum(p.rows for p in parts)
-    # merged counts are at least as long as the longest part: past the limit, only value counts
-    if any(p.joint is None or (limit is not None and len(p.joint) > limit) for p in parts):
-        return Tally(values=merge_value_counts([_value_counts(p, variables, factors) for p in parts]), rows=rows)
-    batch = [parts[0].joint]
-    for i, part in enumerate(parts[1:], start=1):
-        batch.append(part.joint)
-        if i + 1 < len(parts) and (limit is None or sum(map(len, batch)) + len(parts[i + 1].joint) <= limit):
-            continue
-        stacked = pd.concat(batch, ignore_index=True)
-        merged = _bounded(joint_counts(stacked, variables, factors, stacked[COUNT].to_numpy()), variables, factors,
-                          limit)  # fmt: skip
-        if merged.joint is None:
-            rest = [_value_counts(p, variables, factors) for p in parts[i + 1 :]]
-            return Tally(values=merge_value_counts([merged.values, *rest]), rows=rows)
-        batch = [merged.joint]
-    return Tally(joint=batch[0], rows=rows)
-
-
-def _bounded(joint: pd.DataFrame, variables: Sequence[str], factors: Sequence[str], limit: int | None) -> Tally:
-    if limit is None or len(joint) <= limit:
-        return Tally(joint=joint, rows=len(joint))
-    return Tally(values=value_counts(joint, variables, factors, joint[COUNT].to_numpy()), rows=len(joint))
-
-
-def _value_counts(tally: Tally, variables: Sequence[str], factors: Sequence[str]) -> dict[str, pd.Series]:
-    if tally.values is not None:
-        return tally.values
-    assert tally.joint is not None
-    return value_counts(tally.joint, variables, factors, tally.joint[COUNT].to_numpy())
+def merge_summaries(parts: Sequence[tuple[dict[str, pd.Series], int]]) -> tuple[dict[str, pd.Series], int]:
+    """Summaries of several partitions as one (integer sums: exact, in any grouping)."""
+    return merge_value_counts([p[0] for p in parts]), sum(p[1] for p in parts)
 
 
 @dataclass(frozen=True)
@@ -141,21 +102,21 @@ class Stats(Sequence[dict[str, ColumnStats]]):
     ----------
     columns : tuple of dict
         Per data set, the :class:`~pipeline.risk.disclosure.coding.ColumnStats` of every variable.
-    joint : tuple of DataFrame or None
-        Per data set, the counts of its distinct combinations of values of the variables
-        (:func:`~pipeline.risk.disclosure.kernel.joint_counts`), when those of every data set
-        are small enough to be one block; None otherwise (or when not asked for).
     partials : tuple of list or None
-        When the joint counts are not kept: per data set, the :class:`Tally` of
-        every partition (its joint counts), kept where it was computed (handles on the
-        cluster) for :func:`key_set_results` to merge by key bucket; None otherwise.
+        Per data set, the :class:`~pipeline.risk.disclosure.kernel.JointCounts` of every
+        partition (None when not asked for): values in this process when ``local``, else
+        handles on the cluster (where they were computed) for :func:`key_set_results` to merge
+        by key bucket.
+    local : bool
+        Whether the partials are in this process (in memory always; on the cluster when they
+        are small, :data:`ONE_BLOCK_CELLS`): the whole data are then one block.
     partial_rows : int
-        Rows of those per-partition counts in the data set that has most.
+        Rows of the per-partition counts in the data set that has most.
     """
 
     columns: tuple[dict[str, ColumnStats], ...]
-    joint: tuple[pd.DataFrame, ...] | None = None
     partials: tuple[list[Any], ...] | None = None
+    local: bool = True
     partial_rows: int = 0
 
     def __getitem__(self, index: Any) -> Any:  # an int gives one data set's dict, a slice a tuple
@@ -172,39 +133,43 @@ def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], j
     """Value counts of ``variables`` in every data set, and their joint counts (one pass, one computation).
 
     With ``joint`` every partition is reduced to the counts of its combinations of values
-    (:func:`tally_records`), kept where computed, and these are merged; the merged counts are
-    kept when, for every data set, they have at most ``min(block_rows, ONE_BLOCK_CELLS)`` rows
-    (in memory always), else the per-partition counts are (:attr:`Stats.partials`, for
-    :func:`key_set_results` to merge per key bucket); the value counts are their margins.
-    Without ``joint``, only the value counts are computed.
+    (:func:`tally_records`), kept where computed; only their value counts and sizes are
+    combined and come to the driver.  Per-partition counts of at most ``min(block_rows,
+    ONE_BLOCK_CELLS)`` rows per data set are then brought to the driver too (the data are one
+    block); larger ones stay on the workers (:attr:`Stats.partials`, for
+    :func:`key_set_results` to merge per key bucket).  Without ``joint``, only the value counts
+    are computed.
     """
     variables = list(variables)
     factors = [v for v in variables if data.schema[v].is_factor]
     if not joint:
         return Stats(value_stats(data, executor, variables))
-    limit = min(executor.block_rows, ONE_BLOCK_CELLS) if executor.is_lazy(data) else None
-    merge = partial(merge_tallies, variables=variables, factors=factors, limit=limit)
-    # every partition's counts stay where they were computed; their merge comes to the driver
-    partials, tallies = executor.map_reduce_partials(data.frames, tally_records, merge, variables, factors, None)
-    counts = [_value_counts(t, variables, factors) for t in tallies]
-    columns = tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c in counts)
-    if all(t.joint is not None for t in tallies):
-        return Stats(columns, tuple(t.joint for t in tallies))
-    return Stats(columns, partials=tuple(partials), partial_rows=max(t.rows for t in tallies))
+    partials, summaries = executor.map_reduce_partials(
+        data.frames, tally_records, merge_summaries, variables, factors, summary=tally_summary
+    )
+    columns = tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c, _ in summaries)
+    rows = max(r for _, r in summaries)
+    if executor.is_lazy(data) and rows > min(executor.block_rows, ONE_BLOCK_CELLS):
+        return Stats(columns, tuple(partials), local=False, partial_rows=rows)
+    return Stats(columns, tuple(executor.gather(partials)), partial_rows=rows)
 
 
-def count_records(
-    frame: pd.DataFrame,
-    coders: Mapping[str, Coder],
-    keys: tuple[str, ...],
-    key_sizes: tuple[int, ...],
-    targets: tuple[str, ...],
-    target_sizes: tuple[int, ...],
-    weights: np.ndarray | None = None,
-) -> pd.DataFrame:
-    """Cell counts of one partition of records, or of joint counts with ``weights`` (codes first,
-    then a dense count or a hash group-by)."""
-    return cell_counts(encode_frame(frame, coders), keys, key_sizes, targets, target_sizes, weights)
+def joint_cells(joint: JointCounts, coders: Mapping[str, Coder], layout: tuple) -> pd.DataFrame:
+    """The (key codes, target) cell counts of one partition's :class:`JointCounts` for every target.
+
+    With one target the combinations are the cells already (a key group may have several rows
+    when the coders merge values, e.g. into intervals: the block kernel merges them); with
+    several, each target's cells are counted from the combinations.
+    """
+    keys, key_sizes, targets, target_sizes = layout
+    codes = encode_joint(joint, {v: coders[v] for v in (*keys, *targets)})
+    if len(targets) > 1:
+        return cell_counts(codes, keys, key_sizes, targets, target_sizes, joint.counts)
+    cells = codes.rename(columns={targets[0]: TARGET_CODE})
+    cells[TARGET_CODE] = cells[TARGET_CODE].astype(np.int32)
+    cells.insert(len(keys), TARGET_INDEX, np.zeros(len(cells), dtype=np.int8))
+    cells[COUNT] = joint.counts
+    return cells
 
 
 def key_set_results(
@@ -232,39 +197,33 @@ def key_set_results(
     plans = [_plan(o, i, keys, coders, _has_missing_label(stats, o.target)) for i, o in enumerate(options)]
     targets = tuple(o.target for o in options)
     layout = (keys, tuple(coders[k].size for k in keys), targets, tuple(coders[t].size for t in targets))
-    if stats.joint is not None:  # the whole data are one block: no key hashing, no shuffle
-        cells = [count_records(j, coders, *layout, j[COUNT].to_numpy()) for j in stats.joint]
+    assert stats.partials is not None, "key_set_results needs gather_stats(joint=True)"
+    if stats.local:  # the whole data are one block: no key hashing, no shuffle
+        cells = [_joined([joint_cells(j, coders, layout) for j in parts]) for parts in stats.partials]
         per_bucket = [[block_summary(*cells, plan=p) for p in plans]]
     else:  # the counts of every partition, in key buckets merged in parallel (no pass over the records)
-        assert stats.partials is not None, "gather_stats(joint=True) keeps the partials when the counts are large"
         n_buckets = max(MIN_BUCKETS, math.ceil(stats.partial_rows / executor.block_rows))
         split = partial(bucket_cells, coders=coders, layout=layout, n_buckets=n_buckets)
         per_bucket = executor.merge_buckets(stats.partials, split, n_buckets, partial(bucket_summaries, plans=plans))
     return [build_result(combine([b[i] for b in per_bucket]), data.m, keys, coders, o) for i, o in enumerate(options)]
 
 
-def bucket_cells(tally: Tally, coders: Mapping[str, Coder], layout: tuple, n_buckets: int) -> list[pd.DataFrame]:
-    """The cell counts of one partition's :class:`Tally` in key buckets (the split of
+def bucket_cells(joint: JointCounts, coders: Mapping[str, Coder], layout: tuple, n_buckets: int) -> list[pd.DataFrame]:
+    """The cell counts of one partition's :class:`JointCounts` in key buckets (the split of
     :meth:`~pipeline.evaluation.execution.Executor.merge_buckets`)."""
-    assert tally.joint is not None
-    joint = tally.joint
-    keys, _, targets, _ = layout
-    if len(targets) == 1:  # the joint counts are already the cells (merged in the bucket, if grouped)
-        cells = encode_frame(joint, {v: coders[v] for v in (*keys, *targets)}).rename(columns={targets[0]: TARGET_CODE})
-        cells[TARGET_CODE] = cells[TARGET_CODE].astype(np.int32)
-        cells.insert(len(keys), TARGET_INDEX, np.zeros(len(cells), dtype=np.int8))
-        cells[COUNT] = joint[COUNT].to_numpy()
-    else:  # count each target's cells: fewer rows than the joint counts of all targets
-        cells = count_records(joint, coders, *layout, joint[COUNT].to_numpy())
-    return split_by_bucket(cells, keys, n_buckets)
+    return split_by_bucket(joint_cells(joint, coders, layout), layout[0], n_buckets)
 
 
 def bucket_summaries(*pieces: Sequence[pd.DataFrame], plans: Sequence[KernelPlan]) -> list[pd.DataFrame]:
     """Every target's block statistics of one key bucket from the cell counts of its pieces
     (``pieces[i]``: those of data set ``i``; a key group may have rows in several pieces,
     which the block kernel merges)."""
-    frames = [pd.concat(p, ignore_index=True) if len(p) > 1 else p[0] for p in pieces]
+    frames = [_joined(p) for p in pieces]
     return [block_summary(*frames, plan=p) for p in plans]
+
+
+def _joined(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
 def _has_missing_label(stats: Stats, target: str) -> bool:

@@ -148,9 +148,13 @@ class _Rows:
 
 
 def _pair_histogram(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct (a, b) pairs and how often each occurs."""
+    """Distinct (a, b) pairs of non-negative integers and how often each occurs, ordered by (a, b)."""
     if not len(a):
         return a, b, a
+    span = int(b.max()) + 1
+    if int(a.max()) < (2**62 - span) // span:  # one number per pair, in the same order
+        pairs, n = _sums_by(a * span + b, None)
+        return pairs // span, pairs % span, n
     order = np.lexsort((b, a))
     a, b = a[order], b[order]
     new = np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])]
@@ -158,8 +162,8 @@ def _pair_histogram(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return a[starts], b[starts], np.diff(np.r_[starts, len(a)])
 
 
-def _sums_by(index: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of ``index`` (>= 0) with non-zero sums of ``weights``, in order.
+def _sums_by(index: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``index`` (>= 0) with non-zero sums of ``weights`` (None: one each), in order.
 
     A few possible values (e.g. key code x target code) are summed directly, any others
     after a sort.
@@ -261,16 +265,69 @@ def cell_counts_meta(codes_meta: pd.DataFrame, keys: tuple[str, ...], n_targets:
     return pd.DataFrame(meta)
 
 
+#: combinations numbered in mixed radix are counted densely while the space of numbers is at
+#: most this many times the rows (one int64 counter per possible combination)
+DENSE_PER_ROW = 8
+
+
+@dataclass(frozen=True)
+class JointCounts:
+    """The distinct combinations of values of some variables in one partition, in its own codes.
+
+    Attributes
+    ----------
+    variables : tuple of str
+    codes : tuple of numpy arrays
+        Per variable, the local code of each combination (an index into ``values``).
+    values : tuple of Series
+        Per variable, the value of every local code (the column's dtype; missing included).
+    factor : tuple of bool
+        Per variable, whether it is a factor (its value counts list every level, as
+        :func:`~pipeline.risk.disclosure.coding.value_counts` does).
+    counts : numpy array of int64
+        Records of each combination.
+    """
+
+    variables: tuple[str, ...]
+    codes: tuple[np.ndarray, ...]
+    values: tuple[pd.Series, ...]
+    factor: tuple[bool, ...]
+    counts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    def frame(self) -> pd.DataFrame:
+        """The combinations as values (dtypes as in the records; index 0..k-1) and ``__n__``."""
+        columns = zip(self.variables, self.codes, self.values, strict=True)
+        out = pd.DataFrame({v: values.array.take(codes) for v, codes, values in columns})
+        out[COUNT] = self.counts
+        return out
+
+    def value_counts(self) -> dict[str, pd.Series]:
+        """Records per value of every variable (missing included), from the combinations' codes."""
+        out = {}
+        for v, c, d, factor in zip(self.variables, self.codes, self.values, self.factor, strict=True):
+            n = np.bincount(c, self.counts, minlength=len(d)).astype(np.int64)
+            if factor:  # every level, missing first, as the value counts of the records
+                out[v] = pd.Series(n, index=pd.Index(d.astype(object), dtype=object))
+            else:
+                present = np.flatnonzero(n)
+                out[v] = pd.Series(n[present], index=pd.Index(d.array.take(present)))
+        return out
+
+
 def joint_counts(
     frame: pd.DataFrame, variables: Sequence[str], factors: Collection[str], weights: np.ndarray | None = None
-) -> pd.DataFrame:
+) -> JointCounts:
     """Counts of the distinct combinations of values of ``variables`` (missing is a value).
 
     Every column becomes integer codes local to ``frame`` (a factor's category codes; whole
     numbers in a moderate range offset from their minimum; other values factorised), the
     combinations are numbered in mixed radix (compiled, one pass per column, no temporaries)
-    and counted in one compiled pass (directly when at most one combination per row is
-    possible, else with a hash table); one row per combination present is kept.
+    and counted: with one counter per possible number when there are at most
+    :data:`DENSE_PER_ROW` per row (the codes then decoded from the numbers), else in one
+    compiled pass with a hash table (the codes taken from a record of each combination).
 
     Parameters
     ----------
@@ -284,46 +341,68 @@ def joint_counts(
 
     Returns
     -------
-    DataFrame
-        The ``variables`` (dtypes as in ``frame``; index 0..k-1) and ``__n__`` (records).
+    JointCounts
     """
     columns = [_local_codes(frame[v], v in factors) for v in variables]
     n = len(frame)
-    space = math.prod(size for _, _, size in columns)
+    space, numbered = math.prod(size for _, _, size, _ in columns), True
     if space < 2**62:
         q = np.zeros(n, dtype=np.int64)
         for start in range(0, n, MIX_ROWS):  # all columns into a slice of q while it is in cache
             part = q[start : start + MIX_ROWS]
-            for values, offset, size in columns:
+            for values, offset, size, _ in columns:
                 _mix(part, values[start : start + MIX_ROWS], size, offset)
     else:  # too many possible combinations to number: renumber those present whenever the number would overflow
-        q, space = np.zeros(n, dtype=np.int64), 1
-        for values, offset, size in columns:
+        q, space, numbered = np.zeros(n, dtype=np.int64), 1, False
+        for values, offset, size, _ in columns:
             if space * size >= 2**62:
                 q, present = pd.factorize(q)  # at most n combinations so far, numbered densely
                 space = max(len(present), 1)
             _mix(q, values, size, offset)
             space *= size
     w = np.zeros(0, dtype=np.int64) if weights is None else weights.astype(np.int64)
-    # few possible combinations (at most one per row): count them all, else hash the ones present
-    rep, counts = _count_dense(q, w, space) if space <= n else _count_groups(q, w)
-    out = frame.iloc[rep, [frame.columns.get_loc(v) for v in variables]].reset_index(drop=True)
-    out[COUNT] = counts
-    return out
+    if numbered and space <= DENSE_PER_ROW * max(n, 1):  # one counter per number; the codes are its digits
+        per_number = np.bincount(q, weights, minlength=space)
+        rest = np.flatnonzero(per_number)
+        counts = per_number[rest].astype(np.int64)
+        digits = []
+        for _, _, size, _ in reversed(columns):
+            digits.append(rest % size)
+            rest = rest // size
+        codes = digits[::-1]
+    else:
+        rep, counts = _count_groups(q, w)
+        codes = [_codes_at(values, offset, rep) for values, offset, _, _ in columns]
+    small = [c.astype(np.int32) if size < 2**31 else c for c, (_, _, size, _) in zip(codes, columns, strict=True)]
+    return JointCounts(tuple(variables), tuple(small), tuple(d for *_, d in columns),
+                       tuple(v in factors for v in variables), counts)  # fmt: skip
 
 
-def _local_codes(s: pd.Series, factor: bool) -> tuple[np.ndarray, int, int]:
-    """One column's values within one frame as codes ``0..size-1``: ``(values, offset, size)``,
-    the code of a value being ``value + offset`` (0 for a missing factor level or number)."""
+def _local_codes(s: pd.Series, factor: bool) -> tuple[np.ndarray, int, int, pd.Series]:
+    """One column's values within one frame as codes ``0..size-1``: ``(values, offset, size,
+    dictionary)``, the code of a value being ``value + offset`` (0 for a missing factor level or
+    number) and ``dictionary`` the value of every code (the column's dtype)."""
     if factor:
-        return s.array.codes, 1, len(s.array.categories) + 1
+        categories = np.arange(-1, len(s.array.categories))
+        return s.array.codes, 1, len(categories), pd.Series(pd.Categorical.from_codes(categories, dtype=s.dtype))
     if s.dtype == np.float64:
         x = s.to_numpy()
         present, lo, hi, whole = _whole_range(x)
         if present and whole and max(-lo, hi) < 2**52 and hi - lo < SMALL_SPAN:
-            return x, int(1 - lo), int(hi - lo) + 2
+            offset, size = int(1 - lo), int(hi - lo) + 2
+            numbers = np.arange(size, dtype=np.float64) - offset
+            numbers[0] = np.nan
+            return x, offset, size, pd.Series(numbers)
     codes, uniques = pd.factorize(s, use_na_sentinel=False)
-    return codes, 0, max(len(uniques), 1)
+    return codes, 0, max(len(uniques), 1), pd.Series(uniques, dtype=s.dtype)
+
+
+def _codes_at(values: np.ndarray, offset: int, rows: np.ndarray) -> np.ndarray:
+    """The local codes (see :func:`_local_codes`) of the records at ``rows``."""
+    v = values[rows]
+    if v.dtype.kind == "f":
+        return np.where(v != v, 0, v + offset).astype(np.int64)
+    return v.astype(np.int64) + offset
 
 
 @numba.njit(cache=True, nogil=True)
@@ -346,21 +425,6 @@ def _mix(q, values, size, offset):  # pragma: no cover - compiled
         v = values[i]
         q[i] = q[i] * size + (0 if v != v else np.int64(v) + offset)
     return q
-
-
-@numba.njit(cache=True, nogil=True)
-def _count_dense(q, weights, space):  # pragma: no cover - compiled
-    """:func:`_count_groups` for ``0 <= q < space`` by direct indexing (groups in order of ``q``)."""
-    counts = np.zeros(space, dtype=np.int64)
-    row = np.empty(space, dtype=np.int64)
-    weighted = weights.shape[0] > 0
-    for i in range(q.shape[0]):
-        key = q[i]
-        if counts[key] == 0:
-            row[key] = i
-        counts[key] += weights[i] if weighted else 1
-    present = np.flatnonzero(counts)
-    return row[present], counts[present]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -428,6 +492,18 @@ def key_groups(
     return stacked.groupby(list(range(len(codes))), sort=True).ngroup().to_numpy(dtype=np.int64), codes
 
 
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of non-negative integers: by one counter per
+    possible value when there are at most :data:`DENSE_PER_ROW` per value given, else by a sort."""
+    space = int(values.max()) + 1 if len(values) else 0
+    if space > DENSE_PER_ROW * len(values):
+        return np.unique(values, return_inverse=True)
+    distinct = np.flatnonzero(np.bincount(values, minlength=space))
+    index = np.empty(space, dtype=np.int64)
+    index[distinct] = np.arange(len(distinct))
+    return distinct, index[values]
+
+
 class _Cells:
     """The (q, t) cells of one block with the count of every data set."""
 
@@ -437,7 +513,7 @@ class _Cells:
         q, keys = key_groups(frames, plan.keys, plan.key_sizes, plan.target_size)
         t = np.concatenate([f[TARGET_CODE].to_numpy() for f in frames]).astype(np.int64)
         n = np.concatenate([f[COUNT].to_numpy() for f in frames]).astype(np.int64)
-        cells, inverse = np.unique(q * plan.target_size + t, return_inverse=True)
+        cells, inverse = _distinct(q * plan.target_size + t)
         n_cells = len(cells)
         self.counts = (
             np.bincount(src * n_cells + inverse, weights=n, minlength=len(frames) * n_cells)
