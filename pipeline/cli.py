@@ -39,6 +39,10 @@ def _load_task(task_file: Path) -> LoadedTask:
     """Read and validate a task file before the commands' heavy imports (Dask, the cluster, the
     measures' numba kernels: seconds): a YAML or parameter error costs about a second. The task
     loader validates with the params models alone (:mod:`pipeline.measures`)."""
+    from pipeline.config_io import read_yaml
+
+    # a YAML syntax error is found before pipeline.tasks imports pandas (about half a second)
+    read_yaml(task_file, "task file")
     from pipeline.tasks import load_task
 
     return load_task(task_file)

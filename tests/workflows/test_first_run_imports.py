@@ -56,6 +56,21 @@ def test_a_mistake_in_a_task_is_reported_before_dask_numba_or_the_cluster_are_lo
     assert heavy == [], f"loaded before the error: {heavy}"
 
 
+def test_a_yaml_syntax_error_is_reported_before_pandas_is_loaded(tmp_path):
+    """A YAML syntax error needs only the YAML parser: it is reported before pipeline.tasks
+    imports pandas (the issue's goal: under a second)."""
+    task = tmp_path / "broken.yaml"
+    task.write_text(DEMO.read_text(encoding="utf-8").replace("seed: 2011", "seed: [2011", 1), encoding="utf-8")
+    code = (
+        "import sys\nfrom pipeline.cli import main\n"
+        f"try:\n    main(['validate', {str(task)!r}])\nexcept SystemExit as e:\n"
+        "    print('STATUS', e.code, 'PANDAS', 'pandas' in sys.modules, file=sys.stderr)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert "not valid YAML" in res.stderr, res.stderr
+    assert res.stderr.strip().splitlines()[-1] == "STATUS 2 PANDAS False", res.stderr
+
+
 def test_validate_reads_the_data_without_a_cluster_client_or_plots(tmp_path):
     status, heavy, output = _validate_in_a_fresh_process(DEMO, tmp_path / "run")
     assert status == 0, output
