@@ -9,7 +9,7 @@ import re
 
 import pandas as pd
 from click.testing import CliRunner
-from workflow_task_files import small_task
+from workflow_task_files import COPY_TASK, THREADS_CLUSTER, small_task
 
 import pipeline.cluster
 import pipeline.report.markup
@@ -77,33 +77,20 @@ def test_a_rerun_with_new_work_persists_only_what_that_work_reads(tmp_path, monk
     assert persisted == ["sd2011_subset"]
 
 
-COPY_TASK = """
-name: copies
-datasets:
-  - name: sd
-    original: {{path: orig.csv}}
-    synthetic:
-      - {{name: s, paths: [syn.csv]{control}}}
-measures:
-  - type: profile
-    sources: [s]
-"""
-
-
 def test_a_cached_rerun_checks_the_inputs_again_when_a_source_is_no_longer_a_control(tmp_path):
     original = pd.read_csv(demo_path("sd2011_subset.csv")).head(300)
     original.to_csv(tmp_path / "orig.csv", index=False)
     original.to_csv(tmp_path / "syn.csv", index=False)  # the original as its own (control) set
     task = tmp_path / "t.yaml"
-    task.write_text(COPY_TASK.format(control=", control: true"))
-    (tmp_path / "threads.yaml").write_text("type: local\nn_workers: 1\nprocesses: false\n")
+    task.write_text(COPY_TASK.format(file="syn.csv", control=", control: true"))
+    (tmp_path / "threads.yaml").write_text(THREADS_CLUSTER)
     args = ["run", str(task), "--out", str(tmp_path / "out"), "--cluster", str(tmp_path / "threads.yaml")]
     assert CliRunner().invoke(main, [*args, "--no-report"]).exit_code == 0
     checked = json.loads((tmp_path / "out" / ".units" / CHECKED_FILE).read_text())
     assert CliRunner().invoke(main, [*args, "--no-report"]).exit_code == 0  # cached, checks recorded
     assert json.loads((tmp_path / "out" / ".units" / CHECKED_FILE).read_text()) == checked
 
-    task.write_text(COPY_TASK.format(control=""))  # the units' fingerprints do not change
+    task.write_text(COPY_TASK.format(file="syn.csv", control=""))  # the units' fingerprints do not change
     refused = CliRunner().invoke(main, [*args, "--no-report"])
     assert refused.exit_code == 2, refused.output
     assert "is a copy of the original (the same records)" in refused.output

@@ -11,23 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from workflow_task_files import COPY_TASK
 
 from pipeline.blocks import key_hash
 from pipeline.cli import main
 from pipeline.datasets import demo_path
 from pipeline.run.integrity import COPY_SHARE, copy_share
 from pipeline.utility.tab import table_statistics
-
-TASK = """
-name: copies
-datasets:
-  - name: sd
-    original: {{path: orig.csv}}
-    synthetic:
-      - {{name: s, paths: [{file}]{control}}}
-measures:
-  - type: profile
-"""
 
 
 def _original() -> pd.DataFrame:
@@ -38,7 +28,7 @@ def _validate(tmp_path: Path, synthetic: pd.DataFrame, control: bool = False, or
     (original if original is not None else _original()).to_csv(tmp_path / "orig.csv", index=False)
     synthetic.to_csv(tmp_path / "syn.csv", index=False)
     task = tmp_path / "t.yaml"
-    task.write_text(TASK.format(file="syn.csv", control=", control: true" if control else ""))
+    task.write_text(COPY_TASK.format(file="syn.csv", control=", control: true" if control else ""))
     return CliRunner().invoke(main, ["validate", str(task)])
 
 

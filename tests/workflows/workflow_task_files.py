@@ -20,6 +20,18 @@ measures:
 """
 SYNTH_SOURCE = "      - name: margins\n        synthesise: {variables: [sex, agegr, edu], limit: 10, m: 1}"
 THREADS_CLUSTER = "type: local\nn_workers: 1\nprocesses: false\n"
+#: a file original and one file source (``{file}``), a ``control`` flag (``{control}``: "" or
+#: ", control: true") and a profile: the copy checks of the input-integrity and cached-rerun tests
+COPY_TASK = """
+name: copies
+datasets:
+  - name: sd
+    original: {{path: orig.csv}}
+    synthetic:
+      - {{name: s, paths: [{file}]{control}}}
+measures:
+  - type: profile
+"""
 
 
 def small_task(folder: Path, name: str, synth: bool = False) -> tuple[Path, Path]:
