@@ -42,10 +42,10 @@ def _load_task(task_file: Path) -> LoadedTask:
     from pipeline.config_io import read_yaml
 
     # a YAML syntax error is found before pipeline.tasks imports pandas (about half a second)
-    read_yaml(task_file, "task file")
+    data = read_yaml(task_file, "task file")
     from pipeline.tasks import load_task
 
-    return load_task(task_file)
+    return load_task(task_file, data)
 
 
 def _handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:

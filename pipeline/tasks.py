@@ -310,10 +310,14 @@ class LoadedTask:
         return out
 
 
-def load_task(path: str | Path) -> LoadedTask:
-    """Read and validate a task file (errors name the file and the offending setting)."""
+def load_task(path: str | Path, data: Any = None) -> LoadedTask:
+    """Read and validate a task file (errors name the file and the offending setting).
+
+    ``data``: the file's parsed YAML when the caller read it already (the CLI does, before this
+    module's pandas import, so that a syntax error is reported at once)."""
     p = Path(path)
-    data = read_yaml(p, "task file")
+    if data is None:
+        data = read_yaml(p, "task file")
     if not isinstance(data, dict):
         raise TaskError(f"{p}: a task file must be a YAML mapping with 'name', 'datasets' and 'measures'")
     try:
