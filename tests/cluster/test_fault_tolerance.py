@@ -70,11 +70,10 @@ def undisturbed(sweep: Path, tmp_path_factory: pytest.TempPathFactory) -> pd.Dat
 
 
 def finished_units(out: Path) -> int:
-    """Units whose result is in the run folder's cache (the summary is written last; the folder's
-    owner record is not a unit)."""
-    from pipeline.run.folder import OWNER_FILE
-
-    return len([p for p in (out / ".units").glob("*.json") if p.name != OWNER_FILE])
+    """Units whose result is in the run folder's cache: a unit's rows and summary are named by its
+    fingerprint, the summary written last (the folder's owner record and its inputs-checked record
+    are JSON files of no unit)."""
+    return len([p for p in (out / ".units").glob("*.json") if p.with_suffix(".parquet").exists()])
 
 
 class Saboteur(threading.Thread):
