@@ -8,7 +8,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
 FIRST_COMPILE_NOTICE = (
-    "first run: compiling the numba kernels (once, a few minutes on a small machine; later runs reuse them)"
+    "first run: compiling the numba kernels (once: 20 s to a minute on a 2-core machine; later runs reuse them)"
 )
 
 
