@@ -29,7 +29,7 @@ from pipeline.run.cache import (
     store_output,
     store_synthesis,
     synthesis_paths,
-    synthesised_sets,
+    synthesised_frames,
     unit_paths,
 )
 from pipeline.run.inputs import SourceKey, TaskInputs
@@ -166,7 +166,7 @@ def run_repetition(
     if not todo:
         return [done, *(o for o in outputs if o is not None)]
     # the sets as the cache holds them (a resumed run evaluates the sets it synthesised before)
-    sets = [d.to_pandas() for d in synthesised_sets(syn, cache)]
+    sets = synthesised_frames(syn, cache)
     against = inputs.synthetic[syn.key][0].schema
     frames = [original.frame, *([] if holdout is None else [holdout.frame]), *sets]
     read = tuple(range(len(frames)))

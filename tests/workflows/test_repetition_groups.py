@@ -13,6 +13,7 @@ import pytest
 from pipeline import runner
 from pipeline.errors import PipelineError
 from pipeline.run import groups
+from pipeline.run.cache import synthesised_frames, synthesised_sets
 from pipeline.synth.partial import syn
 from pipeline.tasks import load_task
 
@@ -83,6 +84,14 @@ def test_groups_give_the_table_and_sets_of_units_run_one_by_one(task, tmp_path, 
     assert len(a) == 4
     for x, y in zip(a, b, strict=True):
         pd.testing.assert_frame_equal(x, y)
+    # the groups' direct read of the cached sets gives the frames a Dask read computes
+    inputs = runner.read_inputs(task, runner.task_executor(task), with_sources=True)
+    for s in inputs.syntheses:
+        direct = synthesised_frames(s, tmp_path / "grouped" / ".units")
+        through_dask = [d.to_pandas() for d in synthesised_sets(s, tmp_path / "grouped" / ".units")]
+        assert len(direct) == 2
+        for x, y in zip(direct, through_dask, strict=True):
+            pd.testing.assert_frame_equal(x, y)
 
 
 def test_resumed_group_evaluates_the_cached_sets(task, tmp_path, monkeypatch):
