@@ -267,12 +267,12 @@ def _integral_ranks(wx, wy, nx, ny):  # pragma: no cover - compiled
     k = 0
     for i in range(n):
         key = np.int64(cx[i]) * ny - np.int64(cy[i]) * nx
-        k += key == hi or key == lo
+        k += key in (hi, lo)
     points = np.empty((k, 2))
     k = 0
     for i in range(n):
         key = np.int64(cx[i]) * ny - np.int64(cy[i]) * nx
-        if key == hi or key == lo:
+        if key in (hi, lo):
             points[k, 0] = cx[i]
             points[k, 1] = cy[i]
             k += 1
