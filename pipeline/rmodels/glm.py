@@ -199,15 +199,12 @@ class CodedRecords:
         n = len(self)
         if n == 0 or self.freq is not None:
             return self
-        keys = np.empty((n, 2), dtype=np.float64)
-        keys[:, 0] = 0.0 if self.y is None else self.y
-        keys[:, 1] = 1.0 if self.prior is None else self.prior
         probe = min(n, PROBE_ROWS)
         if probe < n:
             limit = int(max(max_ratio, PROBE_DISTINCT) * probe)
-            if _distinct_rows(self.codes[:probe], self.values[:probe], keys[:probe], limit)[2] < 0:
+            if _distinct_rows(self.codes[:probe], self.values[:probe], self._keys(probe), limit)[2] < 0:
                 return self
-        group, first, n_groups = _distinct_rows(self.codes, self.values, keys, int(max_ratio * n))
+        group, first, n_groups = _distinct_rows(self.codes, self.values, self._keys(n), int(max_ratio * n))
         if n_groups < 0:
             return self
         freq = np.bincount(group, minlength=n_groups).astype(float)
@@ -218,6 +215,13 @@ class CodedRecords:
             freq,
             None if self.prior is None else self.prior[first],
         )
+
+    def _keys(self, n: int) -> np.ndarray:
+        """The response and prior weight of the first ``n`` records (what merging compares besides the predictors)."""
+        keys = np.empty((n, 2), dtype=np.float64)
+        keys[:, 0] = 0.0 if self.y is None else self.y[:n]
+        keys[:, 1] = 1.0 if self.prior is None else self.prior[:n]
+        return keys
 
     @staticmethod
     def concat(parts: Sequence[CodedRecords]) -> CodedRecords:
@@ -699,6 +703,10 @@ def _pass_cells(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, et
     touched = np.zeros(acc.shape[0], dtype=np.bool_)
     touched_list = np.empty(min(SUM_BLOCK, acc.shape[0]), dtype=np.int64)
     n_touched = 0
+    # at R's start without weights a record's terms depend on its label alone: computed once per label
+    by_label = start and prior.shape[0] == 0 and freq.shape[0] == 0
+    eta0, eta1 = _start_eta(0.0, 1.0), _start_eta(1.0, 1.0)
+    terms0, terms1 = _record_terms(eta0, 0.0, 1.0, 1.0, True), _record_terms(eta1, 1.0, 1.0, 1.0, True)
     dev, dev_block = 0.0, 0.0
     for i in range(n):
         if i % SUM_BLOCK == 0 and i > 0:
@@ -707,10 +715,14 @@ def _pass_cells(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, et
             n_touched = _flush_cells(acc, acc_block, touched, touched_list, n_touched)
         c = cell[i]
         _monomials(i, values, layout, m)
-        w0 = 1.0 if prior.shape[0] == 0 else prior[i]
-        f = 1.0 if freq.shape[0] == 0 else freq[i]
-        eta = _start_eta(y[i], w0) if start else _eta(gam[c], m)
-        mu, dev_i, ww, resid = _record_terms(eta, y[i], w0, f, start)
+        if by_label and (y[i] == 0.0 or y[i] == 1.0):
+            eta = eta1 if y[i] == 1.0 else eta0
+            mu, dev_i, ww, resid = terms1 if y[i] == 1.0 else terms0
+        else:
+            w0 = 1.0 if prior.shape[0] == 0 else prior[i]
+            f = 1.0 if freq.shape[0] == 0 else freq[i]
+            eta = _start_eta(y[i], w0) if start else _eta(gam[c], m)
+            mu, dev_i, ww, resid = _record_terms(eta, y[i], w0, f, start)
         dev_block += dev_i
         if not gram:
             eta_out[i] = eta

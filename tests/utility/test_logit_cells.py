@@ -189,10 +189,10 @@ def test_the_cost_rule_takes_the_cells_for_few_cells_and_the_records_for_many():
     assert not spec.cells_pay(1_000_000, 1_000_000)  # every record its own cell
 
 
-def _random_records(n: int, seed: int) -> tuple[ModelSpec, CodedRecords]:
+def _random_records(n: int, seed: int, weighted: bool = True) -> tuple[ModelSpec, CodedRecords]:
     """Random factors (one with a single level, an ordered one, an unordered one with a level no
     record has), two numerics with zeros and records whose numerics are all zero (their design row
-    is the factor part only), every interaction up to three variables; prior weights."""
+    is the factor part only), every interaction up to three variables; prior weights or none."""
     rng = np.random.default_rng(seed)
     k = int(rng.integers(2, 5))
     preds = [Predictor("one", ("only",)), Predictor("u"), Predictor("o", tuple(f"o{i}" for i in range(k)), True),
@@ -203,7 +203,7 @@ def _random_records(n: int, seed: int) -> tuple[ModelSpec, CodedRecords]:
     values = np.where(rng.random((n, 2)) < 0.3, 0.0, rng.normal(size=(n, 2)).round(2))
     values[rng.random(n) < 0.2] = 0.0
     y = (rng.random(n) < 0.5).astype(float)
-    return spec, CodedRecords(codes, values, y, None, rng.integers(1, 4, n).astype(float))
+    return spec, CodedRecords(codes, values, y, None, rng.integers(1, 4, n).astype(float) if weighted else None)
 
 
 def _dense(spec: ModelSpec, rec: CodedRecords) -> np.ndarray:
@@ -213,7 +213,7 @@ def _dense(spec: ModelSpec, rec: CodedRecords) -> np.ndarray:
 def _dense_pass(spec: ModelSpec, rec: CodedRecords, beta: np.ndarray | None, kept: np.ndarray) -> tuple:
     """``X'WX``, ``X'Wz`` (the start's) or ``X'W(y - mu)/mu.eta`` and the deviance from the dense design."""
     x = _dense(spec, rec)[:, kept]
-    w0 = rec.prior
+    w0 = np.ones(len(rec)) if rec.prior is None else rec.prior
     if beta is None:
         mu = (w0 * rec.y + 0.5) / (w0 + 1)
         eta = np.log(mu / (1 - mu))
@@ -226,12 +226,14 @@ def _dense_pass(spec: ModelSpec, rec: CodedRecords, beta: np.ndarray | None, kep
     return (x * w[:, None]).T @ x, x.T @ (w * z), dev
 
 
+@pytest.mark.parametrize("weighted", [True, False], ids=["prior", "unweighted"])
 @pytest.mark.parametrize("n", [0, 1, 2, 2500])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("which", PASSES)
-def test_sparse_sums_equal_the_dense_design_on_random_designs(force_pass, which, seed, n):
-    """Either pass's sums (over several blocks of records at 2,500) equal the dense design's."""
-    spec, rec = _random_records(n, seed)
+def test_sparse_sums_equal_the_dense_design_on_random_designs(force_pass, which, seed, n, weighted):
+    """Either pass's sums (over several blocks of records at 2,500) equal the dense design's, with
+    prior weights and without (R's start then depends on the label alone)."""
+    spec, rec = _random_records(n, seed, weighted)
     force_pass(which)
     p = spec.design.n_columns
     assert p >= 40 and not any(name.startswith("one") for name in spec.design.names)  # a single level: no column
