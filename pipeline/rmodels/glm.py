@@ -618,7 +618,7 @@ def _pass_records(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, 
     starting values), ``pos`` the position of each column among the kept ones (-1: aliased).
     With ``gram`` the pass adds ``X'WX`` (upper triangle) to ``g`` and ``X'W(z - X beta)``
     (``X'Wz`` at the start) to ``s``, from the row's non-zero entries only; otherwise it
-    stores eta and the fitted probabilities.
+    stores eta.  The fitted probabilities go to ``mu_out`` unless it is empty.
     """
     n = codes.shape[0]
     max_row = layout[10][0]
@@ -649,9 +649,10 @@ def _pass_records(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, 
             eta = _eta(gam, m)
         mu, dev_i, ww, resid = _record_terms(eta, y[i], w0, f, start)
         dev_block += dev_i
+        if mu_out.shape[0]:
+            mu_out[i] = mu
         if not gram:
             eta_out[i] = eta
-            mu_out[i] = mu
             continue
         kk = 0
         for e in range(k):
@@ -724,9 +725,10 @@ def _pass_cells(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, et
             eta = _start_eta(y[i], w0) if start else _eta(gam[c], m)
             mu, dev_i, ww, resid = _record_terms(eta, y[i], w0, f, start)
         dev_block += dev_i
+        if mu_out.shape[0]:
+            mu_out[i] = mu
         if not gram:
             eta_out[i] = eta
-            mu_out[i] = mu
             continue
         if not touched[c]:
             touched[c] = True
@@ -829,6 +831,7 @@ def logit_pass(
     beta: np.ndarray | None,
     kept: np.ndarray | None,
     label_spec: Any = None,
+    mu_out: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """One IRLS pass over a partition.
 
@@ -848,6 +851,10 @@ def logit_pass(
         Indices of the non-aliased design columns (``None``: all).
     label_spec
         Labels redrawn for this partition (:func:`draw_labels`).
+    mu_out : ndarray, optional
+        With ``gram``: an array of one value per record that gets the fitted probabilities, and
+        the result the items of ``scores`` besides the sums (the same values a ``scores`` pass
+        at these coefficients gives, so a fit in memory needs no pass after its last step).
 
     Records may carry prior weights (R's ``weights``, synthpop's ``aggregate``) and frequency
     weights (merged identical records).  ``gram`` and ``scores`` run one compiled loop over
@@ -874,20 +881,25 @@ def logit_pass(
     if mode == "gram":
         g = np.zeros((len(cols), len(cols)))
         s = np.zeros(len(cols))
-        out["dev"] = _pass(rec, spec, y, beta_full, pos, g, s, _NONE, _NONE)
+        out["dev"] = _pass(rec, spec, y, beta_full, pos, g, s, _NONE, _NONE if mu_out is None else mu_out)
         out["g"], out["s"] = np.triu(g) + np.triu(g, 1).T, s
-        return out
+        return out if mu_out is None else _with_scores(out, mu_out, y, rec)
     eta = np.empty(len(rec))
     mu = np.empty(len(rec))
     out["dev"] = _pass(rec, spec, y, beta_full, pos, _NONE2, _NONE, eta, mu)
     if mode == "scores":
-        out["mu"] = mu
-        out["y"] = y.astype(np.int8)
-        out["w"] = rec.weights
-        out["mu_min"], out["mu_max"] = float(mu.min(initial=1.0)), float(mu.max(initial=0.0))
-        return out
+        return _with_scores(out, mu, y, rec)
     with single_threaded_blas():
         out["r"] = _qr_pass(rec, spec, cols, y, eta, mu)
+    return out
+
+
+def _with_scores(out: dict[str, Any], mu: np.ndarray, y: np.ndarray, rec: CodedRecords) -> dict[str, Any]:
+    """``out`` with a ``scores`` pass's items: fitted probabilities, responses, record weights, extremes."""
+    out["mu"] = mu
+    out["y"] = y.astype(np.int8)
+    out["w"] = rec.weights
+    out["mu_min"], out["mu_max"] = float(mu.min(initial=1.0)), float(mu.max(initial=0.0))
     return out
 
 

@@ -264,3 +264,22 @@ def test_radix_cells_number_the_combinations_in_code_order(shape):
     distinct, expected = np.unique(codes, axis=0, return_inverse=True)
     np.testing.assert_array_equal(cell, expected.reshape(-1))
     np.testing.assert_array_equal(first, [np.flatnonzero(expected.reshape(-1) == c)[0] for c in range(len(distinct))])
+
+
+@pytest.mark.parametrize("weighted", [True, False], ids=["prior", "unweighted"])
+@pytest.mark.parametrize("which", PASSES)
+def test_the_pass_that_ends_the_fit_scores_as_a_scores_pass(force_pass, which, weighted):
+    """A gram pass given ``mu_out`` returns the scores a scores pass at its coefficients gives, bit for bit."""
+    spec, rec = _random_records(3000, 4, weighted)
+    force_pass(which)
+    state, mu = IRLS(spec.design.n_columns), np.empty(len(rec))
+    while not state.finished:
+        mode, beta, kept = state.request()
+        res = logit_pass(rec, spec, mode, beta, kept, mu_out=mu)
+        state.feed(res)
+    assert mode == "gram" and state.converged and state.request()[0] == "scores"
+    again = logit_pass(rec, spec, *state.request())
+    np.testing.assert_array_equal(res["mu"], again["mu"])
+    np.testing.assert_array_equal(res["y"], again["y"])
+    assert (res["dev"], res["mu_min"], res["mu_max"]) == (again["dev"], again["mu_min"], again["mu_max"])
+    assert (res["w"] is None) == (again["w"] is None) and len(np.unique(res["mu"])) > 100
