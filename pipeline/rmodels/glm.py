@@ -38,8 +38,8 @@ compiled passes use this, whichever costs less for the partition (:meth:`ModelSp
   entries (many cells).
 
 Identical records may also be merged first, with their number as a frequency weight
-(:meth:`CodedRecords.compressed`: exact, decided by one hashing pass that stops as soon as
-merging cannot pay).
+(:meth:`CodedRecords.compressed`: exact, decided by hashing a prefix of the records, then one
+pass that stops as soon as merging cannot pay).
 
 Predicted probabilities are ``linkinv(eta)`` with ``eta = sum_s gamma_s(c) m_s(x)``,
 ``gamma_s(c)`` the coefficients times ``D_s(c)`` summed in column order: both passes compute it

@@ -224,7 +224,7 @@ def rank_bucket(tables: Sequence[ScoreTable], nx: float, ny: float) -> BucketRan
     t = ScoreTable.merge(tables) if tables else ScoreTable(np.empty(0), np.empty(0), np.empty(0), 0.0, 0.0, 0.0)
     if not len(t.values):
         return BucketRanks(0.0, 0.0, 0.0, np.empty((0, 2)))
-    integral = nx == round(nx) and ny == round(ny)
+    integral = float(nx).is_integer() and float(ny).is_integer()
     cx, cy, integral, u, points = _integral_ranks(t.wx, t.wy, int(nx) if integral else -1, int(ny) if integral else -1)
     if not integral:
         u = float(np.sum(t.wx * (cy - t.wy)) + np.sum(t.wx * t.wy) / 2)
