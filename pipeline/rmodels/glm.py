@@ -907,6 +907,8 @@ def _pass(rec: CodedRecords, spec: ModelSpec, y: np.ndarray, beta: np.ndarray, p
           s: np.ndarray, eta: np.ndarray, mu: np.ndarray) -> float:  # fmt: skip
     """One compiled IRLS pass (sums when ``g`` is not empty, else scores): through the cells when cheaper.
 
+    The fitted probabilities go to ``mu`` unless it is empty (in a ``gram`` pass too).
+
     The two kernels compute ``eta`` with the same operations from the same inputs, so the
     scores do not depend on the choice (which depends on the partition); the sums differ in
     rounding only.
