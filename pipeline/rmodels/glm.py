@@ -38,8 +38,8 @@ compiled passes use this, whichever costs less for the partition (:meth:`ModelSp
   entries (many cells).
 
 Identical records may also be merged first, with their number as a frequency weight
-(:meth:`CodedRecords.compressed`: exact, decided by one hashing pass that stops as soon as
-merging cannot pay).
+(:meth:`CodedRecords.compressed`: exact, decided by hashing a prefix of the records, then one
+pass that stops as soon as merging cannot pay).
 
 Predicted probabilities are ``linkinv(eta)`` with ``eta = sum_s gamma_s(c) m_s(x)``,
 ``gamma_s(c)`` the coefficients times ``D_s(c)`` summed in column order: both passes compute it
@@ -74,6 +74,10 @@ CHUNK_ROWS = 65_536
 SUM_BLOCK = 1024
 #: most memory the per-cell sums of a pass may take (else the pass goes record by record)
 CELL_BYTES = 256 * 2**20
+#: records whose distinct share :meth:`CodedRecords.compressed` counts first, and the share above
+#: which it merges nothing (with a continuous predictor nearly every record is distinct)
+PROBE_ROWS = 65_536
+PROBE_DISTINCT = 0.9
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,15 +153,10 @@ class CodedRecords:
         n, n_factors = self.codes.shape
         if n == 0 or n_factors == 0:
             return np.zeros(n, dtype=np.int64), np.zeros(min(n, 1), dtype=np.int64)
-        sizes = tuple(int(c) + 1 for c in self.codes.max(axis=0))
-        if math.prod(sizes) <= 4 * n + 65_536:
-            key = np.ravel_multi_index(tuple(self.codes.T), sizes)
-            present = np.zeros(math.prod(sizes), dtype=np.int64)
-            present[key] = 1
-            cell = (np.cumsum(present) - 1)[key]
-            first = np.empty(int(present.sum()), dtype=np.int64)
-            first[cell[::-1]] = np.arange(n - 1, -1, -1)
-            return cell, first
+        # column by column: numpy's max along axis 0 of an (n, 3) int32 array is ten times slower
+        sizes = np.array([self.codes[:, j].max() for j in range(n_factors)], dtype=np.int64) + 1
+        if math.prod(sizes.tolist()) <= 4 * n + 65_536:
+            return _radix_cells(self.codes, sizes)
         none = np.empty((n, 0))
         cell, first, _ = _distinct_rows(self.codes, none, none, n)
         return cell, first
@@ -192,15 +191,20 @@ class CodedRecords:
         records with frequency weights follows exactly the same iterates (only the order of the
         floating-point sums changes).  The records are hashed and counted in one linear pass that
         stops as soon as more than ``max_ratio`` of them are distinct: then nothing is merged
-        (real data with a continuous variable), at the cost of about half a pass.
+        (real data with a continuous variable).  Before it, the first :data:`PROBE_ROWS` records
+        are counted alone: when more than :data:`PROBE_DISTINCT` of them are distinct, nothing is
+        merged either, at the cost of a few milliseconds instead of half a pass (the choice
+        changes the order of the sums only, and depends on the records alone).
         """
         n = len(self)
         if n == 0 or self.freq is not None:
             return self
-        keys = np.empty((n, 2), dtype=np.float64)
-        keys[:, 0] = 0.0 if self.y is None else self.y
-        keys[:, 1] = 1.0 if self.prior is None else self.prior
-        group, first, n_groups = _distinct_rows(self.codes, self.values, keys, int(max_ratio * n))
+        probe = min(n, PROBE_ROWS)
+        if probe < n:
+            limit = int(max(max_ratio, PROBE_DISTINCT) * probe)
+            if _distinct_rows(self.codes[:probe], self.values[:probe], self._keys(probe), limit)[2] < 0:
+                return self
+        group, first, n_groups = _distinct_rows(self.codes, self.values, self._keys(n), int(max_ratio * n))
         if n_groups < 0:
             return self
         freq = np.bincount(group, minlength=n_groups).astype(float)
@@ -211,6 +215,13 @@ class CodedRecords:
             freq,
             None if self.prior is None else self.prior[first],
         )
+
+    def _keys(self, n: int) -> np.ndarray:
+        """The response and prior weight of the first ``n`` records (what merging compares besides the predictors)."""
+        keys = np.empty((n, 2), dtype=np.float64)
+        keys[:, 0] = 0.0 if self.y is None else self.y[:n]
+        keys[:, 1] = 1.0 if self.prior is None else self.prior[:n]
+        return keys
 
     @staticmethod
     def concat(parts: Sequence[CodedRecords]) -> CodedRecords:
@@ -425,6 +436,39 @@ def _distinct_rows(codes, values, keys, max_groups):  # pragma: no cover - compi
 
 
 @nb.njit(cache=True, nogil=True)
+def _radix_cells(codes, sizes):  # pragma: no cover - compiled
+    """The cell of every row by its mixed-radix code (cells numbered by increasing code) and the first row of each.
+
+    ``sizes[j]`` exceeds every code of column ``j``; the codes run row-major as
+    ``np.ravel_multi_index`` numbers them.
+    """
+    n, k = codes.shape
+    n_keys = 1
+    for j in range(k):
+        n_keys *= sizes[j]
+    table = np.zeros(n_keys, dtype=np.int64)
+    cell = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        key = 0
+        for j in range(k):
+            key = key * sizes[j] + codes[i, j]
+        cell[i] = key
+        table[key] = 1
+    n_cells = 0
+    for key in range(n_keys):
+        if table[key]:
+            table[key] = n_cells
+            n_cells += 1
+    first = np.full(n_cells, -1, dtype=np.int64)
+    for i in range(n):
+        c = table[cell[i]]
+        cell[i] = c
+        if first[c] < 0:
+            first[c] = i
+    return cell, first
+
+
+@nb.njit(cache=True, nogil=True)
 def _row_workspace(layout):  # pragma: no cover - compiled
     """The scratch arrays :func:`_factor_row` fills, sized from the design ``layout``."""
     max_row = layout[10][0]
@@ -539,26 +583,19 @@ def _eta(gam, m):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _linkinv(eta):  # pragma: no cover - compiled
-    if eta < -THRESH:
-        tmp = EPS
-    elif eta > THRESH:
-        tmp = 1 / EPS
-    else:
-        tmp = math.exp(eta)
-    return tmp / (1 + tmp)
-
-
-@nb.njit(cache=True, nogil=True, inline="always")
 def _record_terms(eta, yi, w0, f, start):  # pragma: no cover - compiled
-    """A record's fitted probability, deviance, IRLS weight and working residual (plus ``eta`` at the start)."""
-    mu = _linkinv(eta)
-    dev = f * 2 * w0 * (-math.log(mu) if yi > 0 else -math.log(1 - mu))
-    if eta > THRESH or eta < -THRESH:
+    """A record's fitted probability, deviance, IRLS weight and working residual (plus ``eta`` at the start).
+
+    R's ``linkinv`` and ``mu.eta`` share one ``exp(eta)`` (the same values as computing it twice).
+    """
+    if eta < -THRESH or eta > THRESH:
+        tmp = EPS if eta < -THRESH else 1 / EPS
         me = EPS
     else:
-        ex = math.exp(eta)
-        me = ex / ((1 + ex) * (1 + ex))
+        tmp = math.exp(eta)
+        me = tmp / ((1 + tmp) * (1 + tmp))
+    mu = tmp / (1 + tmp)
+    dev = f * 2 * w0 * (-math.log(mu) if yi > 0 else -math.log(1 - mu))
     ww = f * w0 * me * me / (mu * (1 - mu))
     resid = (yi - mu) / me
     if start:
@@ -581,7 +618,7 @@ def _pass_records(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, 
     starting values), ``pos`` the position of each column among the kept ones (-1: aliased).
     With ``gram`` the pass adds ``X'WX`` (upper triangle) to ``g`` and ``X'W(z - X beta)``
     (``X'Wz`` at the start) to ``s``, from the row's non-zero entries only; otherwise it
-    stores eta and the fitted probabilities.
+    stores eta.  The fitted probabilities go to ``mu_out`` unless it is empty.
     """
     n = codes.shape[0]
     max_row = layout[10][0]
@@ -612,9 +649,10 @@ def _pass_records(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, 
             eta = _eta(gam, m)
         mu, dev_i, ww, resid = _record_terms(eta, y[i], w0, f, start)
         dev_block += dev_i
+        if mu_out.shape[0]:
+            mu_out[i] = mu
         if not gram:
             eta_out[i] = eta
-            mu_out[i] = mu
             continue
         kk = 0
         for e in range(k):
@@ -645,7 +683,8 @@ def _pass_cells(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, et
     ``w z m_a`` to its cell; then each cell's ``X'WX`` and ``X'Wz`` follow from its factor parts:
     ``sum_ab D_a D_b' M_ab`` and ``sum_a D_a T_a``.  The records' work no longer grows with the
     number of design columns.  Sums in two levels: per cell over blocks of records, then per
-    block of cells.
+    block of cells.  A cell's sums are one row (the pairs in ``layout[14]``'s order, then the
+    ``T_a``), so a record updates one short stretch of memory.
     """
     n = codes.shape[0]
     n_cells = first.shape[0]
@@ -654,55 +693,62 @@ def _pass_cells(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, et
     n_pair = n_sub * (n_sub + 1) // 2
     vidx, vval, vcnt, radix, oidx, oval, osub = _row_workspace(layout)
     m = np.empty(n_sub)
-    nzs = np.empty(n_sub, dtype=np.int64)
     start = beta.shape[0] == 0
     gam = np.zeros((n_cells, n_sub))
     if not start:
         for c in range(n_cells):
             k = _factor_row(first[c], codes, layout, vidx, vval, vcnt, radix, oidx, oval, osub)
             _gammas(k, oidx, oval, osub, beta, gam[c])
-    mom = np.zeros((n_cells if gram else 0, n_pair))
-    mom_block = np.zeros_like(mom)
-    tz = np.zeros((mom.shape[0], n_sub))
-    tz_block = np.zeros_like(tz)
-    touched = np.zeros(mom.shape[0], dtype=np.bool_)
-    touched_list = np.empty(min(SUM_BLOCK, mom.shape[0]), dtype=np.int64)
+    acc = np.zeros((n_cells if gram else 0, n_pair + n_sub))
+    acc_block = np.zeros_like(acc)
+    touched = np.zeros(acc.shape[0], dtype=np.bool_)
+    touched_list = np.empty(min(SUM_BLOCK, acc.shape[0]), dtype=np.int64)
     n_touched = 0
+    # at R's start without weights a record's terms depend on its label alone: computed once per label
+    by_label = start and prior.shape[0] == 0 and freq.shape[0] == 0
+    eta0, eta1 = _start_eta(0.0, 1.0), _start_eta(1.0, 1.0)
+    terms0, terms1 = _record_terms(eta0, 0.0, 1.0, 1.0, True), _record_terms(eta1, 1.0, 1.0, 1.0, True)
     dev, dev_block = 0.0, 0.0
     for i in range(n):
         if i % SUM_BLOCK == 0 and i > 0:
             dev += dev_block
             dev_block = 0.0
-            n_touched = _flush_cells(mom, tz, mom_block, tz_block, touched, touched_list, n_touched)
+            n_touched = _flush_cells(acc, acc_block, touched, touched_list, n_touched)
         c = cell[i]
         _monomials(i, values, layout, m)
-        w0 = 1.0 if prior.shape[0] == 0 else prior[i]
-        f = 1.0 if freq.shape[0] == 0 else freq[i]
-        eta = _start_eta(y[i], w0) if start else _eta(gam[c], m)
-        mu, dev_i, ww, resid = _record_terms(eta, y[i], w0, f, start)
+        if by_label and (y[i] == 0.0 or y[i] == 1.0):
+            eta = eta1 if y[i] == 1.0 else eta0
+            mu, dev_i, ww, resid = terms1 if y[i] == 1.0 else terms0
+        else:
+            w0 = 1.0 if prior.shape[0] == 0 else prior[i]
+            f = 1.0 if freq.shape[0] == 0 else freq[i]
+            eta = _start_eta(y[i], w0) if start else _eta(gam[c], m)
+            mu, dev_i, ww, resid = _record_terms(eta, y[i], w0, f, start)
         dev_block += dev_i
+        if mu_out.shape[0]:
+            mu_out[i] = mu
         if not gram:
             eta_out[i] = eta
-            mu_out[i] = mu
             continue
         if not touched[c]:
             touched[c] = True
             touched_list[n_touched] = c
             n_touched += 1
-        k = 0
+        row = acc_block[c]
+        j = 0  # pairs[a, b] for a <= b, row by row: consecutive
         for a in range(n_sub):
-            if m[a] != 0.0:
-                nzs[k] = a
-                k += 1
-        for q in range(k):
-            a = nzs[q]
             wa = ww * m[a]
-            tz_block[c, a] += wa * resid
-            for r in range(q, k):
-                mom_block[c, pairs[a, nzs[r]]] += wa * m[nzs[r]]
+            if m[a] != 0.0:
+                row[n_pair + a] += wa * resid
+                for b2 in range(a, n_sub):
+                    if m[b2] != 0.0:
+                        row[j] += wa * m[b2]
+                    j += 1
+            else:
+                j += n_sub - a
     if not gram:
         return dev + dev_block
-    _flush_cells(mom, tz, mom_block, tz_block, touched, touched_list, n_touched)
+    _flush_cells(acc, acc_block, touched, touched_list, n_touched)
     g_block = np.zeros_like(g)
     s_block = np.zeros_like(s)
     for c in range(n_cells):
@@ -713,27 +759,24 @@ def _pass_cells(codes, values, y, freq, prior, layout, beta, pos, gram, g, s, et
             pa = pos[oidx[a]]
             if pa < 0:
                 continue
-            s_block[pa] += oval[a] * tz[c, osub[a]]
+            s_block[pa] += oval[a] * acc[c, n_pair + osub[a]]
             for b2 in range(a, k):
                 pb = pos[oidx[b2]]
                 if pb >= 0:
-                    g_block[pa, pb] += oval[a] * oval[b2] * mom[c, pairs[osub[a], osub[b2]]]
+                    g_block[pa, pb] += oval[a] * oval[b2] * acc[c, pairs[osub[a], osub[b2]]]
     _flush(g, s, g_block, s_block)
     return dev + dev_block
 
 
 @nb.njit(cache=True, nogil=True)
-def _flush_cells(mom, tz, mom_block, tz_block, touched, touched_list, n_touched):  # pragma: no cover - compiled
+def _flush_cells(acc, acc_block, touched, touched_list, n_touched):  # pragma: no cover - compiled
     """Add the block sums of the cells a block of records touched to their totals and clear them; 0."""
     for q in range(n_touched):
         c = touched_list[q]
         touched[c] = False
-        for j in range(mom.shape[1]):
-            mom[c, j] += mom_block[c, j]
-            mom_block[c, j] = 0.0
-        for j in range(tz.shape[1]):
-            tz[c, j] += tz_block[c, j]
-            tz_block[c, j] = 0.0
+        for j in range(acc.shape[1]):
+            acc[c, j] += acc_block[c, j]
+            acc_block[c, j] = 0.0
     return 0
 
 
@@ -788,6 +831,7 @@ def logit_pass(
     beta: np.ndarray | None,
     kept: np.ndarray | None,
     label_spec: Any = None,
+    mu_out: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """One IRLS pass over a partition.
 
@@ -807,6 +851,10 @@ def logit_pass(
         Indices of the non-aliased design columns (``None``: all).
     label_spec
         Labels redrawn for this partition (:func:`draw_labels`).
+    mu_out : ndarray, optional
+        With ``gram``: an array of one value per record that gets the fitted probabilities, and
+        the result the items of ``scores`` besides the sums (the same values a ``scores`` pass
+        at these coefficients gives, so a fit in memory needs no pass after its last step).
 
     Records may carry prior weights (R's ``weights``, synthpop's ``aggregate``) and frequency
     weights (merged identical records).  ``gram`` and ``scores`` run one compiled loop over
@@ -833,26 +881,33 @@ def logit_pass(
     if mode == "gram":
         g = np.zeros((len(cols), len(cols)))
         s = np.zeros(len(cols))
-        out["dev"] = _pass(rec, spec, y, beta_full, pos, g, s, _NONE, _NONE)
+        out["dev"] = _pass(rec, spec, y, beta_full, pos, g, s, _NONE, _NONE if mu_out is None else mu_out)
         out["g"], out["s"] = np.triu(g) + np.triu(g, 1).T, s
-        return out
+        return out if mu_out is None else _with_scores(out, mu_out, y, rec)
     eta = np.empty(len(rec))
     mu = np.empty(len(rec))
     out["dev"] = _pass(rec, spec, y, beta_full, pos, _NONE2, _NONE, eta, mu)
     if mode == "scores":
-        out["mu"] = mu
-        out["y"] = y.astype(np.int8)
-        out["w"] = rec.weights
-        out["mu_min"], out["mu_max"] = float(mu.min(initial=1.0)), float(mu.max(initial=0.0))
-        return out
+        return _with_scores(out, mu, y, rec)
     with single_threaded_blas():
         out["r"] = _qr_pass(rec, spec, cols, y, eta, mu)
+    return out
+
+
+def _with_scores(out: dict[str, Any], mu: np.ndarray, y: np.ndarray, rec: CodedRecords) -> dict[str, Any]:
+    """``out`` with a ``scores`` pass's items: fitted probabilities, responses, record weights, extremes."""
+    out["mu"] = mu
+    out["y"] = y.astype(np.int8)
+    out["w"] = rec.weights
+    out["mu_min"], out["mu_max"] = float(mu.min(initial=1.0)), float(mu.max(initial=0.0))
     return out
 
 
 def _pass(rec: CodedRecords, spec: ModelSpec, y: np.ndarray, beta: np.ndarray, pos: np.ndarray, g: np.ndarray,
           s: np.ndarray, eta: np.ndarray, mu: np.ndarray) -> float:  # fmt: skip
     """One compiled IRLS pass (sums when ``g`` is not empty, else scores): through the cells when cheaper.
+
+    The fitted probabilities go to ``mu`` unless it is empty (in a ``gram`` pass too).
 
     The two kernels compute ``eta`` with the same operations from the same inputs, so the
     scores do not depend on the choice (which depends on the partition); the sums differ in

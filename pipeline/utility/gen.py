@@ -146,13 +146,16 @@ def fit_comparison_local(
         spec = model_spec(plan, comp.a, comp.b, settings.maxorder)
         rec = _stack_coded(prep_a, prep_b, comp, settings)
         state = IRLS(spec.design.n_columns, maxit=settings.maxit)
+        mu = np.empty(len(rec))
         with single_threaded_blas():
             while True:
                 mode, beta, kept = state.request()
-                res = logit_pass(rec, spec, mode, beta, kept)
+                res = logit_pass(rec, spec, mode, beta, kept, mu_out=mu)
                 if mode == "scores":
                     break
                 state.feed(res)
+                if state.finished and "mu" in res:  # the pass that ended the iteration scored its coefficients
+                    break
         w = res["w"] if res["w"] is not None else np.ones(len(res["mu"]))
         w1 = float(np.sum(w[res["y"] == 1]))
         fit = _logit_fit(spec, state, res["dev"], null_deviance(w1, float(np.sum(w)) - w1), res["mu_min"],

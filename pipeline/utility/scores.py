@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 
 
@@ -55,6 +56,26 @@ def wilcoxon_w(scores: np.ndarray, w_x: np.ndarray, w_y: np.ndarray) -> float:
     return float(np.sum(gx * midrank) - nx * (nx + 1) / 2)
 
 
+@nb.njit(cache=True, nogil=True)
+def _merge_counts(sx: np.ndarray, sy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """The distinct values of two sorted arrays (no NaN), increasing, and how often each array holds each."""
+    nx, ny = sx.shape[0], sy.shape[0]
+    values = np.empty(nx + ny)
+    wx = np.empty(nx + ny)
+    wy = np.empty(nx + ny)
+    i = j = k = 0
+    while i < nx or j < ny:
+        v = sx[i] if j == ny or (i < nx and sx[i] <= sy[j]) else sy[j]
+        i0, j0 = i, j
+        while i < nx and sx[i] == v:
+            i += 1
+        while j < ny and sy[j] == v:
+            j += 1
+        values[k], wx[k], wy[k] = v, i - i0, j - j0
+        k += 1
+    return values[:k], wx[:k], wy[:k]
+
+
 @dataclass(frozen=True)
 class ScoreTable:
     """Propensity scores of some records grouped by value, with the sums pMSE and PO50 need.
@@ -83,23 +104,30 @@ class ScoreTable:
     @classmethod
     def from_scores(cls, score: np.ndarray, t: np.ndarray, c: float, weights: np.ndarray | None = None) -> ScoreTable:
         """The table of the scores ``score`` of records labelled ``t`` (1 synthetic), weighted by ``weights``."""
-        w = np.ones(len(score)) if weights is None else np.asarray(weights, dtype=float)
         ok = ~np.isnan(score)
-        s, tt, ww = score[ok], t[ok], w[ok]
+        every = bool(ok.all())
+        s, tt = (score, t) if every else (score[ok], t[ok])
         syn = tt == 1
         correct = (syn & (s > 0.5)) | (~syn & (s <= 0.5))
+        if weights is None:  # every record counts once: the two groups' scores sorted alone and merged
+            sx, sy = s[syn], s[~syn]
+            sx.sort()
+            sy.sort()
+            values, wx, wy = _merge_counts(sx, sy)
+            d = s - c
+            d *= d  # (s - c) ** 2 without a second temporary: the same products
+            return cls(values, wx, wy, float(len(score)), float(np.sum(d)), float(np.count_nonzero(correct)))
+        w = np.asarray(weights, dtype=float)
+        ww = w if every else w[ok]
         values, inverse = np.unique(s, return_inverse=True)
-        return cls(
-            values,
-            np.bincount(inverse, weights=np.where(syn, ww, 0.0), minlength=len(values)),
-            np.bincount(inverse, weights=np.where(syn, 0.0, ww), minlength=len(values)),
-            float(w.sum()),
-            float(np.sum(ww * (s - c) ** 2)),
-            float(np.sum(ww[correct])),
-        )
+        wx = np.bincount(inverse, weights=np.where(syn, ww, 0.0), minlength=len(values))
+        wy = np.bincount(inverse, weights=np.where(syn, 0.0, ww), minlength=len(values))
+        return cls(values, wx, wy, float(w.sum()), float(np.sum(ww * (s - c) ** 2)), float(np.sum(ww[correct])))
 
     def sample(self, k: int) -> np.ndarray:
         """``k`` scores at evenly spaced weights of the records (candidate bucket splitters)."""
+        if k <= 0:
+            return self.values[:0]
         cum = np.cumsum(self.wx + self.wy)
         if not len(cum) or cum[-1] <= 0:
             return self.values[:0]
@@ -201,12 +229,59 @@ def rank_bucket(tables: Sequence[ScoreTable], nx: float, ny: float) -> BucketRan
     t = ScoreTable.merge(tables) if tables else ScoreTable(np.empty(0), np.empty(0), np.empty(0), 0.0, 0.0, 0.0)
     if not len(t.values):
         return BucketRanks(0.0, 0.0, 0.0, np.empty((0, 2)))
-    cx, cy = np.cumsum(t.wx), np.cumsum(t.wy)
-    u = float(np.sum(t.wx * (cy - t.wy)) + np.sum(t.wx * t.wy) / 2)
-    integral = bool(np.all(cx == np.rint(cx)) and np.all(cy == np.rint(cy)) and nx == round(nx) and ny == round(ny))
-    key = cx.astype(np.int64) * int(ny) - cy.astype(np.int64) * int(nx) if integral else cx * ny - cy * nx
-    pick = (key == key.max()) | (key == key.min())
-    return BucketRanks(float(cx[-1]), float(cy[-1]), u, np.column_stack([cx[pick], cy[pick]]))
+    integral = float(nx).is_integer() and float(ny).is_integer()
+    cx, cy, integral, u, points = _integral_ranks(t.wx, t.wy, int(nx) if integral else -1, int(ny) if integral else -1)
+    if not integral:
+        u = float(np.sum(t.wx * (cy - t.wy)) + np.sum(t.wx * t.wy) / 2)
+        key = cx * ny - cy * nx
+        pick = (key == key.max()) | (key == key.min())
+        points = np.column_stack([cx[pick], cy[pick]])
+    return BucketRanks(float(cx[-1]), float(cy[-1]), u, points)
+
+
+@nb.njit(cache=True, nogil=True)
+def _integral_ranks(wx, wy, nx, ny):  # pragma: no cover - compiled
+    """:func:`rank_bucket`'s sums in two passes when every weight is whole (``nx``, ``ny`` -1: they are not).
+
+    Returns the cumulative weights (``np.cumsum``'s sequential sums), whether they are all whole,
+    and then U and the extreme points of ``cx ny - cy nx`` (in integers).  With whole weights
+    every term and partial sum of U is an integer or a half below 2^53, so any order of the sums
+    gives the same U.
+    """
+    n = wx.shape[0]
+    cx = np.empty(n)
+    cy = np.empty(n)
+    integral = nx >= 0 and ny >= 0
+    sx = sy = 0.0
+    for i in range(n):
+        sx += wx[i]
+        sy += wy[i]
+        cx[i] = sx
+        cy[i] = sy
+        integral = integral and sx == np.rint(sx) and sy == np.rint(sy)
+    if not integral:
+        return cx, cy, False, 0.0, np.empty((0, 2))
+    below = half = 0.0
+    hi = lo = np.int64(cx[0]) * ny - np.int64(cy[0]) * nx
+    for i in range(n):
+        below += wx[i] * (cy[i] - wy[i])
+        half += wx[i] * wy[i]
+        key = np.int64(cx[i]) * ny - np.int64(cy[i]) * nx
+        hi = max(hi, key)
+        lo = min(lo, key)
+    k = 0
+    for i in range(n):
+        key = np.int64(cx[i]) * ny - np.int64(cy[i]) * nx
+        k += key in (hi, lo)
+    points = np.empty((k, 2))
+    k = 0
+    for i in range(n):
+        key = np.int64(cx[i]) * ny - np.int64(cy[i]) * nx
+        if key in (hi, lo):
+            points[k, 0] = cx[i]
+            points[k, 1] = cy[i]
+            k += 1
+    return cx, cy, True, below + half / 2, points
 
 
 def combine_buckets(buckets: Sequence[BucketRanks], nx: float, ny: float) -> tuple[float, float]:

@@ -172,3 +172,80 @@ def test_cluster_path_with_several_score_buckets_equals_memory(dask_client, monk
         assert a.iter == b.iter and a.fitted_extreme == b.fitted_extreme
         assert a.null_deviance == pytest.approx(b.null_deviance, rel=1e-12)
         assert a.deviance == pytest.approx(b.deviance, rel=1e-10)
+
+
+SCORE_CASES = ["ties", "continuous", "nan", "threshold", "one record", "empty", "one group"]
+
+
+def _scores(case: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    n = {"one record": 1, "empty": 0}.get(case, 5000)
+    score = rng.integers(0, 9, n) / 8 if case in ("ties", "threshold") else rng.random(n)
+    if case == "threshold":
+        score[: n // 3] = 0.5  # on the PO50 threshold: counted as original
+    if case == "nan":
+        score[rng.random(n) < 0.1] = np.nan
+    t = np.ones(n, dtype=np.int8) if case == "one group" else (rng.random(n) < 0.4).astype(np.int8)
+    return score, t
+
+
+@pytest.mark.parametrize("case", SCORE_CASES)
+def test_unweighted_score_table_equals_the_weighted_grouping(case):
+    """Counts from the two groups' sorted scores equal the grouping by np.unique with unit weights."""
+    score, t = _scores(case, np.random.default_rng(SCORE_CASES.index(case)))
+    fast = ScoreTable.from_scores(score, t, 0.4)
+    slow = ScoreTable.from_scores(score, t, 0.4, np.ones(len(score)))
+    for name in ("values", "wx", "wy"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name))
+    assert (fast.total, fast.sq, fast.correct) == (slow.total, slow.sq, slow.correct)
+    assert fast.wx.sum() == np.sum(t[~np.isnan(score)] == 1)
+
+
+def _rank_bucket_numpy(wx: np.ndarray, wy: np.ndarray, nx: float, ny: float) -> tuple[float, np.ndarray]:
+    """U and the KS extreme points by whole-array numpy operations (the definition)."""
+    cx, cy = np.cumsum(wx), np.cumsum(wy)
+    u = float(np.sum(wx * (cy - wy)) + np.sum(wx * wy) / 2)
+    integral = bool(np.all(cx == np.rint(cx)) and np.all(cy == np.rint(cy)) and nx == round(nx) and ny == round(ny))
+    key = cx.astype(np.int64) * int(ny) - cy.astype(np.int64) * int(nx) if integral else cx * ny - cy * nx
+    pick = (key == key.max()) | (key == key.min())
+    return u, np.column_stack([cx[pick], cy[pick]])
+
+
+@pytest.mark.parametrize("weights", ["whole", "zeros in one group", "fractional", "one value", "equal keys"])
+def test_rank_bucket_equals_the_numpy_definition(weights):
+    rng = np.random.default_rng(21)
+    k = 1 if weights == "one value" else 4000
+    wx, wy = rng.integers(0, 4, k).astype(float), rng.integers(0, 4, k).astype(float)
+    if weights == "zeros in one group":
+        wx[: k // 2] = 0.0
+    if weights == "fractional":
+        wx *= 0.37
+    if weights == "equal keys":  # cx ny - cy nx takes its largest and smallest value many times
+        wx, wy = np.tile([1.0, 0.0, 0.0, 1.0], k // 4), np.tile([0.0, 1.0, 1.0, 0.0], k // 4)
+    nx, ny = float(wx.sum()), float(wy.sum())
+    table = ScoreTable(np.arange(k) / k, wx, wy, 0.0, 0.0, 0.0)
+    got = rank_bucket([table], nx, ny)
+    u, points = _rank_bucket_numpy(wx, wy, nx, ny)
+    assert got.u == u and (got.wx, got.wy) == (np.cumsum(wx)[-1], np.cumsum(wy)[-1])
+    np.testing.assert_array_equal(got.ks_points, points)
+    if weights == "equal keys":
+        assert len(points) == k // 2  # +1 and -1 at every other value
+
+
+def test_merging_gives_up_on_a_prefix_of_distinct_records(monkeypatch):
+    """Past the probe, a prefix of distinct records ends the attempt; a prefix with duplicates, or
+    synthpop's aggregate (max_ratio 1), goes on and merges every identical record."""
+    import pipeline.rmodels.glm as glm
+
+    monkeypatch.setattr(glm, "PROBE_ROWS", 100)
+    _, rec = _mixed_records(1000, 9)
+    values = np.round(rec.values) + 0.0  # few distinct records (no -0.0: merging compares bits)
+    values[:100, 0] = np.arange(100) + 0.5  # a distinct prefix
+    plain = CodedRecords(rec.codes, values, rec.y)
+    assert plain.compressed() is plain
+    merged = plain.compressed(max_ratio=1.0)
+    assert len(merged) < 500 and merged.freq.sum() == 1000
+    again = CodedRecords(rec.codes[::-1].copy(), values[::-1].copy(), rec.y[::-1].copy())  # the prefix at the end
+    merged = again.compressed()
+    assert len(merged) < 500 and merged.freq.sum() == 1000
+    _, group = np.unique(np.column_stack([again.codes, again.values, again.y]), axis=0, return_inverse=True)
+    assert len(merged) == group.max() + 1

@@ -187,3 +187,99 @@ def test_the_cost_rule_takes_the_cells_for_few_cells_and_the_records_for_many():
     spec, _ = _aliased_records(10, 1)
     assert spec.cells_pay(1_000_000, 50)
     assert not spec.cells_pay(1_000_000, 1_000_000)  # every record its own cell
+
+
+def _random_records(n: int, seed: int, weighted: bool = True) -> tuple[ModelSpec, CodedRecords]:
+    """Random factors (one with a single level, an ordered one, an unordered one with a level no
+    record has), two numerics with zeros and records whose numerics are all zero (their design row
+    is the factor part only), every interaction up to three variables; prior weights or none."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 5))
+    preds = [Predictor("one", ("only",)), Predictor("u"), Predictor("o", tuple(f"o{i}" for i in range(k)), True),
+             Predictor("f", ("f1", "f2", "f3", None)), Predictor("v")]  # fmt: skip
+    lookups = (np.array([0]), None, rng.permutation(k), np.array([3, 0, 1, 2]), None)
+    spec = ModelSpec(Design.build(preds, 2), ("one", "u", "o", "f", "v"), lookups)
+    codes = np.column_stack([np.zeros(n), rng.integers(0, k, n), rng.integers(0, 3, n)]).astype(np.int32)
+    values = np.where(rng.random((n, 2)) < 0.3, 0.0, rng.normal(size=(n, 2)).round(2))
+    values[rng.random(n) < 0.2] = 0.0
+    y = (rng.random(n) < 0.5).astype(float)
+    return spec, CodedRecords(codes, values, y, None, rng.integers(1, 4, n).astype(float) if weighted else None)
+
+
+def _dense(spec: ModelSpec, rec: CodedRecords) -> np.ndarray:
+    return spec.matrix(rec, 0, len(rec)) if len(rec) else np.zeros((0, spec.design.n_columns))
+
+
+def _dense_pass(spec: ModelSpec, rec: CodedRecords, beta: np.ndarray | None, kept: np.ndarray) -> tuple:
+    """``X'WX``, ``X'Wz`` (the start's) or ``X'W(y - mu)/mu.eta`` and the deviance from the dense design."""
+    x = _dense(spec, rec)[:, kept]
+    w0 = np.ones(len(rec)) if rec.prior is None else rec.prior
+    if beta is None:
+        mu = (w0 * rec.y + 0.5) / (w0 + 1)
+        eta = np.log(mu / (1 - mu))
+    else:
+        eta = x @ beta
+        mu = 1 / (1 + np.exp(-eta))
+    w = w0 * mu * (1 - mu)
+    z = (rec.y - mu) / (mu * (1 - mu)) + (eta if beta is None else 0.0)
+    dev = -2 * np.sum(w0 * np.where(rec.y > 0, np.log(mu), np.log(1 - mu)))
+    return (x * w[:, None]).T @ x, x.T @ (w * z), dev
+
+
+@pytest.mark.parametrize("weighted", [True, False], ids=["prior", "unweighted"])
+@pytest.mark.parametrize("n", [0, 1, 2, 2500])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("which", PASSES)
+def test_sparse_sums_equal_the_dense_design_on_random_designs(force_pass, which, seed, n, weighted):
+    """Either pass's sums (over several blocks of records at 2,500) equal the dense design's, with
+    prior weights and without (R's start then depends on the label alone)."""
+    spec, rec = _random_records(n, seed, weighted)
+    force_pass(which)
+    p = spec.design.n_columns
+    assert p >= 40 and not any(name.startswith("one") for name in spec.design.names)  # a single level: no column
+    kept = np.flatnonzero(np.random.default_rng(seed).random(p) < 0.8)
+    beta = np.random.default_rng(seed + 10).normal(scale=0.2, size=len(kept))
+    for b, cols in ((None, None), (beta, kept)):
+        got = logit_pass(rec, spec, "gram", b, cols)
+        g, s, dev = _dense_pass(spec, rec, b, np.arange(p) if cols is None else cols)
+        np.testing.assert_allclose(got["g"], g, rtol=1e-12, atol=1e-10)
+        np.testing.assert_allclose(got["s"], s, rtol=1e-11, atol=1e-9)
+        assert got["dev"] == pytest.approx(dev, rel=1e-12, abs=1e-12)
+    scores = logit_pass(rec, spec, "scores", beta, kept)
+    np.testing.assert_allclose(scores["mu"], 1 / (1 + np.exp(-(_dense(spec, rec)[:, kept] @ beta))), rtol=1e-13)
+
+
+@pytest.mark.parametrize("shape", ["single level", "one record", "range ends", "wide"])
+def test_radix_cells_number_the_combinations_in_code_order(shape):
+    """Cells by their mixed-radix code: numbered as the sorted distinct code combinations, each
+    with its first record."""
+    rng = np.random.default_rng(5)
+    n = {"one record": 1}.get(shape, 3000)
+    high = {"single level": [1, 1], "wide": [7, 300, 2]}.get(shape, [3, 5])
+    codes = np.column_stack([rng.integers(0, h, n) for h in high]).astype(np.int32)
+    if shape == "range ends":
+        codes[:5] = [[0, 0], [2, 4], [2, 0], [0, 4], [2, 4]]  # the first and last codes of both columns
+    rec = CodedRecords(codes, np.empty((n, 0)))
+    cell, first = rec.cells
+    distinct, expected = np.unique(codes, axis=0, return_inverse=True)
+    np.testing.assert_array_equal(cell, expected.reshape(-1))
+    np.testing.assert_array_equal(first, [np.flatnonzero(expected.reshape(-1) == c)[0] for c in range(len(distinct))])
+
+
+@pytest.mark.parametrize("weighted", [True, False], ids=["prior", "unweighted"])
+@pytest.mark.parametrize("which", PASSES)
+def test_the_pass_that_ends_the_fit_scores_as_a_scores_pass(force_pass, which, weighted):
+    """A gram pass given ``mu_out`` returns the scores a scores pass at its coefficients gives, bit for bit."""
+    spec, rec = _random_records(3000, 4, weighted)
+    force_pass(which)
+    state, mu = IRLS(spec.design.n_columns), np.empty(len(rec))
+    while not state.finished:
+        mode, beta, kept = state.request()
+        res = logit_pass(rec, spec, mode, beta, kept, mu_out=mu)
+        state.feed(res)
+    assert mode == "gram" and state.converged and state.request()[0] == "scores"
+    again = logit_pass(rec, spec, *state.request())
+    np.testing.assert_array_equal(res["mu"], again["mu"])
+    np.testing.assert_array_equal(res["y"], again["y"])
+    assert (res["dev"], res["mu_min"], res["mu_max"]) == (again["dev"], again["mu_min"], again["mu_max"])
+    assert (res["w"] is None) == (again["w"] is None) and len(np.unique(res["mu"])) > 100
