@@ -213,9 +213,15 @@ class Executor:
         unwrapped = [v.value if isinstance(v, Deferred) else v for v in values]
         if not any(dask.is_dask_collection(v) for v in unwrapped):
             return unwrapped
-        if self.client is not None:
-            return list(self.client.compute(unwrapped, sync=True))
-        return list(dask.compute(*unwrapped))
+        if self.client is None:
+            return list(dask.compute(*unwrapped))
+        # a Dask frame is fetched as its partitions and joined here: computing the frame itself
+        # first gathers every partition on one worker, a second transfer of the whole result
+        frames = [isinstance(v, (dd.DataFrame, dd.Series)) for v in unwrapped]
+        parts = [v.to_delayed() if is_frame else [v] for v, is_frame in zip(unwrapped, frames, strict=True)]
+        got = iter(self.client.compute([p for ps in parts for p in ps], sync=True))
+        values = [[next(got) for _ in ps] for ps in parts]
+        return [_concat_frames(v) if is_frame else v[0] for v, is_frame in zip(values, frames, strict=True)]
 
     def persist(self, *frames: Frame, merge: bool = True) -> list[Frame]:
         """Keep Dask frames in cluster memory (pandas frames pass through), returned once there.
