@@ -22,7 +22,11 @@ Two dimensions
     An offline sweep over the first dimension's order with a Fenwick tree (over a bitmap) of
     the second dimension's positions (:func:`_sweep_2d`, compiled with numba).  Several
     second-dimension ranges per query are answered in the same sweep: cheap radius grids.
-Three dimensions
+Three dimensions, block by block
+    :func:`_count_3d_blocks` (what the matching uses): each key block's values are copied out,
+    sorted (:func:`_argsort_float`) and counted by :func:`_count_3d_ranks` on the block's own
+    arrays, every radius row reusing the sorts; small blocks compare every pair.
+Three dimensions, global index
     A segment tree over the dense ranks of (block, value) of the dimension with the fewest
     distinct values (:func:`_count_3d_ranks`): a query's range of ranks splits into a few
     canonical nodes (a range of l ranks: nodes of at most l ranks, so age in years with a 10 %
