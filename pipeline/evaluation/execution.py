@@ -213,9 +213,15 @@ class Executor:
         unwrapped = [v.value if isinstance(v, Deferred) else v for v in values]
         if not any(dask.is_dask_collection(v) for v in unwrapped):
             return unwrapped
-        if self.client is not None:
-            return list(self.client.compute(unwrapped, sync=True))
-        return list(dask.compute(*unwrapped))
+        if self.client is None:
+            return list(dask.compute(*unwrapped))
+        # a Dask frame is fetched as its partitions and joined here: computing the frame itself
+        # first gathers every partition on one worker, a second transfer of the whole result
+        frames = [isinstance(v, (dd.DataFrame, dd.Series)) for v in unwrapped]
+        parts = [v.to_delayed() if is_frame else [v] for v, is_frame in zip(unwrapped, frames, strict=True)]
+        got = iter(self.client.compute([p for ps in parts for p in ps], sync=True))
+        values = [[next(got) for _ in ps] for ps in parts]
+        return [_concat_frames(v) if is_frame else v[0] for v, is_frame in zip(values, frames, strict=True)]
 
     def persist(self, *frames: Frame, merge: bool = True) -> list[Frame]:
         """Keep Dask frames in cluster memory (pandas frames pass through), returned once there.
@@ -578,6 +584,10 @@ class Executor:
         hashes = dask.delayed(assignment.index.to_numpy(dtype=np.int64), traverse=False)
         blocks = dask.delayed(assignment.to_numpy(dtype=np.int64), traverse=False)
         cut = dask.delayed(split_by_block, nout=n_blocks, pure=False)
+        # block b is made (and so, by data locality, its kernel runs) on worker thread b mod T:
+        # the blocks are equal, so every thread gets the same work; left to the scheduler, the
+        # blocks followed their pieces and one worker could get twice the blocks of another
+        slots = [w for w, k in sorted(self.client.nthreads().items()) for _ in range(k)] if self.client else [None]
         aligned = []
         for f, parts, counts in zip(frames, partials, self.partition_rows(*frames), strict=True):
             offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist()
@@ -585,7 +595,11 @@ class Executor:
             pieces = [cut(p, hashes, blocks, n_blocks, o) for p, o in zip(parts, firsts, strict=True)]
             meta = f._meta.assign(**{ROW_COLUMN: np.int64(0)}) if with_row_id else f._meta
             meta = meta.assign(**{BLOCK_COLUMN: np.int64(0)})
-            joined = [dask.delayed(_concat_frames, pure=False)([piece[b] for piece in pieces]) for b in range(n_blocks)]
+            joined = []
+            for b in range(n_blocks):
+                slot = slots[b % len(slots)]
+                with dask.annotate(**({"workers": [slot], "allow_other_workers": True} if slot else {})):
+                    joined.append(dask.delayed(_concat_frames, pure=False)([piece[b] for piece in pieces]))
             aligned.append(dd.from_delayed(joined, meta=meta, verify_meta=False))
         return Blocks(self, aligned[0], aligned[1:], AlignedBlocks(KeyBlocks(keys, n_blocks), aligned[0], aligned[1:]))
 

@@ -22,7 +22,11 @@ Two dimensions
     An offline sweep over the first dimension's order with a Fenwick tree (over a bitmap) of
     the second dimension's positions (:func:`_sweep_2d`, compiled with numba).  Several
     second-dimension ranges per query are answered in the same sweep: cheap radius grids.
-Three dimensions
+Three dimensions, block by block
+    :func:`_count_3d_blocks` (what the matching uses): each key block's values are copied out,
+    sorted (:func:`_argsort_float`) and counted by :func:`_count_3d_ranks` on the block's own
+    arrays, every radius row reusing the sorts; small blocks compare every pair.
+Three dimensions, global index
     A segment tree over the dense ranks of (block, value) of the dimension with the fewest
     distinct values (:func:`_count_3d_ranks`): a query's range of ranks splits into a few
     canonical nodes (a range of l ranks: nodes of at most l ranks, so age in years with a 10 %
@@ -69,6 +73,43 @@ def _before(value, key, right):  # pragma: no cover - compiled
     return value <= key if right else value < key
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _gallop(sorted_values, first, last, key, right, prev):  # pragma: no cover - compiled
+    """First position in ``[first, last)`` whose value is ``> key`` (``right``) or ``>= key``
+    (``last`` if none), galloping from the earlier answer ``prev``: O(log distance)."""
+    p = min(max(prev, first), last)
+    if p < last and _before(sorted_values[p], key, right):
+        lo = p + 1  # the answer is > p: gallop right
+        hi = last
+        step = 1
+        while lo + step - 1 < last:
+            probe = lo + step - 1
+            if _before(sorted_values[probe], key, right):
+                lo = probe + 1
+                step *= 2
+            else:
+                hi = probe
+                break
+    else:
+        hi = p  # the answer is <= p: gallop left
+        lo = first
+        step = 1
+        while hi - step >= first:
+            probe = hi - step
+            if _before(sorted_values[probe], key, right):
+                lo = probe + 1
+                break
+            hi = probe
+            step *= 2
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _before(sorted_values[mid], key, right):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @numba.njit(cache=True, nogil=True)
 def _block_search(sorted_values, starts, groups, keys, right):  # pragma: no cover - compiled
     """Position of each ``keys[t]`` inside its block ``g = groups[t]``'s slice
@@ -84,41 +125,8 @@ def _block_search(sorted_values, starts, groups, keys, right):  # pragma: no cov
     prev = 0
     for t in range(keys.shape[0]):
         g = groups[t]
-        first = starts[g]
-        last = starts[g + 1]
-        key = keys[t]
-        p = min(max(prev, first), last)
-        if p < last and _before(sorted_values[p], key, right):
-            lo = p + 1  # the answer is > p: gallop right
-            hi = last
-            step = 1
-            while lo + step - 1 < last:
-                probe = lo + step - 1
-                if _before(sorted_values[probe], key, right):
-                    lo = probe + 1
-                    step *= 2
-                else:
-                    hi = probe
-                    break
-        else:
-            hi = p  # the answer is <= p: gallop left
-            lo = first
-            step = 1
-            while hi - step >= first:
-                probe = hi - step
-                if _before(sorted_values[probe], key, right):
-                    lo = probe + 1
-                    break
-                hi = probe
-                step *= 2
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if _before(sorted_values[mid], key, right):
-                lo = mid + 1
-            else:
-                hi = mid
-        out[t] = lo
-        prev = lo
+        prev = _gallop(sorted_values, starts[g], starts[g + 1], keys[t], right, prev)
+        out[t] = prev
     return out
 
 
@@ -500,6 +508,214 @@ def _count_3d_ranks(x_by_y, z_by_y, n_ranks, xa, xb, box):  # pragma: no cover -
         n_act = kept
         h += 1
     return out
+
+
+#: below this many values a comparison sort beats the radix passes' histogram set-up
+RADIX_MIN = 256
+_DIGIT_BITS = 11
+_N_DIGITS = 6  # 6 x 11 bits cover the 64 bits of a float64 key
+
+
+@numba.njit(cache=True, nogil=True)
+def _argsort_float(values):  # pragma: no cover - compiled
+    """Indices that sort the float64 ``values`` (no NaN) in increasing order; equal values in
+    any order.
+
+    A least-significant-digit radix sort of the bit patterns mapped to unsigned integers of the
+    same order (sign bit flipped for positives, all bits for negatives): 11-bit digits, all six
+    histograms in one pass, a digit shared by every value skipped (whole numbers leave the low
+    mantissa digits constant).  Short inputs use ``np.argsort``.
+    """
+    n = values.shape[0]
+    if n < RADIX_MIN:
+        return np.argsort(values)
+    sign = np.uint64(1) << np.uint64(63)
+    mask = np.uint64((1 << _DIGIT_BITS) - 1)
+    keys = np.empty(n, dtype=np.uint64)
+    counts = np.zeros((_N_DIGITS, (1 << _DIGIT_BITS) + 1), dtype=np.int64)
+    bits = values.view(np.uint64)
+    for i in range(n):
+        u = bits[i]
+        u = ~u if u & sign else u | sign
+        keys[i] = u
+        for p in range(_N_DIGITS):
+            counts[p, ((u >> np.uint64(p * _DIGIT_BITS)) & mask) + 1] += 1
+    order = np.arange(n)
+    keys2 = np.empty_like(keys)
+    order2 = np.empty_like(order)
+    for p in range(_N_DIGITS):
+        shift = np.uint64(p * _DIGIT_BITS)
+        if counts[p].max() == n:  # one digit value for all: this pass would not move anything
+            continue
+        start = counts[p]
+        for b in range(1 << _DIGIT_BITS):
+            start[b + 1] += start[b]
+        for i in range(n):
+            b = (keys[i] >> shift) & mask
+            keys2[start[b]] = keys[i]
+            order2[start[b]] = order[i]
+            start[b] += 1
+        keys, keys2 = keys2, keys
+        order, order2 = order2, order
+    return order
+
+
+#: blocks with at most this many (query, point) pairs are counted by comparing every pair: below
+#: it the tree's set-up (sorts, ranks, per-level buckets) costs more than the comparisons
+SMALL_BLOCK_PAIRS = 4096
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _half_widths(x, radii, percentage, euclidean, known, known_order, syn_order, out):  # pragma: no cover - compiled
+    """Half-width of every dimension of one query, with the arithmetic (and order of the
+    additions) of :func:`~pipeline.risk.idrisk.matching.box_bounds`, so the float64 bounds are
+    identical."""
+    d = x.shape[0]
+    for k in range(d):
+        out[k] = radii[k] * x[k] if percentage else radii[k]
+    if euclidean:
+        r_known = 0.0
+        for k in known_order:
+            r_known = r_known + out[k] * out[k]
+        r_known = np.sqrt(r_known)
+        r_syn = r_known
+        for k in syn_order:
+            r_syn = r_syn + out[k] * out[k]
+        r_syn = np.sqrt(r_syn)
+        for k in range(d):
+            out[k] = r_known if known[k] else r_syn
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_3d_blocks(
+    q_order,
+    q_starts,
+    q_values,
+    p_order,
+    p_starts,
+    p_values,
+    radii,
+    percentage,
+    euclidean,
+    known_order,
+    syn_order,
+    closed,
+):  # pragma: no cover - compiled
+    """Three-dimensional box counts block by block: ``out[c, i]`` = number of points of query
+    i's block inside its box for radius row ``radii[c]`` (open ``lo < v < hi`` or closed;
+    half-widths as :func:`_half_widths`, with ``euclidean`` pooling the known dimensions
+    ``known_order`` and the synthesised ``syn_order`` in those orders).
+
+    ``q_order``/``q_starts`` and ``p_order``/``p_starts`` list the queries and the points of
+    every block (:func:`group_slices`).  A block's values are copied out once and every radius
+    row reuses its sorts: everything a block touches stays in cache, and no array of the size
+    of the data is allocated.  A block with few (query, point) pairs
+    (:data:`SMALL_BLOCK_PAIRS`) compares every pair; a larger one sorts each dimension of its
+    points, turns every box into position ranges (binary searches, the side giving the
+    strictness, so the float64 comparisons are reproduced exactly) and counts them with the
+    segment-tree sweep :func:`_count_3d_ranks` over the ranks of its dimension with the fewest
+    distinct values.
+    """
+    d = 3
+    known = np.zeros(d, dtype=np.bool_)
+    for k in known_order:
+        known[k] = True
+    n_radii = radii.shape[0]
+    out = np.zeros((n_radii, q_order.shape[0]), dtype=np.int64)
+    half = np.empty(d, dtype=np.float64)
+    for g in range(q_starts.shape[0] - 1):
+        q0, q1 = q_starts[g], q_starts[g + 1]
+        p0, p1 = p_starts[g], p_starts[g + 1]
+        nq, n = q1 - q0, p1 - p0
+        if nq == 0 or n == 0:
+            continue
+        qv = np.empty((nq, d), dtype=np.float64)
+        for t in range(nq):
+            for k in range(d):
+                qv[t, k] = q_values[q_order[q0 + t], k]
+        pv = np.empty((d, n), dtype=np.float64)
+        for j in range(n):
+            for k in range(d):
+                pv[k, j] = p_values[p_order[p0 + j], k]
+        if nq * n <= SMALL_BLOCK_PAIRS:
+            for c in range(n_radii):
+                for t in range(nq):
+                    _half_widths(qv[t], radii[c], percentage, euclidean, known, known_order, syn_order, half)
+                    found = 0
+                    for j in range(n):
+                        inside = True
+                        for k in range(d):
+                            v = pv[k, j]
+                            lo = qv[t, k] - half[k]
+                            hi = qv[t, k] + half[k]
+                            if (v < lo or v > hi) if closed else (v <= lo or v >= hi):
+                                inside = False
+                                break
+                        found += inside
+                    out[c, q_order[q0 + t]] = found
+            continue
+        sorted_values = np.empty((d, n), dtype=np.float64)
+        pos = np.empty((d, n), dtype=np.int64)
+        distinct = np.ones(d, dtype=np.int64)
+        for k in range(d):
+            order = _argsort_float(pv[k])
+            for r in range(n):
+                sorted_values[k, r] = pv[k, order[r]]
+                pos[k, order[r]] = r
+                if r and sorted_values[k, r] != sorted_values[k, r - 1]:
+                    distinct[k] += 1
+        x = np.argmin(distinct)
+        y = 1 if x == 0 else 0
+        z = 1 if x == 2 else 2
+        n_x = distinct[x]
+        x_values = np.empty(n_x, dtype=np.float64)  # the distinct x values: value i has rank i
+        rank = np.empty(n, dtype=np.int64)  # rank of the x value at each x position
+        r = -1
+        for p in range(n):
+            if p == 0 or sorted_values[x, p] != sorted_values[x, p - 1]:
+                r += 1
+                x_values[r] = sorted_values[x, p]
+            rank[p] = r
+        x_by_y = np.empty(n, dtype=np.int64)
+        z_by_y = np.empty(n, dtype=np.int64)
+        for j in range(n):
+            x_by_y[pos[y, j]] = rank[pos[x, j]]
+            z_by_y[pos[y, j]] = pos[z, j]
+        # queries in order of their centre in each dimension: consecutive bounds are close, so
+        # each search gallops a short way from the previous answer
+        by_centre = np.empty((d, nq), dtype=np.int64)
+        for k in range(d):
+            by_centre[k] = _argsort_float(qv[:, k].copy())
+        halves = np.empty((nq, d), dtype=np.float64)
+        ranges = np.empty((nq, 2 * d), dtype=np.int64)  # [a, b) per dimension; x: a range of ranks
+        for c in range(n_radii):
+            for t in range(nq):
+                _half_widths(qv[t], radii[c], percentage, euclidean, known, known_order, syn_order, halves[t])
+            for k in range(d):
+                # x: a range of positions starts and ends at value changes, so it is the range of
+                # ranks found among the distinct values
+                searched = x_values if k == x else sorted_values[k]
+                a = 0
+                b = 0
+                for t in by_centre[k]:
+                    a = _gallop(searched, 0, searched.shape[0], qv[t, k] - halves[t, k], not closed, a)
+                    b = _gallop(searched, 0, searched.shape[0], qv[t, k] + halves[t, k], closed, b)
+                    ranges[t, 2 * k] = a
+                    ranges[t, 2 * k + 1] = b
+            xa = ranges[:, 2 * x].copy()
+            xb = ranges[:, 2 * x + 1].copy()
+            box = np.column_stack((ranges[:, 2 * y], ranges[:, 2 * y + 1], ranges[:, 2 * z], ranges[:, 2 * z + 1]))
+            found = _count_3d_ranks(x_by_y, z_by_y, n_x, xa, xb, box)
+            for t in range(nq):
+                out[c, q_order[q0 + t]] = found[t]
+    return out
+
+
+def group_slices(groups: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the records listed block by block (each block in record order) and the start
+    of every block in that list: a counting sort, O(n + n_groups)."""
+    groups = np.ascontiguousarray(groups, dtype=np.int64)
+    return _stable_group_sort(np.arange(len(groups), dtype=np.int64), groups, int(n_groups))
 
 
 def block_order(groups: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.blocks import ROW_COLUMN
-from pipeline.risk.idrisk.counting import BoxIndex, query_visit_order
+from pipeline.risk.idrisk.counting import BoxIndex, _count_3d_blocks, group_slices, query_visit_order
 from pipeline.risk.idrisk.plan import MatchPlan
 
 
@@ -107,14 +107,22 @@ def box_bounds(plan: MatchPlan, x: np.ndarray, radii: np.ndarray) -> tuple[np.nd
         return _box_bounds(plan, x, radii)
 
 
+def euclidean_orders(plan: MatchPlan) -> tuple[list[int], list[int]]:
+    """Continuous dimensions of the known and of the synthesised variables, in the order of the
+    known/syn lists: the order in which the package accumulates the squared half-widths."""
+    known = [k for k, is_known in enumerate(plan.continuous_known) if is_known]
+    syn = [k for k, is_known in enumerate(plan.continuous_known) if not is_known]
+    return (
+        sorted(known, key=lambda k: plan.known.index(plan.continuous[k])),
+        sorted(syn, key=lambda k: plan.synthesised.index(plan.continuous[k])),
+    )
+
+
 def _box_bounds(plan: MatchPlan, x: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rho = radii[None, :] * x if plan.percentage else np.broadcast_to(radii[None, :], x.shape)
     if plan.euclidean:
-        known = [k for k, is_known in enumerate(plan.continuous_known) if is_known]
-        syn = [k for k, is_known in enumerate(plan.continuous_known) if not is_known]
-        # accumulate in the order of the known/syn lists, as the package does
-        order_known = sorted(known, key=lambda k: plan.known.index(plan.continuous[k]))
-        order_syn = sorted(syn, key=lambda k: plan.synthesised.index(plan.continuous[k]))
+        order_known, order_syn = euclidean_orders(plan)
+        known, syn = sorted(order_known), sorted(order_syn)
         r_known = np.zeros(len(x))
         for k in order_known:
             r_known = r_known + rho[:, k] * rho[:, k]
@@ -173,11 +181,18 @@ class SetMatcher:
         self.visit = visit
         cand_valid = (cand_groups >= 0) & np.all(np.isfinite(cand_values), axis=1)
         every_cand = bool(cand_valid.all())
-        self.index = (
-            BoxIndex(cand_groups, cand_values, n_groups)
-            if every_cand
-            else BoxIndex(cand_groups[cand_valid], cand_values[cand_valid], n_groups)
-        )
+        self.d = cand_values.shape[1]
+        self.index: BoxIndex | None = None
+        if self.d == 3:  # counted block by block (no global index): both sides listed by block
+            self.cand_values = cand_values if every_cand else cand_values[cand_valid]
+            self.query_slices = group_slices(self.qg, n_groups)
+            self.cand_slices = group_slices(cand_groups if every_cand else cand_groups[cand_valid], n_groups)
+        else:
+            self.index = (
+                BoxIndex(cand_groups, cand_values, n_groups)
+                if every_cand
+                else BoxIndex(cand_groups[cand_valid], cand_values[cand_valid], n_groups)
+            )
         # the target's own synthetic row: present in this partition, same key block, no NaN
         if len(cand_groups):
             own_row = np.where(own >= 0, own, 0)
@@ -195,12 +210,14 @@ class SetMatcher:
 
     def counts(self, combos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """c (int64) and T (bool), both shape (n_combos, n), for radius rows ``combos`` (K, d)."""
-        plan, d = self.plan, self.index.d
+        plan, d = self.plan, self.d
         k_combos = max(len(combos), 1)
-        if d == 0:
+        if self.index is not None and d == 0:
             counts = np.broadcast_to(self.index.count_exact(self.qg), (k_combos, len(self.qi)))
             return self._scatter(counts), np.repeat(self.own_ok[None, :], k_combos, axis=0)
         t = self._own_matches(combos)
+        if self.index is None:
+            return self._scatter(self._counts_3d(combos)), t
         if d == 2 and not plan.euclidean:
             return self._scatter(self._counts_2d_grid(combos)), t
         counts = np.empty((k_combos, len(self.qi)), dtype=np.int64)
@@ -216,6 +233,23 @@ class SetMatcher:
                     a[:, dim], b[:, dim] = self._dim_bounds(dim, float(radii[dim]), cache)
             counts[k] = self.index.count(a, b)
         return self._scatter(counts), t
+
+    def _counts_3d(self, combos: np.ndarray) -> np.ndarray:
+        """Three continuous dimensions, every radius row in one pass over the key blocks
+        (:func:`~pipeline.risk.idrisk.counting._count_3d_blocks`: each block sorted once)."""
+        order_known, order_syn = euclidean_orders(self.plan)
+        return _count_3d_blocks(
+            *self.query_slices,
+            np.ascontiguousarray(self.qx, dtype=np.float64),
+            *self.cand_slices,
+            np.ascontiguousarray(self.cand_values, dtype=np.float64),
+            np.ascontiguousarray(combos, dtype=np.float64),
+            self.plan.percentage,
+            self.plan.euclidean,
+            np.array(order_known, dtype=np.int64),
+            np.array(order_syn, dtype=np.int64),
+            self.plan.closed,
+        )
 
     def _scatter(self, counts: np.ndarray) -> np.ndarray:
         """Counts of the valid queries -> counts of all records (0 for the others)."""
@@ -298,7 +332,9 @@ def partition_counts(
     q_groups = groups[0]
     x = _continuous_values(original, plan)
     q_valid = (q_groups >= 0) & np.all(np.isfinite(x), axis=1)
-    visit = [query_visit_order(q_groups[q_valid], x[q_valid, k], n_groups) for k in range(x.shape[1])]
+    # the per-dimension search orders of the global index (three dimensions go block by block)
+    d = x.shape[1]
+    visit = [] if d == 3 else [query_visit_order(q_groups[q_valid], x[q_valid, k], n_groups) for k in range(d)]
     out = []
     for s, frame in enumerate(synthetic):
         matcher = SetMatcher(
