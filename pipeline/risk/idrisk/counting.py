@@ -26,21 +26,17 @@ Three dimensions, block by block
     :func:`_count_3d_blocks` (what the matching uses): each key block's values are copied out,
     sorted (:func:`_argsort_float`) and counted by :func:`_count_3d_ranks` on the block's own
     arrays, every radius row reusing the sorts; small blocks compare every pair.
-Three dimensions, global index
-    A segment tree over the dense ranks of (block, value) of the dimension with the fewest
-    distinct values (:func:`_count_3d_ranks`): a query's range of ranks splits into a few
-    canonical nodes (a range of l ranks: nodes of at most l ranks, so age in years with a 10 %
-    radius uses five levels), and per node a sweep over the second dimension with the bitmap
-    Fenwick tree over the third counts the node's points.  Ranges from :meth:`BoxIndex.bounds`
-    start and end at value changes, so a position range is exactly a rank range; blocks need
-    no id because the other two ranges stay inside their block's slice.
-Four or more
+    :func:`_count_3d_ranks` is a segment tree over the dense ranks of the block's dimension with
+    the fewest distinct values: a query's range of ranks splits into a few canonical nodes (age
+    in years with a 10 % radius uses five levels), and per node a sweep over the second
+    dimension with the bitmap Fenwick tree over the third counts the node's points.
+Three or more, global index (:meth:`BoxIndex.count`)
     Divide and conquer over the first dimension (CDQ), all chunks of a level at once, each
     level a problem in one dimension fewer, down to a compiled three-dimensional divide and
     conquer that carries the chunk ids (:func:`_count_3d`): O(n log^(d-1) n).
 
-The radius-independent parts (sort orders, sorted values, block slices, ranks and the 3-d
-sweep layout) live in :class:`BoxIndex` and are reused for every radius of a sweep.
+The radius-independent parts (sort orders, sorted values, block slices) live in
+:class:`BoxIndex` and are reused for every radius of a sweep.
 """
 
 from __future__ import annotations
@@ -336,21 +332,6 @@ def _count_3d(point_groups, point_pos, groups, a, b, m):  # pragma: no cover - c
         width *= 2
     for t in range(n_live):
         out[live[t]] = acc[t]
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _value_ranks(sorted_values, starts):  # pragma: no cover - compiled
-    """Dense rank of (block, value) at every position of one dimension's (block, value) order."""
-    out = np.empty(sorted_values.shape[0], dtype=np.int64)
-    rank = -1
-    g = 0
-    for p in range(sorted_values.shape[0]):
-        while starts[g + 1] <= p:
-            g += 1
-        if p == starts[g] or sorted_values[p] != sorted_values[p - 1]:
-            rank += 1
-        out[p] = rank
     return out
 
 
@@ -753,8 +734,6 @@ class BoxIndex:
         if self.d == 0:
             self.group_sizes = np.bincount(self.groups, minlength=self.n_groups)
         self._ypos: dict[int, np.ndarray] = {}
-        self._ranks: dict[int, np.ndarray] = {}
-        self._layout: tuple[int, int, int, np.ndarray, np.ndarray] | None = None
 
     def ypos(self, x_dim: int) -> np.ndarray:
         """Position in the other dimension of each point, listed in ``x_dim`` order (2-D only)."""
@@ -803,48 +782,8 @@ class BoxIndex:
             return self.count_2d_many(a[:, 0], b[:, 0], a[:, 1:2], b[:, 1:2])[:, 0]
         a = np.ascontiguousarray(a, dtype=np.int64)
         b = np.ascontiguousarray(b, dtype=np.int64)
-        if self.d == 3:
-            return self.count_3d(a, b)
         zero = np.zeros(self.n, dtype=np.int64)
         return _count_cdq(zero, self.positions, np.zeros(len(a), dtype=np.int64), a, b, self.n + 1)
-
-    def count_3d(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Three dimensions (:func:`_count_3d_ranks`): the segment tree runs over the ranks of
-        the dimension with the fewest distinct (block, value) pairs, the sweep over the next.
-
-        ``a``/``b`` must come from :meth:`bounds` (a range then starts and ends at value
-        changes, so it is a range of ranks); blocks need no id: the y and z ranges stay inside
-        their block's slice.
-        """
-        x_dim, y_dim, z_dim, x_by_y, z_by_y = self._layout_3d()
-        ranks = self.ranks(x_dim)
-        if self.n == 0:
-            return np.zeros(len(a), dtype=np.int64)
-        ax, bx = a[:, x_dim], b[:, x_dim]
-        live = ax < bx
-        xa = np.where(live, ranks[np.minimum(ax, self.n - 1)], 0)
-        xb = np.where(live, ranks[np.maximum(bx - 1, 0)] + 1, 0)
-        box = np.column_stack([a[:, y_dim], b[:, y_dim], a[:, z_dim], b[:, z_dim]])
-        return _count_3d_ranks(x_by_y, z_by_y, int(ranks[-1]) + 1, xa, xb, box)
-
-    def ranks(self, dim: int) -> np.ndarray:
-        """Dense rank of (block, value) at every position of dimension ``dim``'s order (cached)."""
-        if dim not in self._ranks:
-            self._ranks[dim] = _value_ranks(self.sorted_values[dim], self.starts[dim])
-        return self._ranks[dim]
-
-    def _layout_3d(self) -> tuple[int, int, int, np.ndarray, np.ndarray]:
-        """Radius-independent arrays of :meth:`count_3d`, built once per index (radius sweeps)."""
-        if self._layout is None:
-            distinct = [int(self.ranks(k)[-1]) + 1 if self.n else 0 for k in range(3)]
-            x_dim = int(np.argmin(distinct))
-            y_dim, z_dim = (k for k in range(3) if k != x_dim)
-            y_order = np.empty(self.n, dtype=np.int64)
-            y_order[self.positions[:, y_dim]] = np.arange(self.n, dtype=np.int64)
-            x_by_y = self.ranks(x_dim)[self.positions[y_order, x_dim]]
-            z_by_y = np.ascontiguousarray(self.positions[y_order, z_dim])
-            self._layout = (x_dim, y_dim, z_dim, x_by_y, z_by_y)
-        return self._layout
 
     def count_2d_many(
         self, ax: np.ndarray, bx: np.ndarray, ay: np.ndarray, by: np.ndarray, x_dim: int = 0
