@@ -352,6 +352,37 @@ def test_joint_counts_dense_and_hashed_equal_a_group_by_with_missing_keys(rows: 
         assert sorted(counts[v].tolist()) == sorted(Counter(_values(frame, [v])).values())
 
 
+@pytest.mark.parametrize("rows", [0, 1, 2, 40, 3000], ids=lambda n: f"{n} records")
+@pytest.mark.parametrize("weighted", [False, True], ids=["records", "weighted"])
+def test_joint_counts_without_missing_values_equal_a_group_by(rows: int, weighted: bool) -> None:
+    # no missing value in a column: it gets no code for missing (a smaller space of numbers:
+    # 2 x 7 x 4 = 56, dense from 7 records); ties, the ends of the age range, an unused level
+    rng = np.random.default_rng(rows)
+    age = rng.integers(-3, 4, rows).astype(float)
+    age[:2] = [-3.0, 3.0][: min(rows, 2)]  # the ends of the range
+    frame = pd.DataFrame(
+        {
+            "sex": pd.Categorical(rng.choice(["M", "F"], rows), categories=["M", "F", "X"])[:rows],
+            "age": age,
+            "town": pd.Categorical(rng.choice(list("abcd"), rows), categories=list("abcd")),
+        }
+    )
+    variables, factors = ["sex", "age", "town"], ["sex", "town"]
+    weights = rng.integers(1, 5, rows) if weighted else None
+    joint = joint_counts(frame, variables, factors, weights)
+    expected: Counter = Counter()
+    for row, w in zip(_values(frame, variables), weights if weighted else [1] * rows, strict=True):
+        expected[row] += int(w)
+    assert _joint_as_dict(joint.frame(), variables) == dict(expected)
+    assert joint.counts.dtype == np.int64 and all(c.dtype == np.int32 for c in joint.codes)
+    counts = joint.value_counts()
+    # a factor: every level listed, missing first (with no record), as the records' value counts
+    assert counts["sex"].index[0] != counts["sex"].index[0] and list(counts["sex"].index[1:]) == ["M", "F", "X"]
+    total = int(sum(expected.values()))
+    assert counts["sex"].tolist() == [0, *(sum(n for k, n in expected.items() if k[0] == c) for c in "MFX")]
+    assert int(counts["town"].sum()) == total and int(counts["age"].sum()) == total
+
+
 def test_encode_joint_equals_encoding_the_values() -> None:
     # grouped age (intervals merge values) and NA in every variable: the table of a partition's values
     # gives the codes the coders give the values themselves

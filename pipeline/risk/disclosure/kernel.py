@@ -309,8 +309,11 @@ class JointCounts:
         out = {}
         for v, c, d, factor in zip(self.variables, self.codes, self.values, self.factor, strict=True):
             n = np.bincount(c, self.counts, minlength=len(d)).astype(np.int64)
-            if factor:  # every level, missing first, as the value counts of the records
-                out[v] = pd.Series(n, index=pd.Index(d.astype(object), dtype=object))
+            if factor:  # every level, missing first (also when no code stands for it), as the records' value counts
+                levels = d.array.categories
+                every = np.zeros(len(levels) + 1, dtype=np.int64)
+                every[d.array.codes.astype(np.int64) + 1] = n
+                out[v] = pd.Series(every, index=pd.Index([np.nan, *levels.astype(object)], dtype=object))
             else:
                 present = np.flatnonzero(n)
                 out[v] = pd.Series(n[present], index=pd.Index(d.array.take(present)))
@@ -323,10 +326,11 @@ def joint_counts(
     """Counts of the distinct combinations of values of ``variables`` (missing is a value).
 
     Every column becomes integer codes local to ``frame`` (a factor's category codes; whole
-    numbers in a moderate range offset from their minimum; other values factorised), the
-    combinations are numbered in mixed radix (compiled, one pass per column, no temporaries)
-    and counted: with one counter per possible number when there are at most
-    :data:`DENSE_PER_ROW` per row (the codes then decoded from the numbers), else in one
+    numbers in a moderate range offset from their minimum; other values factorised; a code
+    for missing only when the frame has a missing value), the combinations are numbered in
+    mixed radix (compiled, one pass per column) and counted: with one counter per possible
+    number when there are at most :data:`DENSE_PER_ROW` per row (each slice of numbers counted
+    while in cache; the codes are the digits of the non-zero counters' numbers), else in one
     compiled pass with a hash table (the codes taken from a record of each combination).
 
     Parameters
@@ -345,53 +349,74 @@ def joint_counts(
     """
     columns = [_local_codes(frame[v], v in factors) for v in variables]
     n = len(frame)
-    space, numbered = math.prod(size for _, _, size, _ in columns), True
+    sizes = [size for _, _, size, _ in columns]
+    w = np.zeros(0, dtype=np.int64) if weights is None else weights.astype(np.int64)
+    space = math.prod(sizes)
+    if space <= DENSE_PER_ROW * max(n, 1):  # one counter per mixed-radix number; the codes are its digits
+        # int32 counters when no sum can overflow them: half the memory to clear and scan
+        fits = weights is None and n < 2**31
+        counter = np.zeros(space, dtype=np.int32 if fits else np.int64)
+        q = np.empty(min(n, MIX_ROWS), dtype=np.int64)
+        for start in range(0, n, MIX_ROWS):  # each slice of numbers counted while it is in cache
+            part = q[: min(MIX_ROWS, n - start)]
+            part[:] = 0
+            for values, offset, size, _ in columns:
+                _mix(part, values[start : start + MIX_ROWS], size, offset)
+            _count_numbers(part, w[start : start + MIX_ROWS], counter)
+        codes_2d = np.empty((len(columns), np.count_nonzero(counter)), dtype=np.int32 if space < 2**31 else np.int64)
+        counts = np.empty(codes_2d.shape[1], dtype=np.int64)
+        _dense_cells(counter, np.array(sizes, dtype=np.int64), codes_2d, counts)
+        codes = list(codes_2d)
+    else:
+        q = _numbers(columns, n)
+        rep, counts = _count_groups(q, w)
+        codes = [_codes_at(values, offset, rep) for values, offset, _, _ in columns]
+    small = [c.astype(np.int32, copy=False) if size < 2**31 else c for c, size in zip(codes, sizes, strict=True)]
+    return JointCounts(tuple(variables), tuple(small), tuple(d for *_, d in columns),
+                       tuple(v in factors for v in variables), counts)  # fmt: skip
+
+
+def _numbers(columns: list[tuple[np.ndarray, int, int, pd.Series]], n: int) -> np.ndarray:
+    """A number per record identifying its combination of local codes (see :func:`_local_codes`):
+    mixed radix when the space of numbers fits an int64, else renumbered densely whenever the
+    next column would overflow it."""
+    space = math.prod(size for _, _, size, _ in columns)
+    q = np.zeros(n, dtype=np.int64)
     if space < 2**62:
-        q = np.zeros(n, dtype=np.int64)
         for start in range(0, n, MIX_ROWS):  # all columns into a slice of q while it is in cache
             part = q[start : start + MIX_ROWS]
             for values, offset, size, _ in columns:
                 _mix(part, values[start : start + MIX_ROWS], size, offset)
-    else:  # too many possible combinations to number: renumber those present whenever the number would overflow
-        q, space, numbered = np.zeros(n, dtype=np.int64), 1, False
-        for values, offset, size, _ in columns:
-            if space * size >= 2**62:
-                q, present = pd.factorize(q)  # at most n combinations so far, numbered densely
-                space = max(len(present), 1)
-            _mix(q, values, size, offset)
-            space *= size
-    w = np.zeros(0, dtype=np.int64) if weights is None else weights.astype(np.int64)
-    if numbered and space <= DENSE_PER_ROW * max(n, 1):  # one counter per number; the codes are its digits
-        per_number = np.bincount(q, weights, minlength=space)
-        rest = np.flatnonzero(per_number)
-        counts = per_number[rest].astype(np.int64)
-        digits = []
-        for _, _, size, _ in reversed(columns):
-            digits.append(rest % size)
-            rest = rest // size
-        codes = digits[::-1]
-    else:
-        rep, counts = _count_groups(q, w)
-        codes = [_codes_at(values, offset, rep) for values, offset, _, _ in columns]
-    small = [c.astype(np.int32) if size < 2**31 else c for c, (_, _, size, _) in zip(codes, columns, strict=True)]
-    return JointCounts(tuple(variables), tuple(small), tuple(d for *_, d in columns),
-                       tuple(v in factors for v in variables), counts)  # fmt: skip
+        return q
+    space = 1
+    for values, offset, size, _ in columns:
+        if space * size >= 2**62:
+            q, present = pd.factorize(q)  # at most n combinations so far, numbered densely
+            space = max(len(present), 1)
+        _mix(q, values, size, offset)
+        space *= size
+    return q
 
 
 def _local_codes(s: pd.Series, factor: bool) -> tuple[np.ndarray, int, int, pd.Series]:
     """One column's values within one frame as codes ``0..size-1``: ``(values, offset, size,
     dictionary)``, the code of a value being ``value + offset`` (0 for a missing factor level or
-    number) and ``dictionary`` the value of every code (the column's dtype)."""
+    number when the frame has one; no code for missing when it has none, which keeps the space
+    of combinations small) and ``dictionary`` the value of every code (the column's dtype)."""
     if factor:
-        categories = np.arange(-1, len(s.array.categories))
-        return s.array.codes, 1, len(categories), pd.Series(pd.Categorical.from_codes(categories, dtype=s.dtype))
+        codes, n_levels = s.array.codes, len(s.array.categories)
+        offset = 0 if len(codes) and codes.min() >= 0 else 1
+        categories = np.arange(-offset, n_levels)
+        return codes, offset, max(len(categories), 1), pd.Series(pd.Categorical.from_codes(categories, dtype=s.dtype))
     if s.dtype == np.float64:
         x = s.to_numpy()
         present, lo, hi, whole = _whole_range(x)
         if present and whole and max(-lo, hi) < 2**52 and hi - lo < SMALL_SPAN:
-            offset, size = int(1 - lo), int(hi - lo) + 2
+            missing = int(present < len(x))
+            offset, size = int(missing - lo), int(hi - lo) + 1 + missing
             numbers = np.arange(size, dtype=np.float64) - offset
-            numbers[0] = np.nan
+            if missing:
+                numbers[0] = np.nan
             return x, offset, size, pd.Series(numbers)
     codes, uniques = pd.factorize(s, use_na_sentinel=False)
     return codes, 0, max(len(uniques), 1), pd.Series(uniques, dtype=s.dtype)
@@ -425,6 +450,42 @@ def _mix(q, values, size, offset):  # pragma: no cover - compiled
         v = values[i]
         q[i] = q[i] * size + (0 if v != v else np.int64(v) + offset)
     return q
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_numbers(q, weights, counter):  # pragma: no cover - compiled
+    """``counter[q[i]] += weights[i]`` (empty ``weights``: one per row)."""
+    if weights.shape[0] == 0:
+        for i in range(q.shape[0]):
+            counter[q[i]] += 1
+    else:
+        for i in range(q.shape[0]):
+            counter[q[i]] += weights[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _dense_cells(counter, sizes, codes, counts):  # pragma: no cover - compiled
+    """The non-zero counters in order: their counts into ``counts`` and the mixed-radix digits
+    of their numbers (radices ``sizes``, the last varying fastest) into the rows of ``codes``.
+
+    The digits are kept as an odometer advanced with the number, so no division is needed.
+    """
+    k = sizes.shape[0]
+    digit = np.zeros(k, dtype=np.int64)
+    j = 0
+    for i in range(counter.shape[0]):
+        if counter[i] != 0:
+            for d in range(k):
+                codes[d, j] = digit[d]
+            counts[j] = counter[i]
+            j += 1
+        d = k - 1
+        while d >= 0:  # advance the odometer: the last digit, carrying into earlier ones
+            digit[d] += 1
+            if digit[d] < sizes[d]:
+                break
+            digit[d] = 0
+            d -= 1
 
 
 @numba.njit(cache=True, nogil=True)
