@@ -319,6 +319,7 @@ class Executor:
         *args: Any,
         summary: Callable[[Any], Any] | None = None,
         split_every: int = 8,
+        per_worker: bool = False,
     ) -> tuple[list[list[Any]], list[Any]]:
         """:meth:`map_reduce` of every frame that also keeps the per-partition results (the partials).
 
@@ -330,9 +331,20 @@ class Executor:
         that holds its partial, so only the summaries move to the combining tasks (a partial
         that holds records or counts stays where it is).  Dropping the handles releases the
         partials.
+
+        With ``per_worker`` (for a kernel whose partials are smaller the more records it sees
+        at once, e.g. counts of combinations) the kernel takes a list of partitions: on the
+        cluster the stored partitions of a persisted frame that are on the same worker, in
+        order (one task on that worker: one partial per worker and frame, as a database's
+        per-thread pre-aggregation), else one partition (a pandas frame: itself).  Which
+        partitions go together depends on where they are, so the partials must combine
+        exactly in any grouping.
         """
         tasks = [
-            [kernel(f, *args)] if isinstance(f, pd.DataFrame) else _partition_tasks(f, kernel, args, {}) for f in frames
+            [kernel([f] if per_worker else f, *args)]
+            if isinstance(f, pd.DataFrame)
+            else self._partials_tasks(f, kernel, args, per_worker)
+            for f in frames
         ]
         roots = []
         for t in tasks:
@@ -353,6 +365,26 @@ class Executor:
         kept_iter, combined_iter = iter(kept), iter(combined)
         partials = [[next(kept_iter) if dask.is_dask_collection(t) else t for t in ts] for ts in tasks]
         return partials, [next(combined_iter) if dask.is_dask_collection(r) else r for r in roots]
+
+    def _partials_tasks(
+        self, frame: dd.DataFrame, kernel: Callable[..., Any], args: tuple, per_worker: bool
+    ) -> list[Any]:
+        """The tasks of :meth:`map_reduce_partials` for one Dask frame: one per partition, or with
+        ``per_worker`` one per worker holding stored partitions of it (see there)."""
+        if not per_worker:
+            return _partition_tasks(frame, kernel, args, {})
+        stored, columns = _stored_parts(frame)
+        # the futures of a persisted frame's partitions, and which workers hold them
+        held = [next(iter(p.dask.values())) for p in stored] if _stored_keys(frame) and self.client is not None else []
+        futures = bool(held) and all(map(_is_future, held))
+        where = self.client.who_has(held) if futures else {}
+        groups: dict[Any, list[Any]] = {}
+        for i, p in enumerate(stored):  # in partition order; a partition on several workers goes with the first
+            holders = where.get(held[i].key, ()) if futures else ()
+            groups.setdefault(min(holders) if holders else i, []).append(p)
+        name = getattr(kernel, "__name__", "kernel")
+        task = dask.delayed(_on_group, pure=False)
+        return [task(g, columns, kernel, args, dask_key_name=f"{name}-{uuid.uuid4().hex}") for g in groups.values()]
 
     def gather(self, partials: Sequence[Sequence[Any]]) -> list[list[Any]]:
         """Partials kept by :meth:`map_reduce_partials` brought to the driver (values pass through)."""
@@ -770,6 +802,11 @@ def _on_columns(
 ) -> Any:
     """``kernel(part[columns], *args, **kwargs)``: a map-reduce's selection and kernel in one task."""
     return kernel(part[columns], *args, **kwargs)
+
+
+def _on_group(parts: list[pd.DataFrame], columns: list[str] | None, kernel: Callable[..., Any], args: tuple) -> Any:
+    """``kernel`` of a list of stored partitions (their ``columns``)."""
+    return kernel([p if columns is None else p[columns] for p in parts], *args)
 
 
 def _counted_as(frame: dd.DataFrame) -> str:

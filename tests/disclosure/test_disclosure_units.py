@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import dask.dataframe as dd
@@ -381,6 +382,46 @@ def test_joint_counts_without_missing_values_equal_a_group_by(rows: int, weighte
     total = int(sum(expected.values()))
     assert counts["sex"].tolist() == [0, *(sum(n for k, n in expected.items() if k[0] == c) for c in "MFX")]
     assert int(counts["town"].sum()) == total and int(counts["age"].sum()) == total
+
+
+@pytest.mark.parametrize("cuts", [[0, 3000], [0, 0, 1, 1, 2999, 3000], [0, 1000, 2000, 3000]],
+                         ids=["one frame", "empty and one-record frames", "three frames"])  # fmt: skip
+@pytest.mark.parametrize("rows", [3000, 40], ids=["dense", "hashed"])
+def test_joint_counts_of_several_frames_equal_those_of_their_concatenation(cuts: list[int], rows: int) -> None:
+    # the partitions on one worker counted together: codes shared by the frames (missing values
+    # in some frames only, whole numbers with other ranges, text and money factorised together)
+    frame = _mixed_frame(3000, 12)
+    frame.loc[:999, "age"] = frame.loc[:999, "age"].fillna(50.0) + 100  # another range, no missing value
+    frame.loc[:1999, "sex"] = frame.loc[:1999, "sex"].fillna("M")  # missing in the last frame only
+    frame = frame.iloc[: cuts[-1]]
+    parts = [frame.iloc[a:b] for a, b in itertools.pairwise(cuts)]
+    if rows < 3000:  # a few records in each frame: a space of numbers too large to count densely
+        parts = [p.iloc[: rows // len(parts) + 1] for p in parts]
+    variables, factors = ["sex", "age", "income", "town"], ["sex"]
+    together = pd.concat(parts, ignore_index=True)
+    joint = joint_counts(parts, variables, factors)
+    assert _joint_as_dict(joint.frame(), variables) == _brute_joint(together, variables)
+    weights = np.arange(len(together)) % 3 + 1
+    weighted = joint_counts(parts, variables, factors, weights)
+    expected: Counter = Counter()
+    for row, w in zip(_values(together, variables), weights.tolist(), strict=True):
+        expected[row] += w
+    assert _joint_as_dict(weighted.frame(), variables) == dict(expected)
+    one = joint_counts(together, variables, factors).value_counts()
+    for v, counts in joint.value_counts().items():
+        assert _present(counts) == _present(one[v]) == dict(Counter(x for (x,) in _values(together, [v])))
+
+
+def _present(counts: pd.Series) -> dict:
+    """Value counts with a count, missing as None."""
+    return {None if pd.isna(k) else k: int(n) for k, n in counts.items() if n}
+
+
+def test_joint_counts_of_frames_with_other_levels() -> None:
+    a = pd.DataFrame({"sex": pd.Categorical(["M", "F", "M"]), "x": [1.0, 2.0, 2.0]})
+    b = pd.DataFrame({"sex": pd.Categorical(["X", None, "M"]), "x": [2.0, 2.0, 1.0]})
+    joint = joint_counts([a, b], ["sex", "x"], ["sex"])
+    assert _joint_as_dict(joint.frame(), ["sex", "x"]) == _brute_joint(pd.concat([a, b]), ["sex", "x"])
 
 
 def test_encode_joint_equals_encoding_the_values() -> None:

@@ -78,9 +78,10 @@ ONE_BLOCK_CELLS = 250_000
 MIN_BUCKETS = 4
 
 
-def tally_records(frame: pd.DataFrame, variables: Sequence[str], factors: Sequence[str]) -> JointCounts:
-    """The counts of one partition's combinations of values (the map step of :func:`gather_stats`)."""
-    return joint_counts(frame, variables, factors)
+def tally_records(frames: Sequence[pd.DataFrame], variables: Sequence[str], factors: Sequence[str]) -> JointCounts:
+    """The counts of some partitions' combinations of values, counted together (the map step of
+    :func:`gather_stats`: the partitions on one worker)."""
+    return joint_counts(frames, variables, factors)
 
 
 def tally_summary(joint: JointCounts) -> tuple[dict[str, pd.Series], int]:
@@ -145,7 +146,7 @@ def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], j
     if not joint:
         return Stats(value_stats(data, executor, variables))
     partials, summaries = executor.map_reduce_partials(
-        data.frames, tally_records, merge_summaries, variables, factors, summary=tally_summary
+        data.frames, tally_records, merge_summaries, variables, factors, summary=tally_summary, per_worker=True
     )
     columns = tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c, _ in summaries)
     rows = max(r for _, r in summaries)

@@ -321,34 +321,41 @@ class JointCounts:
 
 
 def joint_counts(
-    frame: pd.DataFrame, variables: Sequence[str], factors: Collection[str], weights: np.ndarray | None = None
+    frame: pd.DataFrame | Sequence[pd.DataFrame],
+    variables: Sequence[str],
+    factors: Collection[str],
+    weights: np.ndarray | None = None,
 ) -> JointCounts:
     """Counts of the distinct combinations of values of ``variables`` (missing is a value).
 
-    Every column becomes integer codes local to ``frame`` (a factor's category codes; whole
-    numbers in a moderate range offset from their minimum; other values factorised; a code
-    for missing only when the frame has a missing value), the combinations are numbered in
-    mixed radix (compiled, one pass per column) and counted: with one counter per possible
-    number when there are at most :data:`DENSE_PER_ROW` per row (each slice of numbers counted
-    while in cache; the codes are the digits of the non-zero counters' numbers), else in one
-    compiled pass with a hash table (the codes taken from a record of each combination).
+    Every column becomes integer codes local to the records counted (a factor's category
+    codes; whole numbers in a moderate range offset from their minimum; other values
+    factorised; a code for missing only when there is a missing value), the combinations are
+    numbered in mixed radix (compiled, one pass per column) and counted: with one counter per
+    possible number when there are at most :data:`DENSE_PER_ROW` per row (each slice of
+    numbers counted while in cache; the codes are the digits of the non-zero counters'
+    numbers), else in one compiled pass with a hash table (the codes taken from a record of
+    each combination).
 
     Parameters
     ----------
-    frame : DataFrame
-        Records (or combinations already counted, with ``weights``).
+    frame : DataFrame or sequence of DataFrames
+        Records (or combinations already counted, with ``weights``); several frames (e.g. the
+        partitions on one worker) are counted together without being concatenated.
     variables : sequence of str
     factors : collection of str
         The variables that are factors in the schema (categorical columns).
     weights : numpy array, optional
-        Records per row of ``frame`` (default: one).
+        Records per row of ``frame`` (default: one; with several frames, their rows in order).
 
     Returns
     -------
     JointCounts
     """
-    columns = [_local_codes(frame[v], v in factors) for v in variables]
-    n = len(frame)
+    frames = [frame] if isinstance(frame, pd.DataFrame) else list(frame)
+    lengths = [len(f) for f in frames]
+    n = sum(lengths)
+    columns = [_local_codes([f[v] for f in frames], v in factors) for v in variables]
     sizes = [size for _, _, size, _ in columns]
     w = np.zeros(0, dtype=np.int64) if weights is None else weights.astype(np.int64)
     space = math.prod(sizes)
@@ -357,23 +364,29 @@ def joint_counts(
         fits = weights is None and n < 2**31
         counter = np.zeros(space, dtype=np.int32 if fits else np.int64)
         q = np.empty(min(n, MIX_ROWS), dtype=np.int64)
-        for start in range(0, n, MIX_ROWS):  # each slice of numbers counted while it is in cache
-            part = q[: min(MIX_ROWS, n - start)]
-            part[:] = 0
-            for values, offset, size, _ in columns:
-                _mix(part, values[start : start + MIX_ROWS], size, offset)
-            _count_numbers(part, w[start : start + MIX_ROWS], counter)
+        for i, (first, length) in enumerate(zip(np.cumsum([0, *lengths[:-1]]).tolist(), lengths, strict=True)):
+            for start in range(0, length, MIX_ROWS):  # each slice of numbers counted while it is in cache
+                part = q[: min(MIX_ROWS, length - start)]
+                part[:] = 0
+                for values, offset, size, _ in columns:
+                    _mix(part, values[i][start : start + MIX_ROWS], size, offset)
+                at = first + start
+                _count_numbers(part, w[at : at + len(part)] if len(w) else w, counter)
         codes_2d = np.empty((len(columns), np.count_nonzero(counter)), dtype=np.int32 if space < 2**31 else np.int64)
         counts = np.empty(codes_2d.shape[1], dtype=np.int64)
         _dense_cells(counter, np.array(sizes, dtype=np.int64), codes_2d, counts)
         codes = list(codes_2d)
     else:
-        q = _numbers(columns, n)
-        rep, counts = _count_groups(q, w)
-        codes = [_codes_at(values, offset, rep) for values, offset, _, _ in columns]
+        joined = [(_joined_values(values), offset, size, d) for values, offset, size, d in columns]
+        rep, counts = _count_groups(_numbers(joined, n), w)
+        codes = [_codes_at(values, offset, rep) for values, offset, _, _ in joined]
     small = [c.astype(np.int32, copy=False) if size < 2**31 else c for c, size in zip(codes, sizes, strict=True)]
     return JointCounts(tuple(variables), tuple(small), tuple(d for *_, d in columns),
                        tuple(v in factors for v in variables), counts)  # fmt: skip
+
+
+def _joined_values(values: list[np.ndarray]) -> np.ndarray:
+    return values[0] if len(values) == 1 else np.concatenate(values)
 
 
 def _numbers(columns: list[tuple[np.ndarray, int, int, pd.Series]], n: int) -> np.ndarray:
@@ -398,28 +411,40 @@ def _numbers(columns: list[tuple[np.ndarray, int, int, pd.Series]], n: int) -> n
     return q
 
 
-def _local_codes(s: pd.Series, factor: bool) -> tuple[np.ndarray, int, int, pd.Series]:
-    """One column's values within one frame as codes ``0..size-1``: ``(values, offset, size,
-    dictionary)``, the code of a value being ``value + offset`` (0 for a missing factor level or
-    number when the frame has one; no code for missing when it has none, which keeps the space
-    of combinations small) and ``dictionary`` the value of every code (the column's dtype)."""
+def _local_codes(parts: list[pd.Series], factor: bool) -> tuple[list[np.ndarray], int, int, pd.Series]:
+    """One column's values in some frames as codes ``0..size-1`` shared by the frames:
+    ``(values, offset, size, dictionary)``, ``values`` per frame, the code of a value being
+    ``value + offset`` (0 for a missing factor level or number when there is one; no code for
+    missing when there is none, which keeps the space of combinations small) and
+    ``dictionary`` the value of every code (the column's dtype)."""
+    if factor and len({p.dtype for p in parts}) > 1:  # the frames' levels differ: one list of levels
+        union = pd.api.types.union_categoricals([p.array for p in parts])
+        bounds = np.cumsum([0, *(len(p) for p in parts)])
+        parts = [pd.Series(union[a:b]) for a, b in itertools.pairwise(bounds.tolist())]
+    s = parts[0]
     if factor:
-        codes, n_levels = s.array.codes, len(s.array.categories)
-        offset = 0 if len(codes) and codes.min() >= 0 else 1
+        codes, n_levels = [p.array.codes for p in parts], len(s.array.categories)
+        offset = 0 if all(len(c) and c.min() >= 0 for c in codes) else 1
         categories = np.arange(-offset, n_levels)
         return codes, offset, max(len(categories), 1), pd.Series(pd.Categorical.from_codes(categories, dtype=s.dtype))
-    if s.dtype == np.float64:
-        x = s.to_numpy()
-        present, lo, hi, whole = _whole_range(x)
-        if present and whole and max(-lo, hi) < 2**52 and hi - lo < SMALL_SPAN:
-            missing = int(present < len(x))
-            offset, size = int(missing - lo), int(hi - lo) + 1 + missing
-            numbers = np.arange(size, dtype=np.float64) - offset
-            if missing:
-                numbers[0] = np.nan
-            return x, offset, size, pd.Series(numbers)
-    codes, uniques = pd.factorize(s, use_na_sentinel=False)
-    return codes, 0, max(len(uniques), 1), pd.Series(uniques, dtype=s.dtype)
+    if all(p.dtype == np.float64 for p in parts):
+        xs = [p.to_numpy() for p in parts]
+        ranges = [_whole_range(x) for x in xs]
+        present = sum(r[0] for r in ranges)
+        if present and all(r[3] for r in ranges):  # whole numbers: the range of the frames that have some
+            lo = min(r[1] for r in ranges if r[0])
+            hi = max(r[2] for r in ranges if r[0])
+            if max(-lo, hi) < 2**52 and hi - lo < SMALL_SPAN:
+                missing = int(present < sum(len(x) for x in xs))
+                offset, size = int(missing - lo), int(hi - lo) + 1 + missing
+                numbers = np.arange(size, dtype=np.float64) - offset
+                if missing:
+                    numbers[0] = np.nan
+                return xs, offset, size, pd.Series(numbers)
+    joined = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    codes, uniques = pd.factorize(joined, use_na_sentinel=False)
+    bounds = np.cumsum([len(p) for p in parts])[:-1]
+    return np.split(codes, bounds), 0, max(len(uniques), 1), pd.Series(uniques, dtype=joined.dtype)
 
 
 def _codes_at(values: np.ndarray, offset: int, rows: np.ndarray) -> np.ndarray:
