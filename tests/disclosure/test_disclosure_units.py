@@ -25,6 +25,7 @@ from pipeline.risk.disclosure.kernel import (
     Stat,
     _distinct,
     _pair_histogram,
+    _sums_by,
     block_summary,
     cell_counts,
     combine,
@@ -438,6 +439,25 @@ def test_encode_joint_equals_encoding_the_values() -> None:
         pd.testing.assert_frame_equal(
             encode_joint(joint, coders), encode_frame(joint.frame(), coders).reset_index(drop=True)
         )
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 2000])
+@pytest.mark.parametrize("weighted", [False, True], ids=["counts", "sums"])
+def test_sums_by_dense_sorted_or_both_equal_a_brute_force_sum(n: int, weighted: bool) -> None:
+    # values below the dense bound (DENSE_CELLS = 2^20 here), values on it and far above it, ties,
+    # weights that cancel to zero sums (left out)
+    rng = np.random.default_rng(n)
+    bound = 1 << 20
+    for high in (50, bound, 10**12):
+        values = rng.integers(0, high, n).astype(np.int64)
+        values[: n // 3] = rng.choice([0, bound - 1, bound, bound + 1], n // 3)
+        weights = rng.integers(-2, 3, n).astype(np.int64) if weighted else None
+        expected: Counter = Counter()
+        for v, w in zip(values.tolist(), weights.tolist() if weighted else [1] * n, strict=True):
+            expected[v] += w
+        groups, sums = _sums_by(values, weights)
+        assert groups.tolist() == sorted(v for v, s in expected.items() if s)
+        assert sums.tolist() == [expected[v] for v in groups.tolist()]
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 2000])

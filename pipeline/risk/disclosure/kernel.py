@@ -165,13 +165,28 @@ def _pair_histogram(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def _sums_by(index: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """The distinct values of ``index`` (>= 0) with non-zero sums of ``weights`` (None: one each), in order.
 
-    A few possible values (e.g. key code x target code) are summed directly, any others
-    after a sort.
+    Values below ``max(DENSE_CELLS, 4 * len(index))`` (e.g. key code x target code, or the
+    bulk of the CAP histograms' pairs) are summed directly, any others after a sort.
     """
-    if len(index) and int(index.max()) < max(DENSE_CELLS, 4 * len(index)):
-        sums = np.bincount(index, weights=weights).astype(np.int64)
-        groups = np.flatnonzero(sums)
-        return groups, sums[groups]
+    bound = max(DENSE_CELLS, 4 * len(index))
+    if not len(index) or int(index.max()) < bound:
+        return _dense_sums(index, weights)
+    high = index >= bound
+    if high.all():
+        return _sorted_sums(index, weights)
+    low = ~high
+    dense = _dense_sums(index[low], None if weights is None else weights[low])
+    rest = _sorted_sums(index[high], None if weights is None else weights[high])
+    return np.concatenate([dense[0], rest[0]]), np.concatenate([dense[1], rest[1]])
+
+
+def _dense_sums(index: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    sums = np.bincount(index, weights=weights).astype(np.int64)
+    groups = np.flatnonzero(sums)
+    return groups, sums[groups]
+
+
+def _sorted_sums(index: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     groups, inverse = np.unique(index, return_inverse=True)
     sums = np.bincount(inverse, weights=weights, minlength=len(groups)).astype(np.int64)
     nz = sums != 0
@@ -455,9 +470,34 @@ def _codes_at(values: np.ndarray, offset: int, rows: np.ndarray) -> np.ndarray:
     return v.astype(np.int64) + offset
 
 
+def _whole_range(x: np.ndarray) -> tuple[int, float, float, bool]:
+    """Number of non-missing values, their minimum and maximum, and whether all are whole numbers
+    (known only when they could be coded by their offset from the minimum: ``hi - lo <
+    SMALL_SPAN`` and ``|x| < 2^52``; else False)."""
+    if not len(x):
+        return 0, np.inf, -np.inf, True
+    lo, hi = float(x.min()), float(x.max())  # vectorised; a missing value makes them missing
+    if lo != lo or hi != hi:
+        return _whole_range_missing(x)
+    small = max(-lo, hi) < 2**52 and hi - lo < SMALL_SPAN
+    return len(x), lo, hi, small and lo == math.floor(lo) and _whole_offsets(x, lo)
+
+
 @numba.njit(cache=True, nogil=True)
-def _whole_range(x):  # pragma: no cover - compiled
-    """Number of non-missing values, their minimum and maximum, and whether all are whole numbers."""
+def _whole_offsets(x, lo):  # pragma: no cover - compiled
+    """Whether every ``x - lo`` (in ``[0, 2^52)``) is a whole number: adding and taking away 2^52
+    rounds it to one (branch-free, so the loop is vectorised; a conversion to an integer is not)."""
+    magic = 2.0**52
+    fraction = False
+    for v in x:
+        u = v - lo
+        fraction |= (u + magic) - magic != u
+    return not fraction
+
+
+@numba.njit(cache=True, nogil=True)
+def _whole_range_missing(x):  # pragma: no cover - compiled
+    """:func:`_whole_range` of values some of which are missing (skipped)."""
     present, lo, hi, whole = 0, np.inf, -np.inf, True
     for v in x:
         if v != v:
