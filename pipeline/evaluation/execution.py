@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import operator
 import sys
 import threading
 import uuid
@@ -412,10 +413,37 @@ class Executor:
         if not any(dask.is_dask_collection(p) or _is_future(p) for ps in partials for p in ps):
             pieces = [[split(p) for p in ps] for ps in partials]
             return [merge(*[[piece[b] for piece in ps] for ps in pieces]) for b in range(n_buckets)]
+        if self.client is not None and all(_is_future(p) for ps in partials for p in ps):
+            return self._merge_kept_buckets(partials, split, n_buckets, merge)
         cut = dask.delayed(split, nout=n_buckets, pure=False)
         pieces = [[cut(p) for p in ps] for ps in partials]
         together = dask.delayed(merge, pure=False)
         return self.compute(*[together(*[[piece[b] for piece in ps] for ps in pieces]) for b in range(n_buckets)])
+
+    def _merge_kept_buckets(
+        self,
+        partials: Sequence[Sequence[Any]],
+        split: Callable[..., Sequence[Any]],
+        n_buckets: int,
+        merge: Callable[..., Any],
+    ) -> list[Any]:
+        """:meth:`merge_buckets` of partials kept on the workers: each is cut, and its pieces
+        taken out of the cut, on the worker that holds it, so only the pieces move to the
+        merges (a piece taken elsewhere would move the whole cut partial there first)."""
+        client = self.client
+        where = client.who_has([p for ps in partials for p in ps])
+        pieces = []
+        for ps in partials:
+            per_set = []
+            for p in ps:
+                here = dict(workers=[min(where[p.key])], allow_other_workers=True) if where.get(p.key) else {}
+                cut = client.submit(split, p, pure=False, **here)
+                per_set.append([client.submit(operator.getitem, cut, b, pure=False, **here) for b in range(n_buckets)])
+            pieces.append(per_set)
+        merged = [
+            client.submit(merge, *[[piece[b] for piece in ps] for ps in pieces], pure=False) for b in range(n_buckets)
+        ]
+        return client.gather(merged)
 
     def partitions(self, frame: Frame) -> list[Any]:
         """The partitions of a (persisted) frame as handles for :meth:`map_combine` rounds."""
