@@ -74,8 +74,10 @@ from pipeline.risk.disclosure.result import DisclosureResult
 #: and evaluated per key bucket on the workers (both give identical results; this decides only
 #: where the work runs)
 ONE_BLOCK_CELLS = 250_000
-#: key buckets at least (independent of the workers: enough to balance the merges of a few)
-MIN_BUCKETS = 4
+#: key buckets at least; more when the cluster has more worker threads (one bucket each: every
+#: bucket has fixed costs, so fewer and larger ones are cheaper) or the counts more rows than
+#: ``block_rows`` per bucket.  The number never changes the results (exact integer statistics).
+MIN_BUCKETS = 2
 
 
 def tally_records(frames: Sequence[pd.DataFrame], variables: Sequence[str], factors: Sequence[str]) -> JointCounts:
@@ -203,7 +205,7 @@ def key_set_results(
         cells = [_joined([joint_cells(j, coders, layout) for j in parts]) for parts in stats.partials]
         per_bucket = [[block_summary(*cells, plan=p) for p in plans]]
     else:  # the counts of every partition, in key buckets merged in parallel (no pass over the records)
-        n_buckets = max(MIN_BUCKETS, math.ceil(stats.partial_rows / executor.block_rows))
+        n_buckets = max(MIN_BUCKETS, executor.threads(), math.ceil(stats.partial_rows / executor.block_rows))
         split = partial(bucket_cells, coders=coders, layout=layout, n_buckets=n_buckets)
         per_bucket = executor.merge_buckets(stats.partials, split, n_buckets, partial(bucket_summaries, plans=plans))
     return [build_result(combine([b[i] for b in per_bucket]), data.m, keys, coders, o) for i, o in enumerate(options)]

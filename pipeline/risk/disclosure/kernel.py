@@ -181,9 +181,9 @@ def _sums_by(index: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray,
 
 
 def _dense_sums(index: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    sums = np.bincount(index, weights=weights).astype(np.int64)
+    sums = np.bincount(index, weights=weights)
     groups = np.flatnonzero(sums)
-    return groups, sums[groups]
+    return groups, sums[groups].astype(np.int64)  # only the values present converted
 
 
 def _sorted_sums(index: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
