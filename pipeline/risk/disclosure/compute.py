@@ -51,7 +51,7 @@ from pipeline.risk.disclosure.coding import (
     ColumnStats,
     build_coders,
     column_stats,
-    encode_joint,
+    joint_codes,
     merge_value_counts,
 )
 from pipeline.risk.disclosure.kernel import (
@@ -165,14 +165,14 @@ def joint_cells(joint: JointCounts, coders: Mapping[str, Coder], layout: tuple) 
     several, each target's cells are counted from the combinations.
     """
     keys, key_sizes, targets, target_sizes = layout
-    codes = encode_joint(joint, {v: coders[v] for v in (*keys, *targets)})
+    codes = joint_codes(joint, {v: coders[v] for v in (*keys, *targets)})
     if len(targets) > 1:
-        return cell_counts(codes, keys, key_sizes, targets, target_sizes, joint.counts)
-    cells = codes.rename(columns={targets[0]: TARGET_CODE})
-    cells[TARGET_CODE] = cells[TARGET_CODE].astype(np.int32)
-    cells.insert(len(keys), TARGET_INDEX, np.zeros(len(cells), dtype=np.int8))
+        return cell_counts(pd.DataFrame(codes), keys, key_sizes, targets, target_sizes, joint.counts)
+    cells = {k: codes[k] for k in keys}
+    cells[TARGET_INDEX] = np.zeros(len(joint), dtype=np.int8)
+    cells[TARGET_CODE] = codes[targets[0]].astype(np.int32)
     cells[COUNT] = joint.counts
-    return cells
+    return pd.DataFrame(cells)
 
 
 def key_set_results(
