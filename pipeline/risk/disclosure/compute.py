@@ -2,9 +2,10 @@
 
 Flow:
 
-1. one pass over the records of every data set (:func:`gather_stats`): each partition is
-   reduced to the counts of its distinct combinations of key and target values, in integer
-   codes local to the partition (:func:`~pipeline.risk.disclosure.kernel.joint_counts`); these
+1. one pass over the records of every data set (:func:`gather_stats`): the partitions on each
+   worker are reduced together to the counts of their distinct combinations of key and target
+   values, in integer codes local to that table
+   (:func:`~pipeline.risk.disclosure.kernel.joint_counts`); these
    partial counts stay where they were computed and only their value counts (and sizes) are
    combined and come to the driver — once for all key sets; partial counts that are small
    (:data:`ONE_BLOCK_CELLS`; in memory always) come too;
@@ -135,8 +136,9 @@ class Stats(Sequence[dict[str, ColumnStats]]):
 def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], joint: bool = True) -> Stats:
     """Value counts of ``variables`` in every data set, and their joint counts (one pass, one computation).
 
-    With ``joint`` every partition is reduced to the counts of its combinations of values
-    (:func:`tally_records`), kept where computed; only their value counts and sizes are
+    With ``joint`` the partitions of a data set on each worker (in memory: the data set) are
+    reduced to the counts of their combinations of values (:func:`tally_records`), kept where
+    computed; only their value counts and sizes are
     combined and come to the driver.  Per-partition counts of at most ``min(block_rows,
     ONE_BLOCK_CELLS)`` rows per data set are then brought to the driver too (the data are one
     block); larger ones stay on the workers (:attr:`Stats.partials`, for

@@ -323,7 +323,7 @@ class JointCounts:
         """Records per value of every variable (missing included), from the combinations' codes."""
         out = {}
         for v, c, d, factor in zip(self.variables, self.codes, self.values, self.factor, strict=True):
-            n = np.bincount(c, self.counts, minlength=len(d)).astype(np.int64)
+            n = _weighted_counts(c, self.counts, len(d))
             if factor:  # every level, missing first (also when no code stands for it), as the records' value counts
                 levels = d.array.categories
                 every = np.zeros(len(levels) + 1, dtype=np.int64)
@@ -515,6 +515,16 @@ def _mix(q, values, size, offset):  # pragma: no cover - compiled
         v = values[i]
         q[i] = q[i] * size + (0 if v != v else np.int64(v) + offset)
     return q
+
+
+@numba.njit(cache=True, nogil=True)
+def _weighted_counts(codes, weights, size):  # pragma: no cover - compiled
+    """``np.bincount(codes, weights, minlength=size)`` in int64 (no conversion of the codes or
+    the weights to a float copy)."""
+    out = np.zeros(size, dtype=np.int64)
+    for i in range(codes.shape[0]):
+        out[codes[i]] += weights[i]
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
