@@ -70,6 +70,10 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.policy import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
 
+#: at most this many stored partitions (of about ``block_rows`` records each) go to one task of
+#: :meth:`Executor.map_reduce_partials` with ``per_worker``: bounds the kernel's memory
+PER_WORKER_PARTITIONS = 4
+
 
 @dataclass(frozen=True)
 class Deferred:
@@ -337,7 +341,8 @@ class Executor:
         at once, e.g. counts of combinations) the kernel takes a list of partitions: on the
         cluster the stored partitions of a persisted frame that are on the same worker, in
         order (one task on that worker: one partial per worker and frame, as a database's
-        per-thread pre-aggregation), else one partition (a pandas frame: itself).  Which
+        per-thread pre-aggregation; at most :data:`PER_WORKER_PARTITIONS` partitions a task),
+        else one partition (a pandas frame: itself).  Which
         partitions go together depends on where they are, so the partials must combine
         exactly in any grouping.
         """
@@ -379,13 +384,20 @@ class Executor:
         held = [next(iter(p.dask.values())) for p in stored] if _stored_keys(frame) and self.client is not None else []
         futures = bool(held) and all(map(_is_future, held))
         where = self.client.who_has(held) if futures else {}
-        groups: dict[Any, list[Any]] = {}
+        groups: dict[Any, list[list[Any]]] = {}
         for i, p in enumerate(stored):  # in partition order; a partition on several workers goes with the first
             holders = where.get(held[i].key, ()) if futures else ()
-            groups.setdefault(min(holders) if holders else i, []).append(p)
+            runs = groups.setdefault(min(holders) if holders else i, [[]])
+            if len(runs[-1]) == PER_WORKER_PARTITIONS:
+                runs.append([])
+            runs[-1].append(p)
         name = getattr(kernel, "__name__", "kernel")
         task = dask.delayed(_on_group, pure=False)
-        return [task(g, columns, kernel, args, dask_key_name=f"{name}-{uuid.uuid4().hex}") for g in groups.values()]
+        return [
+            task(g, columns, kernel, args, dask_key_name=f"{name}-{uuid.uuid4().hex}")
+            for runs in groups.values()
+            for g in runs
+        ]
 
     def gather(self, partials: Sequence[Sequence[Any]]) -> list[list[Any]]:
         """Partials kept by :meth:`map_reduce_partials` brought to the driver (values pass through)."""

@@ -25,7 +25,7 @@ from test_disclosure_dask import _assert_identical
 
 from pipeline.data.schema import Schema
 from pipeline.evaluation.data import as_eval_data
-from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.execution import PER_WORKER_PARTITIONS, Executor
 from pipeline.risk.disclosure import disclosure, multi_disclosure
 from pipeline.risk.disclosure.compute import gather_stats
 from pipeline.risk.disclosure.kernel import COUNT, split_by_bucket
@@ -184,6 +184,29 @@ def test_one_pass_over_the_records_and_no_record_shuffle(client, data) -> None:
     # merge_summaries only where a data set has tables on several workers
     assert set(tasks) - {"merge_summaries"} == {"tally_records", "tally_summary", "bucket_cells", "getitem",
                                                 "bucket_summaries"}  # fmt: skip
+
+
+def _values_per_frame(frames: list[pd.DataFrame]) -> list[list[int]]:
+    return [f["x"].tolist() for f in frames]
+
+
+def _flattened(parts: list[list[list[int]]]) -> list[int]:
+    return [x for part in parts for frame in part for x in frame]
+
+
+def test_partitions_on_one_worker_go_to_the_kernel_together_a_few_at_a_time(client) -> None:
+    executor = Executor(client, policy="blocks")
+    (lazy,) = executor.persist(_lazy(pd.DataFrame({"x": np.arange(90)}), 9), merge=False)
+    partials, (combined,) = executor.map_reduce_partials([lazy], _values_per_frame, _flattened, per_worker=True)
+    (kept,) = executor.gather(partials)
+    on_worker = Counter(min(w) for w in client.who_has(futures_of(lazy)).values())
+    assert len(kept) == sum(-(-n // PER_WORKER_PARTITIONS) for n in on_worker.values())
+    assert all(1 <= len(frames) <= PER_WORKER_PARTITIONS for frames in kept)
+    assert all(len(f) == 10 for frames in kept for f in frames)  # whole partitions, not concatenated
+    assert sorted(combined) == sorted(_flattened(kept)) == list(range(90))
+    for frames in kept:  # in partition order within a task
+        starts = [f[0] for f in frames]
+        assert starts == sorted(starts)
 
 
 def test_measure_result_has_synthpop_names_a_short_repr_and_one_setting_per_key_set():
