@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import operator
 import sys
 import threading
 import uuid
@@ -68,6 +69,10 @@ from pipeline.blocks import (
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.policy import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
+
+#: at most this many stored partitions (of about ``block_rows`` records each) go to one task of
+#: :meth:`Executor.map_reduce_partials` with ``per_worker``: bounds the kernel's memory
+PER_WORKER_PARTITIONS = 4
 
 
 @dataclass(frozen=True)
@@ -325,6 +330,7 @@ class Executor:
         *args: Any,
         summary: Callable[[Any], Any] | None = None,
         split_every: int = 8,
+        per_worker: bool = False,
     ) -> tuple[list[list[Any]], list[Any]]:
         """:meth:`map_reduce` of every frame that also keeps the per-partition results (the partials).
 
@@ -336,9 +342,21 @@ class Executor:
         that holds its partial, so only the summaries move to the combining tasks (a partial
         that holds records or counts stays where it is).  Dropping the handles releases the
         partials.
+
+        With ``per_worker`` (for a kernel whose partials are smaller the more records it sees
+        at once, e.g. counts of combinations) the kernel takes a list of partitions: on the
+        cluster the stored partitions of a persisted frame that are on the same worker, in
+        order (one task on that worker: one partial per worker and frame, as a database's
+        per-thread pre-aggregation; at most :data:`PER_WORKER_PARTITIONS` partitions a task),
+        else one partition (a pandas frame: itself).  Which
+        partitions go together depends on where they are, so the partials must combine
+        exactly in any grouping.
         """
         tasks = [
-            [kernel(f, *args)] if isinstance(f, pd.DataFrame) else _partition_tasks(f, kernel, args, {}) for f in frames
+            [kernel([f] if per_worker else f, *args)]
+            if isinstance(f, pd.DataFrame)
+            else self._partials_tasks(f, kernel, args, per_worker)
+            for f in frames
         ]
         roots = []
         for t in tasks:
@@ -359,6 +377,33 @@ class Executor:
         kept_iter, combined_iter = iter(kept), iter(combined)
         partials = [[next(kept_iter) if dask.is_dask_collection(t) else t for t in ts] for ts in tasks]
         return partials, [next(combined_iter) if dask.is_dask_collection(r) else r for r in roots]
+
+    def _partials_tasks(
+        self, frame: dd.DataFrame, kernel: Callable[..., Any], args: tuple, per_worker: bool
+    ) -> list[Any]:
+        """The tasks of :meth:`map_reduce_partials` for one Dask frame: one per partition, or with
+        ``per_worker`` one per worker holding stored partitions of it (see there)."""
+        if not per_worker:
+            return _partition_tasks(frame, kernel, args, {})
+        stored, columns = _stored_parts(frame)
+        # the futures of a persisted frame's partitions, and which workers hold them
+        held = [next(iter(p.dask.values())) for p in stored] if _stored_keys(frame) and self.client is not None else []
+        futures = bool(held) and all(map(_is_future, held))
+        where = self.client.who_has(held) if futures else {}
+        groups: dict[Any, list[list[Any]]] = {}
+        for i, p in enumerate(stored):  # in partition order; a partition on several workers goes with the first
+            holders = where.get(held[i].key, ()) if futures else ()
+            runs = groups.setdefault(min(holders) if holders else i, [[]])
+            if len(runs[-1]) == PER_WORKER_PARTITIONS:
+                runs.append([])
+            runs[-1].append(p)
+        name = getattr(kernel, "__name__", "kernel")
+        task = dask.delayed(_on_group, pure=False)
+        return [
+            task(g, columns, kernel, args, dask_key_name=f"{name}-{uuid.uuid4().hex}")
+            for runs in groups.values()
+            for g in runs
+        ]
 
     def gather(self, partials: Sequence[Sequence[Any]]) -> list[list[Any]]:
         """Partials kept by :meth:`map_reduce_partials` brought to the driver (values pass through)."""
@@ -386,10 +431,37 @@ class Executor:
         if not any(dask.is_dask_collection(p) or _is_future(p) for ps in partials for p in ps):
             pieces = [[split(p) for p in ps] for ps in partials]
             return [merge(*[[piece[b] for piece in ps] for ps in pieces]) for b in range(n_buckets)]
+        if self.client is not None and all(_is_future(p) for ps in partials for p in ps):
+            return self._merge_kept_buckets(partials, split, n_buckets, merge)
         cut = dask.delayed(split, nout=n_buckets, pure=False)
         pieces = [[cut(p) for p in ps] for ps in partials]
         together = dask.delayed(merge, pure=False)
         return self.compute(*[together(*[[piece[b] for piece in ps] for ps in pieces]) for b in range(n_buckets)])
+
+    def _merge_kept_buckets(
+        self,
+        partials: Sequence[Sequence[Any]],
+        split: Callable[..., Sequence[Any]],
+        n_buckets: int,
+        merge: Callable[..., Any],
+    ) -> list[Any]:
+        """:meth:`merge_buckets` of partials kept on the workers: each is cut, and its pieces
+        taken out of the cut, on the worker that holds it, so only the pieces move to the
+        merges (a piece taken elsewhere would move the whole cut partial there first)."""
+        client = self.client
+        where = client.who_has([p for ps in partials for p in ps])
+        pieces = []
+        for ps in partials:
+            per_set = []
+            for p in ps:
+                here = dict(workers=[min(where[p.key])], allow_other_workers=True) if where.get(p.key) else {}
+                cut = client.submit(split, p, pure=False, **here)
+                per_set.append([client.submit(operator.getitem, cut, b, pure=False, **here) for b in range(n_buckets)])
+            pieces.append(per_set)
+        merged = [
+            client.submit(merge, *[[piece[b] for piece in ps] for ps in pieces], pure=False) for b in range(n_buckets)
+        ]
+        return client.gather(merged)
 
     def partitions(self, frame: Frame) -> list[Any]:
         """The partitions of a (persisted) frame as handles for :meth:`map_combine` rounds."""
@@ -784,6 +856,11 @@ def _on_columns(
 ) -> Any:
     """``kernel(part[columns], *args, **kwargs)``: a map-reduce's selection and kernel in one task."""
     return kernel(part[columns], *args, **kwargs)
+
+
+def _on_group(parts: list[pd.DataFrame], columns: list[str] | None, kernel: Callable[..., Any], args: tuple) -> Any:
+    """``kernel`` of a list of stored partitions (their ``columns``)."""
+    return kernel([p if columns is None else p[columns] for p in parts], *args)
 
 
 def _counted_as(frame: dd.DataFrame) -> str:

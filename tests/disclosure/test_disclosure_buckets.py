@@ -19,13 +19,13 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-from dask.distributed import Client, LocalCluster, get_task_stream
+from dask.distributed import Client, LocalCluster, futures_of, get_task_stream
 from test_disclosure_bruteforce import _reference
 from test_disclosure_dask import _assert_identical
 
 from pipeline.data.schema import Schema
 from pipeline.evaluation.data import as_eval_data
-from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.execution import PER_WORKER_PARTITIONS, Executor
 from pipeline.risk.disclosure import disclosure, multi_disclosure
 from pipeline.risk.disclosure.compute import gather_stats
 from pipeline.risk.disclosure.kernel import COUNT, split_by_bucket
@@ -167,18 +167,46 @@ def test_one_pass_over_the_records_and_no_record_shuffle(client, data) -> None:
     executor = Executor(client, policy="blocks", block_rows=500)
     o, s = executor.persist(_lazy(original, 3), _lazy(synthetic, 2), merge=False)
     executor.partition_rows(o, s)  # counted before (as for a run's inputs)
+    # the partitions of a data set on one worker are counted together (one table per worker and data set)
+    tables = sum(len({min(w) for w in client.who_has(futures_of(f)).values()}) for f in (o, s))
+    assert 2 <= tables <= 2 * len(client.scheduler_info()["workers"])
     with get_task_stream(client) as stream:
         disclosure(o, [s], KEYS, "t", schema=schema, executor=executor)
     tasks = Counter(
         re.match(r"[A-Za-z_]+", str(t["key"][0] if isinstance(t["key"], tuple) else t["key"]))[0] for t in stream.data
     )
     n_buckets = tasks["bucket_summaries"]
-    assert tasks["tally_records"] == 5  # the only tasks that read records: one per partition
-    assert tasks["bucket_cells"] == 5  # each partition's counts cut into buckets
-    assert n_buckets >= 2 and tasks["getitem"] == 5 * n_buckets
-    assert tasks["tally_summary"] == 5  # taken beside each partition's counts: only these move to the driver
-    assert set(tasks) == {"tally_records", "tally_summary", "merge_summaries", "bucket_cells", "getitem",
-                          "bucket_summaries"}  # fmt: skip
+    assert tasks["tally_records"] == tables  # the only tasks that read records: one per worker and data set
+    assert tasks["bucket_cells"] == tables  # each table of counts cut into buckets
+    assert n_buckets >= 2 and tasks["getitem"] == tables * n_buckets
+    assert tasks["tally_summary"] == tables  # taken beside each table of counts: only these move to the driver
+    assert not any(t["startstops"][0]["action"] == "transfer" for t in stream.data if "tally_records" in str(t["key"]))
+    # merge_summaries only where a data set has tables on several workers
+    assert set(tasks) - {"merge_summaries"} == {"tally_records", "tally_summary", "bucket_cells", "getitem",
+                                                "bucket_summaries"}  # fmt: skip
+
+
+def _values_per_frame(frames: list[pd.DataFrame]) -> list[list[int]]:
+    return [f["x"].tolist() for f in frames]
+
+
+def _flattened(parts: list[list[list[int]]]) -> list[int]:
+    return [x for part in parts for frame in part for x in frame]
+
+
+def test_partitions_on_one_worker_go_to_the_kernel_together_a_few_at_a_time(client) -> None:
+    executor = Executor(client, policy="blocks")
+    (lazy,) = executor.persist(_lazy(pd.DataFrame({"x": np.arange(90)}), 9), merge=False)
+    partials, (combined,) = executor.map_reduce_partials([lazy], _values_per_frame, _flattened, per_worker=True)
+    (kept,) = executor.gather(partials)
+    on_worker = Counter(min(w) for w in client.who_has(futures_of(lazy)).values())
+    assert len(kept) == sum(-(-n // PER_WORKER_PARTITIONS) for n in on_worker.values())
+    assert all(1 <= len(frames) <= PER_WORKER_PARTITIONS for frames in kept)
+    assert all(len(f) == 10 for frames in kept for f in frames)  # whole partitions, not concatenated
+    assert sorted(combined) == sorted(_flattened(kept)) == list(range(90))
+    for frames in kept:  # in partition order within a task
+        starts = [f[0] for f in frames]
+        assert starts == sorted(starts)
 
 
 def test_measure_result_has_synthpop_names_a_short_repr_and_one_setting_per_key_set():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import dask.dataframe as dd
@@ -24,6 +25,7 @@ from pipeline.risk.disclosure.kernel import (
     Stat,
     _distinct,
     _pair_histogram,
+    _sums_by,
     block_summary,
     cell_counts,
     combine,
@@ -352,6 +354,77 @@ def test_joint_counts_dense_and_hashed_equal_a_group_by_with_missing_keys(rows: 
         assert sorted(counts[v].tolist()) == sorted(Counter(_values(frame, [v])).values())
 
 
+@pytest.mark.parametrize("rows", [0, 1, 2, 40, 3000], ids=lambda n: f"{n} records")
+@pytest.mark.parametrize("weighted", [False, True], ids=["records", "weighted"])
+def test_joint_counts_without_missing_values_equal_a_group_by(rows: int, weighted: bool) -> None:
+    # no missing value in a column: it gets no code for missing (a smaller space of numbers:
+    # 2 x 7 x 4 = 56, dense from 7 records); ties, the ends of the age range, an unused level
+    rng = np.random.default_rng(rows)
+    age = rng.integers(-3, 4, rows).astype(float)
+    age[:2] = [-3.0, 3.0][: min(rows, 2)]  # the ends of the range
+    frame = pd.DataFrame(
+        {
+            "sex": pd.Categorical(rng.choice(["M", "F"], rows), categories=["M", "F", "X"])[:rows],
+            "age": age,
+            "town": pd.Categorical(rng.choice(list("abcd"), rows), categories=list("abcd")),
+        }
+    )
+    variables, factors = ["sex", "age", "town"], ["sex", "town"]
+    weights = rng.integers(1, 5, rows) if weighted else None
+    joint = joint_counts(frame, variables, factors, weights)
+    expected: Counter = Counter()
+    for row, w in zip(_values(frame, variables), weights if weighted else [1] * rows, strict=True):
+        expected[row] += int(w)
+    assert _joint_as_dict(joint.frame(), variables) == dict(expected)
+    assert joint.counts.dtype == np.int64 and all(c.dtype == np.int32 for c in joint.codes)
+    counts = joint.value_counts()
+    # a factor: every level listed, missing first (with no record), as the records' value counts
+    assert counts["sex"].index[0] != counts["sex"].index[0] and list(counts["sex"].index[1:]) == ["M", "F", "X"]
+    total = int(sum(expected.values()))
+    assert counts["sex"].tolist() == [0, *(sum(n for k, n in expected.items() if k[0] == c) for c in "MFX")]
+    assert int(counts["town"].sum()) == total and int(counts["age"].sum()) == total
+
+
+@pytest.mark.parametrize("cuts", [[0, 3000], [0, 0, 1, 1, 2999, 3000], [0, 1000, 2000, 3000]],
+                         ids=["one frame", "empty and one-record frames", "three frames"])  # fmt: skip
+@pytest.mark.parametrize("rows", [3000, 40], ids=["dense", "hashed"])
+def test_joint_counts_of_several_frames_equal_those_of_their_concatenation(cuts: list[int], rows: int) -> None:
+    # the partitions on one worker counted together: codes shared by the frames (missing values
+    # in some frames only, whole numbers with other ranges, text and money factorised together)
+    frame = _mixed_frame(3000, 12)
+    frame.loc[:999, "age"] = frame.loc[:999, "age"].fillna(50.0) + 100  # another range, no missing value
+    frame.loc[:1999, "sex"] = frame.loc[:1999, "sex"].fillna("M")  # missing in the last frame only
+    frame = frame.iloc[: cuts[-1]]
+    parts = [frame.iloc[a:b] for a, b in itertools.pairwise(cuts)]
+    if rows < 3000:  # a few records in each frame: a space of numbers too large to count densely
+        parts = [p.iloc[: rows // len(parts) + 1] for p in parts]
+    variables, factors = ["sex", "age", "income", "town"], ["sex"]
+    together = pd.concat(parts, ignore_index=True)
+    joint = joint_counts(parts, variables, factors)
+    assert _joint_as_dict(joint.frame(), variables) == _brute_joint(together, variables)
+    weights = np.arange(len(together)) % 3 + 1
+    weighted = joint_counts(parts, variables, factors, weights)
+    expected: Counter = Counter()
+    for row, w in zip(_values(together, variables), weights.tolist(), strict=True):
+        expected[row] += w
+    assert _joint_as_dict(weighted.frame(), variables) == dict(expected)
+    one = joint_counts(together, variables, factors).value_counts()
+    for v, counts in joint.value_counts().items():
+        assert _present(counts) == _present(one[v]) == dict(Counter(x for (x,) in _values(together, [v])))
+
+
+def _present(counts: pd.Series) -> dict:
+    """Value counts with a count, missing as None."""
+    return {None if pd.isna(k) else k: int(n) for k, n in counts.items() if n}
+
+
+def test_joint_counts_of_frames_with_other_levels() -> None:
+    a = pd.DataFrame({"sex": pd.Categorical(["M", "F", "M"]), "x": [1.0, 2.0, 2.0]})
+    b = pd.DataFrame({"sex": pd.Categorical(["X", None, "M"]), "x": [2.0, 2.0, 1.0]})
+    joint = joint_counts([a, b], ["sex", "x"], ["sex"])
+    assert _joint_as_dict(joint.frame(), ["sex", "x"]) == _brute_joint(pd.concat([a, b]), ["sex", "x"])
+
+
 def test_encode_joint_equals_encoding_the_values() -> None:
     # grouped age (intervals merge values) and NA in every variable: the table of a partition's values
     # gives the codes the coders give the values themselves
@@ -366,6 +439,25 @@ def test_encode_joint_equals_encoding_the_values() -> None:
         pd.testing.assert_frame_equal(
             encode_joint(joint, coders), encode_frame(joint.frame(), coders).reset_index(drop=True)
         )
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 2000])
+@pytest.mark.parametrize("weighted", [False, True], ids=["counts", "sums"])
+def test_sums_by_dense_sorted_or_both_equal_a_brute_force_sum(n: int, weighted: bool) -> None:
+    # values below the dense bound (DENSE_CELLS = 2^20 here), values on it and far above it, ties,
+    # weights that cancel to zero sums (left out)
+    rng = np.random.default_rng(n)
+    bound = 1 << 20
+    for high in (50, bound, 10**12):
+        values = rng.integers(0, high, n).astype(np.int64)
+        values[: n // 3] = rng.choice([0, bound - 1, bound, bound + 1], n // 3)
+        weights = rng.integers(-2, 3, n).astype(np.int64) if weighted else None
+        expected: Counter = Counter()
+        for v, w in zip(values.tolist(), weights.tolist() if weighted else [1] * n, strict=True):
+            expected[v] += w
+        groups, sums = _sums_by(values, weights)
+        assert groups.tolist() == sorted(v for v, s in expected.items() if s)
+        assert sums.tolist() == [expected[v] for v in groups.tolist()]
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 2000])

@@ -369,7 +369,13 @@ def encode_frame(frame: pd.DataFrame, coders: Mapping[str, Coder]) -> pd.DataFra
 
 
 def encode_joint(joint: JointCounts, coders: Mapping[str, Coder]) -> pd.DataFrame:
-    """The codes of every coded variable of one partition's :class:`JointCounts`.
+    """The codes of every coded variable of one partition's :class:`JointCounts` (a frame of
+    :func:`joint_codes`)."""
+    return pd.DataFrame(joint_codes(joint, coders))
+
+
+def joint_codes(joint: JointCounts, coders: Mapping[str, Coder]) -> dict[str, np.ndarray]:
+    """The codes of every coded variable of one partition's :class:`JointCounts`, by variable.
 
     Each coder encodes only the values the partition has (a few per variable), and the
     combinations' local codes are mapped through that table: no value is looked up per row.
@@ -378,11 +384,13 @@ def encode_joint(joint: JointCounts, coders: Mapping[str, Coder]) -> pd.DataFram
     for name, coder in coders.items():
         i = joint.variables.index(name)
         codes, values = joint.codes[i], joint.values[i]
-        present = np.flatnonzero(np.bincount(codes, minlength=len(values)))
+        seen = np.zeros(len(values), dtype=bool)
+        seen[codes] = True
+        present = np.flatnonzero(seen)
         table = np.full(len(values), coder.missing, dtype=coder.dtype)
         table[present] = coder.encode(values.iloc[present].reset_index(drop=True))
         out[name] = table[codes]
-    return pd.DataFrame(out)
+    return out
 
 
 def encoded_meta(coders: Mapping[str, Coder]) -> pd.DataFrame:

@@ -2,9 +2,10 @@
 
 Flow:
 
-1. one pass over the records of every data set (:func:`gather_stats`): each partition is
-   reduced to the counts of its distinct combinations of key and target values, in integer
-   codes local to the partition (:func:`~pipeline.risk.disclosure.kernel.joint_counts`); these
+1. one pass over the records of every data set (:func:`gather_stats`): the partitions on each
+   worker are reduced together to the counts of their distinct combinations of key and target
+   values, in integer codes local to that table
+   (:func:`~pipeline.risk.disclosure.kernel.joint_counts`); these
    partial counts stay where they were computed and only their value counts (and sizes) are
    combined and come to the driver — once for all key sets; partial counts that are small
    (:data:`ONE_BLOCK_CELLS`; in memory always) come too;
@@ -51,7 +52,7 @@ from pipeline.risk.disclosure.coding import (
     ColumnStats,
     build_coders,
     column_stats,
-    encode_joint,
+    joint_codes,
     merge_value_counts,
 )
 from pipeline.risk.disclosure.kernel import (
@@ -74,13 +75,16 @@ from pipeline.risk.disclosure.result import DisclosureResult
 #: and evaluated per key bucket on the workers (both give identical results; this decides only
 #: where the work runs)
 ONE_BLOCK_CELLS = 250_000
-#: key buckets at least (independent of the workers: enough to balance the merges of a few)
-MIN_BUCKETS = 4
+#: key buckets at least; more when the cluster has more worker threads (one bucket each: every
+#: bucket has fixed costs, so fewer and larger ones are cheaper) or the counts more rows than
+#: ``block_rows`` per bucket.  The number never changes the results (exact integer statistics).
+MIN_BUCKETS = 2
 
 
-def tally_records(frame: pd.DataFrame, variables: Sequence[str], factors: Sequence[str]) -> JointCounts:
-    """The counts of one partition's combinations of values (the map step of :func:`gather_stats`)."""
-    return joint_counts(frame, variables, factors)
+def tally_records(frames: Sequence[pd.DataFrame], variables: Sequence[str], factors: Sequence[str]) -> JointCounts:
+    """The counts of some partitions' combinations of values, counted together (the map step of
+    :func:`gather_stats`: the partitions on one worker)."""
+    return joint_counts(frames, variables, factors)
 
 
 def tally_summary(joint: JointCounts) -> tuple[dict[str, pd.Series], int]:
@@ -132,8 +136,9 @@ class Stats(Sequence[dict[str, ColumnStats]]):
 def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], joint: bool = True) -> Stats:
     """Value counts of ``variables`` in every data set, and their joint counts (one pass, one computation).
 
-    With ``joint`` every partition is reduced to the counts of its combinations of values
-    (:func:`tally_records`), kept where computed; only their value counts and sizes are
+    With ``joint`` the partitions of a data set on each worker (in memory: the data set) are
+    reduced to the counts of their combinations of values (:func:`tally_records`), kept where
+    computed; only their value counts and sizes are
     combined and come to the driver.  Per-partition counts of at most ``min(block_rows,
     ONE_BLOCK_CELLS)`` rows per data set are then brought to the driver too (the data are one
     block); larger ones stay on the workers (:attr:`Stats.partials`, for
@@ -145,7 +150,7 @@ def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], j
     if not joint:
         return Stats(value_stats(data, executor, variables))
     partials, summaries = executor.map_reduce_partials(
-        data.frames, tally_records, merge_summaries, variables, factors, summary=tally_summary
+        data.frames, tally_records, merge_summaries, variables, factors, summary=tally_summary, per_worker=True
     )
     columns = tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c, _ in summaries)
     rows = max(r for _, r in summaries)
@@ -162,14 +167,14 @@ def joint_cells(joint: JointCounts, coders: Mapping[str, Coder], layout: tuple) 
     several, each target's cells are counted from the combinations.
     """
     keys, key_sizes, targets, target_sizes = layout
-    codes = encode_joint(joint, {v: coders[v] for v in (*keys, *targets)})
+    codes = joint_codes(joint, {v: coders[v] for v in (*keys, *targets)})
     if len(targets) > 1:
-        return cell_counts(codes, keys, key_sizes, targets, target_sizes, joint.counts)
-    cells = codes.rename(columns={targets[0]: TARGET_CODE})
-    cells[TARGET_CODE] = cells[TARGET_CODE].astype(np.int32)
-    cells.insert(len(keys), TARGET_INDEX, np.zeros(len(cells), dtype=np.int8))
+        return cell_counts(pd.DataFrame(codes), keys, key_sizes, targets, target_sizes, joint.counts)
+    cells = {k: codes[k] for k in keys}
+    cells[TARGET_INDEX] = np.zeros(len(joint), dtype=np.int8)
+    cells[TARGET_CODE] = codes[targets[0]].astype(np.int32)
     cells[COUNT] = joint.counts
-    return cells
+    return pd.DataFrame(cells)
 
 
 def key_set_results(
@@ -202,7 +207,7 @@ def key_set_results(
         cells = [_joined([joint_cells(j, coders, layout) for j in parts]) for parts in stats.partials]
         per_bucket = [[block_summary(*cells, plan=p) for p in plans]]
     else:  # the counts of every partition, in key buckets merged in parallel (no pass over the records)
-        n_buckets = max(MIN_BUCKETS, math.ceil(stats.partial_rows / executor.block_rows))
+        n_buckets = max(MIN_BUCKETS, executor.threads(), math.ceil(stats.partial_rows / executor.block_rows))
         split = partial(bucket_cells, coders=coders, layout=layout, n_buckets=n_buckets)
         per_bucket = executor.merge_buckets(stats.partials, split, n_buckets, partial(bucket_summaries, plans=plans))
     return [build_result(combine([b[i] for b in per_bucket]), data.m, keys, coders, o) for i, o in enumerate(options)]

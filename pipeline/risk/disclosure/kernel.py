@@ -165,13 +165,28 @@ def _pair_histogram(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def _sums_by(index: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """The distinct values of ``index`` (>= 0) with non-zero sums of ``weights`` (None: one each), in order.
 
-    A few possible values (e.g. key code x target code) are summed directly, any others
-    after a sort.
+    Values below ``max(DENSE_CELLS, 4 * len(index))`` (e.g. key code x target code, or the
+    bulk of the CAP histograms' pairs) are summed directly, any others after a sort.
     """
-    if len(index) and int(index.max()) < max(DENSE_CELLS, 4 * len(index)):
-        sums = np.bincount(index, weights=weights).astype(np.int64)
-        groups = np.flatnonzero(sums)
-        return groups, sums[groups]
+    bound = max(DENSE_CELLS, 4 * len(index))
+    if not len(index) or int(index.max()) < bound:
+        return _dense_sums(index, weights)
+    high = index >= bound
+    if high.all():
+        return _sorted_sums(index, weights)
+    low = ~high
+    dense = _dense_sums(index[low], None if weights is None else weights[low])
+    rest = _sorted_sums(index[high], None if weights is None else weights[high])
+    return np.concatenate([dense[0], rest[0]]), np.concatenate([dense[1], rest[1]])
+
+
+def _dense_sums(index: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    sums = np.bincount(index, weights=weights)
+    groups = np.flatnonzero(sums)
+    return groups, sums[groups].astype(np.int64)  # only the values present converted
+
+
+def _sorted_sums(index: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     groups, inverse = np.unique(index, return_inverse=True)
     sums = np.bincount(inverse, weights=weights, minlength=len(groups)).astype(np.int64)
     nz = sums != 0
@@ -308,9 +323,12 @@ class JointCounts:
         """Records per value of every variable (missing included), from the combinations' codes."""
         out = {}
         for v, c, d, factor in zip(self.variables, self.codes, self.values, self.factor, strict=True):
-            n = np.bincount(c, self.counts, minlength=len(d)).astype(np.int64)
-            if factor:  # every level, missing first, as the value counts of the records
-                out[v] = pd.Series(n, index=pd.Index(d.astype(object), dtype=object))
+            n = _weighted_counts(c, self.counts, len(d))
+            if factor:  # every level, missing first (also when no code stands for it), as the records' value counts
+                levels = d.array.categories
+                every = np.zeros(len(levels) + 1, dtype=np.int64)
+                every[d.array.codes.astype(np.int64) + 1] = n
+                out[v] = pd.Series(every, index=pd.Index([np.nan, *levels.astype(object)], dtype=object))
             else:
                 present = np.flatnonzero(n)
                 out[v] = pd.Series(n[present], index=pd.Index(d.array.take(present)))
@@ -318,83 +336,130 @@ class JointCounts:
 
 
 def joint_counts(
-    frame: pd.DataFrame, variables: Sequence[str], factors: Collection[str], weights: np.ndarray | None = None
+    frame: pd.DataFrame | Sequence[pd.DataFrame],
+    variables: Sequence[str],
+    factors: Collection[str],
+    weights: np.ndarray | None = None,
 ) -> JointCounts:
     """Counts of the distinct combinations of values of ``variables`` (missing is a value).
 
-    Every column becomes integer codes local to ``frame`` (a factor's category codes; whole
-    numbers in a moderate range offset from their minimum; other values factorised), the
-    combinations are numbered in mixed radix (compiled, one pass per column, no temporaries)
-    and counted: with one counter per possible number when there are at most
-    :data:`DENSE_PER_ROW` per row (the codes then decoded from the numbers), else in one
-    compiled pass with a hash table (the codes taken from a record of each combination).
+    Every column becomes integer codes local to the records counted (a factor's category
+    codes; whole numbers in a moderate range offset from their minimum; other values
+    factorised; a code for missing only when there is a missing value), the combinations are
+    numbered in mixed radix (compiled, one pass per column) and counted: with one counter per
+    possible number when there are at most :data:`DENSE_PER_ROW` per row (each slice of
+    numbers counted while in cache; the codes are the digits of the non-zero counters'
+    numbers), else in one compiled pass with a hash table (the codes taken from a record of
+    each combination).
 
     Parameters
     ----------
-    frame : DataFrame
-        Records (or combinations already counted, with ``weights``).
+    frame : DataFrame or sequence of DataFrames
+        Records (or combinations already counted, with ``weights``); several frames (e.g. the
+        partitions on one worker) are counted together without being concatenated.
     variables : sequence of str
     factors : collection of str
         The variables that are factors in the schema (categorical columns).
     weights : numpy array, optional
-        Records per row of ``frame`` (default: one).
+        Records per row of ``frame`` (default: one; with several frames, their rows in order).
 
     Returns
     -------
     JointCounts
     """
-    columns = [_local_codes(frame[v], v in factors) for v in variables]
-    n = len(frame)
-    space, numbered = math.prod(size for _, _, size, _ in columns), True
-    if space < 2**62:
-        q = np.zeros(n, dtype=np.int64)
-        for start in range(0, n, MIX_ROWS):  # all columns into a slice of q while it is in cache
-            part = q[start : start + MIX_ROWS]
-            for values, offset, size, _ in columns:
-                _mix(part, values[start : start + MIX_ROWS], size, offset)
-    else:  # too many possible combinations to number: renumber those present whenever the number would overflow
-        q, space, numbered = np.zeros(n, dtype=np.int64), 1, False
-        for values, offset, size, _ in columns:
-            if space * size >= 2**62:
-                q, present = pd.factorize(q)  # at most n combinations so far, numbered densely
-                space = max(len(present), 1)
-            _mix(q, values, size, offset)
-            space *= size
+    frames = [frame] if isinstance(frame, pd.DataFrame) else list(frame)
+    lengths = [len(f) for f in frames]
+    n = sum(lengths)
+    columns = [_local_codes([f[v] for f in frames], v in factors) for v in variables]
+    sizes = [size for _, _, size, _ in columns]
     w = np.zeros(0, dtype=np.int64) if weights is None else weights.astype(np.int64)
-    if numbered and space <= DENSE_PER_ROW * max(n, 1):  # one counter per number; the codes are its digits
-        per_number = np.bincount(q, weights, minlength=space)
-        rest = np.flatnonzero(per_number)
-        counts = per_number[rest].astype(np.int64)
-        digits = []
-        for _, _, size, _ in reversed(columns):
-            digits.append(rest % size)
-            rest = rest // size
-        codes = digits[::-1]
+    space = math.prod(sizes)
+    if space <= DENSE_PER_ROW * max(n, 1):  # one counter per mixed-radix number; the codes are its digits
+        # int32 counters when no sum can overflow them: half the memory to clear and scan
+        fits = weights is None and n < 2**31
+        counter = np.zeros(space, dtype=np.int32 if fits else np.int64)
+        q = np.empty(min(n, MIX_ROWS), dtype=np.int64)
+        for i, (first, length) in enumerate(zip(np.cumsum([0, *lengths[:-1]]).tolist(), lengths, strict=True)):
+            for start in range(0, length, MIX_ROWS):  # each slice of numbers counted while it is in cache
+                part = q[: min(MIX_ROWS, length - start)]
+                part[:] = 0
+                for values, offset, size, _ in columns:
+                    _mix(part, values[i][start : start + MIX_ROWS], size, offset)
+                at = first + start
+                _count_numbers(part, w[at : at + len(part)] if len(w) else w, counter)
+        codes_2d = np.empty((len(columns), np.count_nonzero(counter)), dtype=np.int32 if space < 2**31 else np.int64)
+        counts = np.empty(codes_2d.shape[1], dtype=np.int64)
+        _dense_cells(counter, np.array(sizes, dtype=np.int64), codes_2d, counts)
+        codes = list(codes_2d)
     else:
-        rep, counts = _count_groups(q, w)
-        codes = [_codes_at(values, offset, rep) for values, offset, _, _ in columns]
-    small = [c.astype(np.int32) if size < 2**31 else c for c, (_, _, size, _) in zip(codes, columns, strict=True)]
+        joined = [(_joined_values(values), offset, size, d) for values, offset, size, d in columns]
+        rep, counts = _count_groups(_numbers(joined, n), w)
+        codes = [_codes_at(values, offset, rep) for values, offset, _, _ in joined]
+    small = [c.astype(np.int32, copy=False) if size < 2**31 else c for c, size in zip(codes, sizes, strict=True)]
     return JointCounts(tuple(variables), tuple(small), tuple(d for *_, d in columns),
                        tuple(v in factors for v in variables), counts)  # fmt: skip
 
 
-def _local_codes(s: pd.Series, factor: bool) -> tuple[np.ndarray, int, int, pd.Series]:
-    """One column's values within one frame as codes ``0..size-1``: ``(values, offset, size,
-    dictionary)``, the code of a value being ``value + offset`` (0 for a missing factor level or
-    number) and ``dictionary`` the value of every code (the column's dtype)."""
+def _joined_values(values: list[np.ndarray]) -> np.ndarray:
+    return values[0] if len(values) == 1 else np.concatenate(values)
+
+
+def _numbers(columns: list[tuple[np.ndarray, int, int, pd.Series]], n: int) -> np.ndarray:
+    """A number per record identifying its combination of local codes (see :func:`_local_codes`):
+    mixed radix when the space of numbers fits an int64, else renumbered densely whenever the
+    next column would overflow it."""
+    space = math.prod(size for _, _, size, _ in columns)
+    q = np.zeros(n, dtype=np.int64)
+    if space < 2**62:
+        for start in range(0, n, MIX_ROWS):  # all columns into a slice of q while it is in cache
+            part = q[start : start + MIX_ROWS]
+            for values, offset, size, _ in columns:
+                _mix(part, values[start : start + MIX_ROWS], size, offset)
+        return q
+    space = 1
+    for values, offset, size, _ in columns:
+        if space * size >= 2**62:
+            q, present = pd.factorize(q)  # at most n combinations so far, numbered densely
+            space = max(len(present), 1)
+        _mix(q, values, size, offset)
+        space *= size
+    return q
+
+
+def _local_codes(parts: list[pd.Series], factor: bool) -> tuple[list[np.ndarray], int, int, pd.Series]:
+    """One column's values in some frames as codes ``0..size-1`` shared by the frames:
+    ``(values, offset, size, dictionary)``, ``values`` per frame, the code of a value being
+    ``value + offset`` (0 for a missing factor level or number when there is one; no code for
+    missing when there is none, which keeps the space of combinations small) and
+    ``dictionary`` the value of every code (the column's dtype)."""
+    if factor and len({p.dtype for p in parts}) > 1:  # the frames' levels differ: one list of levels
+        union = pd.api.types.union_categoricals([p.array for p in parts])
+        bounds = np.cumsum([0, *(len(p) for p in parts)])
+        parts = [pd.Series(union[a:b]) for a, b in itertools.pairwise(bounds.tolist())]
+    s = parts[0]
     if factor:
-        categories = np.arange(-1, len(s.array.categories))
-        return s.array.codes, 1, len(categories), pd.Series(pd.Categorical.from_codes(categories, dtype=s.dtype))
-    if s.dtype == np.float64:
-        x = s.to_numpy()
-        present, lo, hi, whole = _whole_range(x)
-        if present and whole and max(-lo, hi) < 2**52 and hi - lo < SMALL_SPAN:
-            offset, size = int(1 - lo), int(hi - lo) + 2
-            numbers = np.arange(size, dtype=np.float64) - offset
-            numbers[0] = np.nan
-            return x, offset, size, pd.Series(numbers)
-    codes, uniques = pd.factorize(s, use_na_sentinel=False)
-    return codes, 0, max(len(uniques), 1), pd.Series(uniques, dtype=s.dtype)
+        codes, n_levels = [p.array.codes for p in parts], len(s.array.categories)
+        offset = 0 if all(len(c) and c.min() >= 0 for c in codes) else 1
+        categories = np.arange(-offset, n_levels)
+        return codes, offset, max(len(categories), 1), pd.Series(pd.Categorical.from_codes(categories, dtype=s.dtype))
+    if all(p.dtype == np.float64 for p in parts):
+        xs = [p.to_numpy() for p in parts]
+        ranges = [_whole_range(x) for x in xs]
+        present = sum(r[0] for r in ranges)
+        if present and all(r[3] for r in ranges):  # whole numbers: the range of the frames that have some
+            lo = min(r[1] for r in ranges if r[0])
+            hi = max(r[2] for r in ranges if r[0])
+            if max(-lo, hi) < 2**52 and hi - lo < SMALL_SPAN:
+                missing = int(present < sum(len(x) for x in xs))
+                offset, size = int(missing - lo), int(hi - lo) + 1 + missing
+                numbers = np.arange(size, dtype=np.float64) - offset
+                if missing:
+                    numbers[0] = np.nan
+                return xs, offset, size, pd.Series(numbers)
+    joined = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    codes, uniques = pd.factorize(joined, use_na_sentinel=False)
+    bounds = np.cumsum([len(p) for p in parts])[:-1]
+    return np.split(codes, bounds), 0, max(len(uniques), 1), pd.Series(uniques, dtype=joined.dtype)
 
 
 def _codes_at(values: np.ndarray, offset: int, rows: np.ndarray) -> np.ndarray:
@@ -405,9 +470,34 @@ def _codes_at(values: np.ndarray, offset: int, rows: np.ndarray) -> np.ndarray:
     return v.astype(np.int64) + offset
 
 
+def _whole_range(x: np.ndarray) -> tuple[int, float, float, bool]:
+    """Number of non-missing values, their minimum and maximum, and whether all are whole numbers
+    (known only when they could be coded by their offset from the minimum: ``hi - lo <
+    SMALL_SPAN`` and ``|x| < 2^52``; else False)."""
+    if not len(x):
+        return 0, np.inf, -np.inf, True
+    lo, hi = float(x.min()), float(x.max())  # vectorised; a missing value makes them missing
+    if lo != lo or hi != hi:
+        return _whole_range_missing(x)
+    small = max(-lo, hi) < 2**52 and hi - lo < SMALL_SPAN
+    return len(x), lo, hi, small and lo == math.floor(lo) and _whole_offsets(x, lo)
+
+
 @numba.njit(cache=True, nogil=True)
-def _whole_range(x):  # pragma: no cover - compiled
-    """Number of non-missing values, their minimum and maximum, and whether all are whole numbers."""
+def _whole_offsets(x, lo):  # pragma: no cover - compiled
+    """Whether every ``x - lo`` (in ``[0, 2^52)``) is a whole number: adding and taking away 2^52
+    rounds it to one (branch-free, so the loop is vectorised; a conversion to an integer is not)."""
+    magic = 2.0**52
+    fraction = False
+    for v in x:
+        u = v - lo
+        fraction |= (u + magic) - magic != u
+    return not fraction
+
+
+@numba.njit(cache=True, nogil=True)
+def _whole_range_missing(x):  # pragma: no cover - compiled
+    """:func:`_whole_range` of values some of which are missing (skipped)."""
     present, lo, hi, whole = 0, np.inf, -np.inf, True
     for v in x:
         if v != v:
@@ -425,6 +515,52 @@ def _mix(q, values, size, offset):  # pragma: no cover - compiled
         v = values[i]
         q[i] = q[i] * size + (0 if v != v else np.int64(v) + offset)
     return q
+
+
+@numba.njit(cache=True, nogil=True)
+def _weighted_counts(codes, weights, size):  # pragma: no cover - compiled
+    """``np.bincount(codes, weights, minlength=size)`` in int64 (no conversion of the codes or
+    the weights to a float copy)."""
+    out = np.zeros(size, dtype=np.int64)
+    for i in range(codes.shape[0]):
+        out[codes[i]] += weights[i]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_numbers(q, weights, counter):  # pragma: no cover - compiled
+    """``counter[q[i]] += weights[i]`` (empty ``weights``: one per row)."""
+    if weights.shape[0] == 0:
+        for i in range(q.shape[0]):
+            counter[q[i]] += 1
+    else:
+        for i in range(q.shape[0]):
+            counter[q[i]] += weights[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _dense_cells(counter, sizes, codes, counts):  # pragma: no cover - compiled
+    """The non-zero counters in order: their counts into ``counts`` and the mixed-radix digits
+    of their numbers (radices ``sizes``, the last varying fastest) into the rows of ``codes``.
+
+    The digits are kept as an odometer advanced with the number, so no division is needed.
+    """
+    k = sizes.shape[0]
+    digit = np.zeros(k, dtype=np.int64)
+    j = 0
+    for i in range(counter.shape[0]):
+        if counter[i] != 0:
+            for d in range(k):
+                codes[d, j] = digit[d]
+            counts[j] = counter[i]
+            j += 1
+        d = k - 1
+        while d >= 0:  # advance the odometer: the last digit, carrying into earlier ones
+            digit[d] += 1
+            if digit[d] < sizes[d]:
+                break
+            digit[d] = 0
+            d -= 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -498,10 +634,32 @@ def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     space = int(values.max()) + 1 if len(values) else 0
     if space > DENSE_PER_ROW * len(values):
         return np.unique(values, return_inverse=True)
-    distinct = np.flatnonzero(np.bincount(values, minlength=space))
-    index = np.empty(space, dtype=np.int64)
-    index[distinct] = np.arange(len(distinct))
-    return distinct, index[values]
+    return _dense_distinct(values, space)
+
+
+@numba.njit(cache=True, nogil=True)
+def _dense_distinct(values, space):  # pragma: no cover - compiled
+    """:func:`_distinct` by one slot per possible value: mark the values present, number the
+    marked slots in order, look every value's number up (int32 slots: a quarter of the memory
+    of a count and an index per value)."""
+    slot = np.zeros(space, dtype=np.int32)
+    for v in values:
+        slot[v] = 1
+    n_distinct = 0
+    for v in range(space):
+        if slot[v]:
+            slot[v] = n_distinct
+            n_distinct += 1
+        else:
+            slot[v] = -1
+    distinct = np.empty(n_distinct, dtype=np.int64)
+    for v in range(space):
+        if slot[v] >= 0:
+            distinct[slot[v]] = v
+    inverse = np.empty(values.shape[0], dtype=np.int64)
+    for i in range(values.shape[0]):
+        inverse[i] = slot[values[i]]
+    return distinct, inverse
 
 
 class _Cells:
