@@ -262,7 +262,12 @@ class Measure(ABC):
     def baseline_units(self, data: EvalData) -> list[tuple[Measure, Footing]]:
         """What a holdout baseline evaluates: (measure, footing) pairs whose rows together hold every
         baseline measure.  Default: this measure with training and holdout records subsampled to one
-        size; row-aligned measures override it (:class:`~pipeline.evaluation.footing.PairedFooting`)."""
+        size; row-aligned measures override it (:class:`~pipeline.evaluation.footing.PairedFooting`).
+
+        A unit's measure is a part of this one: on any data, its rows are this measure's rows with
+        the same (synthetic, measure, params) keys — so where a footing's training group is the
+        data themselves (:attr:`~pipeline.evaluation.footing.Footing.training_is_observed`) the
+        observed rows stand for it."""
         from pipeline.evaluation.footing import SampledFooting
 
         return [(self, SampledFooting())]

@@ -134,7 +134,7 @@ def evaluate(
     baseline_rows: list[Row] = []
     info = None
     if data.holdout is not None and measure.baseline_measures:
-        baseline_rows, info = holdout_baseline(measure, data, executor, options)
+        baseline_rows, info = holdout_baseline(measure, data, executor, options, result)
     added = baseline_rows + over_sets([*rows, *baseline_rows], keep=lambda r: r.params.get("baseline") not in EXCESS)
     if data.m == 1 and options.bootstrap:
         added += record_bootstrap(result, options)
@@ -195,15 +195,22 @@ def _finite_mean(values: Sequence[float]) -> float:
 
 
 def holdout_baseline(
-    measure: Measure, data: EvalData, executor: Executor, options: BaselineOptions
+    measure: Measure, data: EvalData, executor: Executor, options: BaselineOptions, observed: Result
 ) -> tuple[list[Row], dict[str, Any]]:
-    """The baseline rows of ``measure`` on ``data`` (which carries a holdout), and how they were drawn."""
+    """The baseline rows of ``measure`` on ``data`` (which carries a holdout), and how they were
+    drawn; ``observed`` is ``measure``'s result on ``data``."""
     wanted = measure.baseline_measures
     rows: list[Row] = []
     units = []
     for sub, footing in measure.baseline_units(data):
-        # the observed footing first, then the relabellings
-        pairs = footing_results(sub, footing, data, executor, options.seed, options.permutations)
+        if footing.training_is_observed and not options.permutations:
+            # the training group is the data, and a unit is a part of the measure: its rows there
+            # are the observed rows with its keys (the rows are joined on those keys below)
+            _, control = footing.split(data, executor, options.seed)
+            pairs: Iterator[tuple[Result, Result]] = iter([(observed, sub.evaluate(control, executor))])
+        else:
+            # the observed footing first, then the relabellings
+            pairs = footing_results(sub, footing, data, executor, options.seed, options.permutations)
         train_values, hold_values = (_values(result.rows(), wanted) for result in next(pairs))
         relabelled = [_mean_excess(*(_values(result.rows(), wanted) for result in pair), wanted) for pair in pairs]
         units.append({"footing": type(footing).__name__, "records": footing.records(data, executor)})

@@ -25,6 +25,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import dask
 import dask.dataframe as dd
@@ -40,6 +41,11 @@ Mixtures = tuple[EvalData, EvalData, list[np.ndarray]]
 
 class Footing(ABC):
     """How the records a measure compares with the synthetic sets are put on equal footing."""
+
+    #: whether the observed footing's training group is the data themselves (the original's
+    #: records with their own values, the same synthetic sets): a measure's result on it is the
+    #: observed result, which a baseline without relabellings reuses instead of evaluating again
+    training_is_observed: ClassVar[bool] = False
 
     @abstractmethod
     def split(self, data: EvalData, executor: Executor, seed: int, relabel: int = 0) -> tuple[EvalData, EvalData]:
@@ -154,6 +160,8 @@ class PairedFooting(Footing):
     cells: tuple[str, ...]
     replaced: tuple[str, ...]
     columns: tuple[str, ...]
+    # relabelling 0 gives every record its own synthesised values
+    training_is_observed: ClassVar[bool] = True
 
     def partners(self, training: pd.DataFrame, holdout: pd.DataFrame, seed: int) -> tuple[np.ndarray, np.ndarray]:
         """Each training record's holdout partner (a position) and whether its cell had one."""

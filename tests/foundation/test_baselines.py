@@ -257,6 +257,31 @@ def test_row_aligned_relabellings_from_per_record_counts_are_those_of_each_relab
             assert len(shares) > 2
 
 
+@pytest.mark.parametrize("params", ROW_ALIGNED.values(), ids=ROW_ALIGNED.keys())
+def test_without_relabellings_the_observed_rows_stand_for_the_training_group(params, monkeypatch):
+    """With no permutation interval the paired footing's training group (the data themselves) is
+    not evaluated again: the observed result is reused, and every row is what evaluating both
+    groups gives."""
+    data = _ce_two_sets(missing=params.get("na_action") == "no_match")
+    measure = IdentificationRiskMeasure(params)
+    options = BaselineOptions(seed=5, permutations=0, bootstrap=0)
+    calls: list[int] = []
+    real = IdentificationRiskMeasure.evaluate
+
+    def counting(self, d, executor):
+        calls.append(len(self.params.scenarios))
+        return real(self, d, executor)
+
+    monkeypatch.setattr(IdentificationRiskMeasure, "evaluate", counting)
+    reused = evaluate(measure, data, MEMORY, options).tidy()
+    # the observed result (every scenario), then each scenario's holdout group only
+    assert calls == [len(params["scenarios"]), *[1] * len(params["scenarios"])]
+    monkeypatch.setattr(PairedFooting, "training_is_observed", False)
+    both = evaluate(measure, data, MEMORY, options).tidy()
+    assert {"training", "holdout", "excess"} <= set(both["params"].map(lambda p: json.loads(p).get("baseline")))
+    pd.testing.assert_frame_equal(reused, both, check_exact=True)
+
+
 def test_row_aligned_excess_interval_is_what_it_was():
     """The demo's form (a radius sweep, 20 relabellings) on CE records: the permutation interval
     of the excess as the per-relabelling evaluation computed it (values from the code before
