@@ -203,14 +203,8 @@ def holdout_baseline(
     rows: list[Row] = []
     units = []
     for sub, footing in measure.baseline_units(data):
-        if footing.training_is_observed and not options.permutations:
-            # the training group is the data, and a unit is a part of the measure: its rows there
-            # are the observed rows with its keys (the rows are joined on those keys below)
-            _, control = footing.split(data, executor, options.seed)
-            pairs: Iterator[tuple[Result, Result]] = iter([(observed, sub.evaluate(control, executor))])
-        else:
-            # the observed footing first, then the relabellings
-            pairs = footing_results(sub, footing, data, executor, options.seed, options.permutations)
+        # the observed footing first, then the relabellings
+        pairs = footing_results(sub, footing, data, executor, options.seed, options.permutations, observed)
         train_values, hold_values = (_values(result.rows(), wanted) for result in next(pairs))
         relabelled = [_mean_excess(*(_values(result.rows(), wanted) for result in pair), wanted) for pair in pairs]
         units.append({"footing": type(footing).__name__, "records": footing.records(data, executor)})
@@ -226,12 +220,26 @@ def holdout_baseline(
 
 
 def footing_results(
-    measure: Measure, footing: Footing, data: EvalData, executor: Executor, seed: int, relabellings: int
+    measure: Measure,
+    footing: Footing,
+    data: EvalData,
+    executor: Executor,
+    seed: int,
+    relabellings: int,
+    observed: Result | None = None,
 ) -> Iterator[tuple[Result, Result]]:
     """``measure`` on both groups of the observed footing (first), then of relabellings
     1..``relabellings``: drawn from the two observed footings when every group is a per-record
     mixture of them (:meth:`Footing.mixtures`) and the measure evaluates mixtures
-    (:meth:`Measure.evaluate_mixtures`), else each footing evaluated in turn."""
+    (:meth:`Measure.evaluate_mixtures`), else each footing evaluated in turn.
+
+    ``observed``, the result of the measure this one is a baseline unit of on ``data``, stands
+    for the training group when that group is the data (:attr:`Footing.training_is_observed`) and
+    nothing is relabelled: only the holdout group is evaluated (the unit's rows are the observed
+    rows with its keys, :meth:`Measure.baseline_units`)."""
+    if observed is not None and footing.training_is_observed and not relabellings:
+        _, control = footing.split(data, executor, seed)
+        return iter([(observed, measure.evaluate(control, executor))])
     mixtures = footing.mixtures(data, executor, seed, relabellings)
     results = None if mixtures is None else measure.evaluate_mixtures(*mixtures, executor)
     if results is None:

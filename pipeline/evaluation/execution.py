@@ -40,7 +40,7 @@ import operator
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -391,9 +391,9 @@ class Executor:
         futures = bool(held) and all(map(_is_future, held))
         where = self.client.who_has(held) if futures else {}
         groups: dict[Any, list[list[Any]]] = {}
-        for i, p in enumerate(stored):  # in partition order; a partition on several workers goes with the first
-            holders = where.get(held[i].key, ()) if futures else ()
-            runs = groups.setdefault(min(holders) if holders else i, [[]])
+        for i, p in enumerate(stored):  # in partition order
+            holder = _holder(where, held[i].key) if futures else None
+            runs = groups.setdefault(i if holder is None else holder, [[]])
             if len(runs[-1]) == PER_WORKER_PARTITIONS:
                 runs.append([])
             runs[-1].append(p)
@@ -454,7 +454,8 @@ class Executor:
         for ps in partials:
             per_set = []
             for p in ps:
-                here = dict(workers=[min(where[p.key])], allow_other_workers=True) if where.get(p.key) else {}
+                holder = _holder(where, p.key)
+                here = {} if holder is None else dict(workers=[holder], allow_other_workers=True)
                 cut = client.submit(split, p, pure=False, **here)
                 per_set.append([client.submit(operator.getitem, cut, b, pure=False, **here) for b in range(n_buckets)])
             pieces.append(per_set)
@@ -856,6 +857,13 @@ def _on_columns(
 ) -> Any:
     """``kernel(part[columns], *args, **kwargs)``: a map-reduce's selection and kernel in one task."""
     return kernel(part[columns], *args, **kwargs)
+
+
+def _holder(where: Mapping[Any, Any], key: Any) -> str | None:
+    """The worker a stored result is counted as being on (``Client.who_has``; with several
+    copies the first by address, so the choice does not depend on the order they were made)."""
+    holders = where.get(key)
+    return min(holders) if holders else None
 
 
 def _on_group(parts: list[pd.DataFrame], columns: list[str] | None, kernel: Callable[..., Any], args: tuple) -> Any:

@@ -95,20 +95,19 @@ def synthesised_frames(unit: SynthesisUnit, cache: Path) -> list[pd.DataFrame]:
     """The m synthetic sets of a finished synthesis unit as pandas frames in their schema, read
     straight from the cached Parquet files (the same frames as :func:`synthesised_sets` computed:
     a repetition group's sets are small and a Dask read costs ~8x a direct one per set)."""
-    synthetic = synthesis_folder(cache, unit) / "release" / "synthetic"
-    frames = []
-    for i in range(unit.synthesiser.m):
-        path = synthetic / f"syn{i + 1}.parquet"
-        schema = Schema.from_json(synthetic / f"syn{i + 1}.schema.json")
-        frames.append(schema.apply(pd.read_parquet(path), str(path)))
-    return frames
+    return [
+        Schema.from_json(p.with_name(f"{p.stem}.schema.json")).apply(pd.read_parquet(p), str(p))
+        for p in _set_paths(unit, cache)
+    ]
 
 
 def synthesised_sets(unit: SynthesisUnit, cache: Path) -> list[Dataset]:
     """The m synthetic sets of a finished synthesis unit, read back from its cached Parquet files
     (with the synthesised schema written beside them)."""
+    return [read_dataset(p, name=f"{unit.source}_{i + 1}") for i, p in enumerate(_set_paths(unit, cache))]
+
+
+def _set_paths(unit: SynthesisUnit, cache: Path) -> list[Path]:
+    """The cached Parquet files of a synthesis unit's m sets (each with its schema beside it)."""
     synthetic = synthesis_folder(cache, unit) / "release" / "synthetic"
-    return [
-        read_dataset(synthetic / f"syn{i + 1}.parquet", name=f"{unit.source}_{i + 1}")
-        for i in range(unit.synthesiser.m)
-    ]
+    return [synthetic / f"syn{i + 1}.parquet" for i in range(unit.synthesiser.m)]

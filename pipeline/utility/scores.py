@@ -262,22 +262,16 @@ def _integral_ranks(wx, wy, nx, ny):  # pragma: no cover - compiled
     if not integral:
         return cx, cy, False, 0.0, np.empty((0, 2))
     below = half = 0.0
-    hi = lo = np.int64(cx[0]) * ny - np.int64(cy[0]) * nx
+    keys = np.empty(n, dtype=np.int64)
     for i in range(n):
         below += wx[i] * (cy[i] - wy[i])
         half += wx[i] * wy[i]
-        key = np.int64(cx[i]) * ny - np.int64(cy[i]) * nx
-        hi = max(hi, key)
-        lo = min(lo, key)
+        keys[i] = np.int64(cx[i]) * ny - np.int64(cy[i]) * nx
+    pick = (keys == keys.max()) | (keys == keys.min())
+    points = np.empty((np.count_nonzero(pick), 2))
     k = 0
     for i in range(n):
-        key = np.int64(cx[i]) * ny - np.int64(cy[i]) * nx
-        k += key in (hi, lo)
-    points = np.empty((k, 2))
-    k = 0
-    for i in range(n):
-        key = np.int64(cx[i]) * ny - np.int64(cy[i]) * nx
-        if key in (hi, lo):
+        if pick[i]:
             points[k, 0] = cx[i]
             points[k, 1] = cy[i]
             k += 1
