@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_register import SECTIONS as REGISTER_SECTIONS
-from bench_register import run_register
+from bench_register import TASK_ROWS, run_register
 from harness import Bench, Measurement, PeakSampler, bench_client
 
 from pipeline.data.dataset import read_dataset
@@ -510,11 +510,11 @@ def main() -> None:
         rows += run_scaling(args.data, args.scaling_rows or int(n / 2.5), args.memory_limit, judged)
     if "ipf" in sections:
         rows += run_ipf(args.big)
-    if sections & (set(REGISTER_SECTIONS) - {"register_task"}):
+    if sections & (set(REGISTER_SECTIONS) - TASK_ROWS.keys()):
         with bench_client(args.workers, args.memory_limit) as client:
             rows += run_register(Bench(client), args.data, register_sizes, args.repeat, sections)
-    if "register_task" in sections:
-        rows += run_register(None, args.data, register_sizes, args.repeat, {"register_task"})
+    if sections & TASK_ROWS.keys():
+        rows += run_register(None, args.data, register_sizes, args.repeat, sections & TASK_ROWS.keys())
 
     print("\nanchors: " + "; ".join(f"{k}: {a['source']}" for k, a in ANCHORS.items()))
     print("\nnot met:" if any(r.met == "NOT met" for r in rows) else "")
