@@ -177,12 +177,13 @@ class Result(ABC):
             sets.setdefault(r.synthetic, {})[r.measure] = r.value
         return sets
 
-    def resampled(self, rng: np.random.Generator) -> Result | None:
-        """A bootstrap replicate of the result over the original's records (drawn with
-        replacement, the synthetic data held fixed), for measures where that is sound: every
-        value a sum over records of a quantity that depends on the record and the synthetic
-        data only. None (the default) where it is not (a record's uniqueness depends on the
-        other records: repU, DiSCO; a fitted model: pMSE)."""
+    def resampled(self, rng: np.random.Generator, replicates: int) -> Result | None:
+        """``replicates`` bootstrap replicates of a one-set result over the original's records
+        (drawn with replacement, the synthetic data held fixed), as one result whose synthetic
+        sets "1".."replicates" are the replicates (so its rows give every value's spread at once),
+        for measures where that is sound: every value a sum over records of a quantity that
+        depends on the record and the synthetic data only. None (the default) where it is not
+        (a record's uniqueness depends on the other records: repU, DiSCO; a fitted model: pMSE)."""
         return None
 
     def level_counts(self) -> Sequence[LevelCounts]:

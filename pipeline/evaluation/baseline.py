@@ -145,11 +145,8 @@ def record_bootstrap(result: Result, options: BaselineOptions) -> list[Row]:
     """Percentile-bootstrap rows of a single-set result that can be redrawn over records (none otherwise)."""
     # a stream of its own: the holdout footing and relabellings use (seed, r)
     rng = np.random.default_rng([options.seed, BOOTSTRAP_STREAM])
-    first = result.resampled(rng)
-    if first is None:
-        return []
-    replicates = (first, *(result.resampled(rng) for _ in range(options.bootstrap - 1)))
-    return bootstrap_rows(result.rows(), (r.rows() for r in replicates))
+    replicates = result.resampled(rng, options.bootstrap)
+    return [] if replicates is None else bootstrap_rows(result.rows(), replicates.rows())
 
 
 Values = dict[tuple[str, str, str], tuple[Mapping[str, Any], float]]

@@ -21,7 +21,7 @@ carry ``"ci"``, the method (not ``interval``: identification risk has a paramete
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,10 +36,14 @@ SUMMARIES = ("mean", "sd", "lower95", "upper95")
 def per_set_values(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) -> dict[str, Any]:
     """``{(measure, canonical params): (params, [values of sets 1..m])}`` in first-seen order."""
     groups: dict[tuple[str, str], tuple[Mapping[str, Any], list[float]]] = {}
+    texts: dict[int, str] = {}  # the rows of one setting share their params object: its text once
     for r in rows:
         if not str(r.synthetic).isdigit() or not keep(r):
             continue
-        key = (r.measure, canonical_json(r.params))
+        text = texts.get(id(r.params))
+        if text is None:
+            text = texts[id(r.params)] = canonical_json(r.params)
+        key = (r.measure, text)
         groups.setdefault(key, (r.params, []))[1].append(float(r.value))
     return groups
 
@@ -88,19 +92,15 @@ def shift_interval(observed: float, relabelled: Sequence[float], level: float = 
     return observed - half, observed + half
 
 
-def bootstrap_rows(observed: Sequence[Row], replicates: Iterable[Sequence[Row]], level: float = LEVEL) -> list[Row]:
+def bootstrap_rows(observed: Sequence[Row], replicates: Sequence[Row], level: float = LEVEL) -> list[Row]:
     """Percentile-bootstrap summary rows (``mean`` = the observed value, ``lower95``, ``upper95``)
-    of every (measure, params) of the single synthetic set "1" in ``observed``, from the same
-    rows of each replicate (fewer than 2 finite replicate values: no rows)."""
-    values = per_set_values(observed, keep=lambda r: r.synthetic == "1")
-    spread: dict[tuple[str, str], list[float]] = {key: [] for key in values}
-    for rows in replicates:
-        for key, (_, got) in per_set_values(rows, keep=lambda r: r.synthetic == "1").items():
-            if key in spread:
-                spread[key].append(got[0])
+    of every (measure, params) of the single synthetic set "1" in ``observed``, from the values of
+    the replicates' sets "1".."B" in ``replicates`` (:meth:`Result.resampled
+    <pipeline.evaluation.base.Result.resampled>`; fewer than 2 finite replicate values: no rows)."""
+    spread = per_set_values(replicates)
     out = []
-    for (measure, _), (params, (value,)) in values.items():
-        r = np.asarray(spread[measure, canonical_json(params)], dtype=np.float64)
+    for (measure, text), (params, (value,)) in per_set_values(observed, keep=lambda r: r.synthetic == "1").items():
+        r = np.asarray(spread.get((measure, text), (None, []))[1], dtype=np.float64)
         r = r[np.isfinite(r)]
         if len(r) < 2 or not math.isfinite(value):
             continue

@@ -99,10 +99,10 @@ def test_percentile_interval_covers_the_population_value():
     for _ in range(sims):
         pick = rng.integers(0, population, n)
         stats = SetStatistics.from_histograms(n, [histogram(c[pick], t[pick])])
-        reps = [stats.resampled(rng) for _ in range(replicates)]
-        lo, hi = np.quantile([s.file_risk[0] for s in reps], [0.025, 0.975])
+        reps = stats.resampled(rng, replicates)
+        lo, hi = np.quantile(reps.file_risk, [0.025, 0.975])
         covered["file"] += lo <= truth_file <= hi
-        lo, hi = np.quantile([s.true_rate[0] for s in reps], [0.025, 0.975])
+        lo, hi = np.quantile(reps.true_rate, [0.025, 0.975])
         covered["true"] += lo <= truth_true <= hi
     for name, k in covered.items():
         assert 0.92 <= k / sims <= 0.98, (name, k / sims)
@@ -127,3 +127,22 @@ def test_no_bootstrap_where_it_is_not_sound_or_not_needed():
 def test_replicate_count_is_validated():
     with pytest.raises(ValueError, match="at least 100"):
         BaselineOptions(bootstrap=50)
+
+
+def test_replicates_are_the_statistics_of_redrawn_histograms():
+    """The stacked replicates (sets 1..B) are, set by set, the statistics of the (c, T) histogram
+    with its counts redrawn from the multinomial; only a one-set result is redrawn."""
+    rng = np.random.default_rng(5)
+    c, t = rng.geometric(0.4, 3000) - 1, rng.random(3000) < 0.5
+    hc, ht, counts = histogram(c, t)
+    stats = SetStatistics.from_histograms(3000, [(hc, ht, counts)])
+    reps = stats.resampled(np.random.default_rng(9), 60)
+    drawn = np.random.default_rng(9).multinomial(counts.sum(), counts / counts.sum(), size=60)
+    assert reps.m == 60 and len(set(reps.s.tolist())) > 1
+    for k in range(60):
+        one = SetStatistics.from_histograms(3000, [(hc, ht, drawn[k])])
+        for name in ("s", "n_true_unique", "n_false_unique", "sum_c", "n_no_match"):
+            assert getattr(reps, name)[k] == getattr(one, name)[0], (name, k)
+        assert reps.exp_risk[k] == pytest.approx(one.exp_risk[0], rel=1e-12)
+    with pytest.raises(ValueError, match="one synthetic set, not 2"):
+        SetStatistics.from_histograms(3000, [(hc, ht, counts)] * 2).resampled(rng, 10)

@@ -36,8 +36,20 @@ def _defined(values: np.ndarray) -> np.ndarray:
 def defined_mean(values: np.ndarray) -> float:
     """The mean of :func:`summarise` alone (no quantiles: the rows of every bootstrap replicate
     need only the mean, and the quantiles cost most of a replicate)."""
+    if len(values) == 1:  # one set (every bootstrap replicate): its value, NaN or not
+        return float(values[0])
     v = _defined(values)
     return float(np.mean(v)) if len(v) else math.nan
+
+
+def defined_median(values: np.ndarray) -> float:
+    """The median of :func:`summarise` alone (its quantile, to the last bit)."""
+    v = _defined(values)
+    return float(np.quantile(v, 0.5)) if len(v) else math.nan
+
+
+#: the sweep's criteria: one summary of :func:`summarise` each, computed alone
+CRITERIA = {"mean": defined_mean, "median": defined_median}
 
 
 def summarise(values: np.ndarray) -> dict[str, float]:
@@ -113,12 +125,29 @@ class SetStatistics:
             histograms=tuple(histograms),
         )
 
-    def resampled(self, rng: np.random.Generator) -> SetStatistics:
-        """The statistics of n target records drawn with replacement, the synthetic sets held
-        fixed: every statistic is a sum over records of a function of (c_i, T_i), so drawing the
-        records is drawing each set's (c, T) histogram from a multinomial (one draw per set)."""
-        drawn = [(c, t, rng.multinomial(int(cnt.sum()), cnt / cnt.sum())) for c, t, cnt in self.histograms]
-        return SetStatistics.from_histograms(self.n, drawn)
+    def resampled(self, rng: np.random.Generator, replicates: int) -> SetStatistics:
+        """The statistics of ``replicates`` draws of n target records with replacement from the
+        one synthetic set's statistics, as the statistics of ``replicates`` sets: every statistic
+        is a sum over records of a function of (c_i, T_i), so drawing the records is drawing the
+        (c, T) histogram from a multinomial, and each statistic of a draw is the drawn counts
+        times that function of the histogram's (c, T) pairs."""
+        if len(self.histograms) != 1:
+            raise ValueError(f"a bootstrap redraws the records of one synthetic set, not {len(self.histograms)}")
+        (c, t, cnt), total = self.histograms[0], int(self.histograms[0][2].sum())
+        if total == 0:  # no target record: every statistic 0 (and the rates undefined)
+            drawn = np.zeros((replicates, len(cnt)), np.int64)
+        else:
+            drawn = rng.multinomial(total, cnt / total, size=replicates)
+        one, risky = c == 1, t & (c > 0)
+        return SetStatistics(
+            n=self.n,
+            s=drawn[:, one].sum(axis=1),
+            n_true_unique=drawn[:, one & t].sum(axis=1),
+            n_false_unique=drawn[:, one & ~t].sum(axis=1),
+            exp_risk=drawn[:, risky] @ (1.0 / c[risky]),
+            sum_c=drawn @ c.astype(np.int64),
+            n_no_match=drawn[:, c == 0].sum(axis=1),
+        )
 
     @property
     def m(self) -> int:
@@ -207,7 +236,7 @@ class IdentificationRiskResult(Result):
     radius: dict[str, float] | None
     c: np.ndarray
     T: np.ndarray
-    #: a bootstrap replicate's statistics (:meth:`resampled`) in place of those of ``c`` and ``T``
+    #: bootstrap replicates' statistics (:meth:`resampled`: sets 1..B) in place of those of ``c`` and ``T``
     replicate: SetStatistics | None = None
 
     @property
@@ -245,9 +274,10 @@ class IdentificationRiskResult(Result):
             return self.replicate
         return SetStatistics.from_histograms(self.n, [histogram(self.c[:, k], self.T[:, k]) for k in range(self.m)])
 
-    def resampled(self, rng: np.random.Generator) -> IdentificationRiskResult:
-        """A bootstrap replicate: the file-level statistics of target records drawn with replacement."""
-        return replace(self, replicate=self.statistics.resampled(rng))
+    def resampled(self, rng: np.random.Generator, replicates: int) -> IdentificationRiskResult:
+        """Bootstrap replicates as sets 1..replicates: the file-level statistics of target records
+        drawn with replacement."""
+        return replace(self, replicate=self.statistics.resampled(rng, replicates))
 
     @property
     def exp_risk(self) -> np.ndarray:
@@ -333,17 +363,18 @@ class RadiusSweepResult(Result):
     @property
     def criterion_values(self) -> np.ndarray:
         """Mean (or median) file-level risk over the sets, per radius combination."""
-        return np.array([summarise(row)[self.criterion] for row in self.file_risk])
+        return np.array([CRITERIA[self.criterion](row) for row in self.file_risk])
 
     @property
     def best(self) -> int:
         """Index of the maximising combination; ties go to the first (smallest radii)."""
         return self.fixed_best if self.fixed_best is not None else int(np.argmax(self.criterion_values))
 
-    def resampled(self, rng: np.random.Generator) -> RadiusSweepResult:
-        """A bootstrap replicate (target records drawn with replacement for every combination),
-        at the observed maximising combination."""
-        return replace(self, statistics=tuple(s.resampled(rng) for s in self.statistics), fixed_best=self.best)
+    def resampled(self, rng: np.random.Generator, replicates: int) -> RadiusSweepResult:
+        """Bootstrap replicates as sets 1..replicates (target records drawn with replacement for
+        every combination), at the observed maximising combination."""
+        statistics = tuple(s.resampled(rng, replicates) for s in self.statistics)
+        return replace(self, statistics=statistics, fixed_best=self.best)
 
     @property
     def r_star(self) -> dict[str, float]:
@@ -437,10 +468,12 @@ class IdentificationRiskTaskResult(Result):
     sets_per_repetition: int | None = None
     excluded_share: dict[str, float] = field(default_factory=dict)
 
-    def resampled(self, rng: np.random.Generator) -> IdentificationRiskTaskResult:
-        """A bootstrap replicate over target records (:meth:`Result.resampled`): every scenario's
-        statistics from records drawn with replacement, the synthetic sets held fixed."""
-        return replace(self, scenarios={name: res.resampled(rng) for name, res in self.scenarios.items()})
+    def resampled(self, rng: np.random.Generator, replicates: int) -> IdentificationRiskTaskResult:
+        """Bootstrap replicates over target records as sets 1..replicates (:meth:`Result.resampled`):
+        every scenario's statistics from records drawn with replacement, the synthetic set held
+        fixed (no repetitions: the replicates are not repetitions of m sets)."""
+        scenarios = {name: res.resampled(rng, replicates) for name, res in self.scenarios.items()}
+        return replace(self, scenarios=scenarios, sets_per_repetition=None)
 
     def at_max(self, name: str) -> SetStatistics:
         """Per-set statistics of a scenario at its maximising (or only) radius."""
@@ -464,7 +497,11 @@ class IdentificationRiskTaskResult(Result):
         """
         rows: list[Row] = []
         for name, res in self.scenarios.items():
-            rows.extend(Row(r.synthetic, r.measure, r.value, {"scenario": name, **r.params}) for r in res.rows())
+            scenario_rows = res.rows()
+            # one params object per setting, as the scenario's rows share theirs (the rows of many
+            # sets, e.g. bootstrap replicates, then cost one canonical text per setting)
+            params = {id(r.params): {"scenario": name, **r.params} for r in scenario_rows}
+            rows.extend(Row(r.synthetic, r.measure, r.value, params[id(r.params)]) for r in scenario_rows)
             if name in self.excluded_share:
                 rows.append(Row("original", "excluded_share", self.excluded_share[name], {"scenario": name}))
             if self.sets_per_repetition:
