@@ -335,9 +335,10 @@ class RadiusSweepResult(Result):
         """Mean (or median) file-level risk over the sets, per radius combination."""
         return np.array([summarise(row)[self.criterion] for row in self.file_risk])
 
-    @property
+    @cached_property
     def best(self) -> int:
-        """Index of the maximising combination; ties go to the first (smallest radii)."""
+        """Index of the maximising combination; ties go to the first (smallest radii).  Kept
+        once found: every bootstrap replicate (:meth:`resampled`) asks for it."""
         return self.fixed_best if self.fixed_best is not None else int(np.argmax(self.criterion_values))
 
     def resampled(self, rng: np.random.Generator) -> RadiusSweepResult:
