@@ -37,6 +37,8 @@ def defined_mean(values: np.ndarray) -> float:
     """The mean of :func:`summarise` alone (no quantiles: the rows of every bootstrap replicate
     need only the mean, and the quantiles cost most of a replicate)."""
     v = _defined(values)
+    if len(v) == 1:  # one set (a bootstrap's case): the value itself, as np.mean gives it, without its cost
+        return float(v[0])
     return float(np.mean(v)) if len(v) else math.nan
 
 
