@@ -85,15 +85,18 @@ def scenario_blocks(
 ) -> list[tuple[Blocks, list[int]]]:
     """Balanced key blocks for the scenarios ``plans``, and which scenarios each serves.
 
-    The scenarios share one set of blocks, keyed on the categorical variables that every one
-    of them compares (a scenario that compares more matches them inside its blocks): the
-    records are hashed, counted, cut and moved once for all scenarios, radii and sets.  Only
-    when the scenarios have no categorical variable in common while some compare one (blocks
-    on no key would be one block) does each scenario get blocks of its own.  ``along`` is
-    computed with the first blocks' counting pass (:meth:`Executor.key_blocks`).
+    When one scenario's categorical variables are compared by every other scenario too (the
+    register task: sex, municipality; and sex, municipality, edu), the scenarios share one set
+    of blocks keyed on them (a scenario that compares more matches those inside its blocks):
+    the records are hashed, counted, cut and moved once for all scenarios, radii and sets, and
+    no block is coarser than that scenario's own.  Otherwise (keys that diverge, e.g. sex and
+    region against sex and municipality, whose common part would make a few large blocks; or a
+    scenario without categorical variables, one block, beside one with them) each scenario
+    gets blocks of its own.  ``along`` is computed with the first blocks'
+    counting pass (:meth:`Executor.key_blocks`).
     """
     shared = [v for v in plans[0].categorical if all(v in p.categorical for p in plans[1:])]
-    if shared or not any(p.categorical for p in plans):
+    if not any(p.categorical for p in plans) or (shared and any(set(p.categorical) == set(shared) for p in plans)):
         groups = [(shared, list(range(len(plans))))]
     else:
         groups = [(list(p.categorical), [k]) for k, p in enumerate(plans)]
