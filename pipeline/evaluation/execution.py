@@ -224,9 +224,28 @@ class Executor:
         # first gathers every partition on one worker, a second transfer of the whole result
         frames = [isinstance(v, (dd.DataFrame, dd.Series)) for v in unwrapped]
         parts = [v.to_delayed() if is_frame else [v] for v, is_frame in zip(unwrapped, frames, strict=True)]
-        got = iter(self.client.compute([p for ps in parts for p in ps], sync=True))
+        flat = [p for ps in parts for p in ps]
+        got = iter(self._fetch_as_done(flat) if any(frames) else self.client.compute(flat, sync=True))
         values = [[next(got) for _ in ps] for ps in parts]
         return [_concat_frames(v) if is_frame else v[0] for v, is_frame in zip(values, frames, strict=True)]
+
+    def _fetch_as_done(self, lazy: Sequence[Any]) -> list[Any]:
+        """Values of ``lazy`` computed on the cluster, each brought here as soon as it is done
+        (a gather of all waits for the last one, then moves every result at once: the
+        partitions of a result frame would all cross after the last kernel)."""
+        from distributed import as_completed
+
+        futures = self.client.compute(list(lazy))
+        where: dict[Any, list[int]] = {}
+        for i, f in enumerate(futures):  # the same value asked twice is one key
+            where.setdefault(f.key, []).append(i)
+        unique = list({f.key: f for f in futures}.values())
+        out: list[Any] = [None] * len(futures)
+        with self.client.as_current():  # as_completed uses the current client, not necessarily this one
+            for future, value in as_completed(unique, with_results=True):
+                for i in where[future.key]:
+                    out[i] = value
+        return out
 
     def persist(self, *frames: Frame, merge: bool = True) -> list[Frame]:
         """Keep Dask frames in cluster memory (pandas frames pass through), returned once there.
@@ -285,12 +304,17 @@ class Executor:
         return out
 
     def _persist(self, frames: Sequence[Any]) -> list[Any]:
-        """Dask collections submitted for persisting (see :meth:`_wait`); other values pass through."""
-        lazy = [f for f in frames if dask.is_dask_collection(f)]
+        """Dask collections submitted for persisting (see :meth:`_wait`); other values pass through.
+
+        A frame that reads persisted partitions only (persisted data or a selection of their
+        columns) passes through too: persisting it again would copy the records on the workers
+        and give a new collection whose partitions are counted again, a round trip each.
+        """
+        lazy = [f for f in frames if dask.is_dask_collection(f) and not _is_persisted(f)]
         if not lazy:
             return list(frames)
         done = iter(self.client.persist(lazy) if self.client is not None else dask.persist(*lazy))
-        return [next(done) if dask.is_dask_collection(f) else f for f in frames]
+        return [next(done) if dask.is_dask_collection(f) and not _is_persisted(f) else f for f in frames]
 
     def _wait(self, values: list[Any]) -> list[Any]:
         """``values`` once the persisted Dask collections among them are on the cluster."""
@@ -331,6 +355,7 @@ class Executor:
         summary: Callable[[Any], Any] | None = None,
         split_every: int = 8,
         per_worker: bool = False,
+        along: Sequence[Any] = (),
     ) -> tuple[list[list[Any]], list[Any]]:
         """:meth:`map_reduce` of every frame that also keeps the per-partition results (the partials).
 
@@ -351,6 +376,9 @@ class Executor:
         else one partition (a pandas frame: itself).  Which
         partitions go together depends on where they are, so the partials must combine
         exactly in any grouping.
+
+        ``along``: other lazy values (e.g. a measure's checks of the same data) computed in the
+        same pass; their values follow the combinations in the returned list.
         """
         tasks = [
             [kernel([f] if per_worker else f, *args)]
@@ -365,10 +393,11 @@ class Executor:
                 continue
             small = [dask.delayed(summary, pure=True)(p) for p in t] if summary is not None else t
             roots.append(_combine_tree(small, combine, split_every))
+        roots.extend(v.value if isinstance(v, Deferred) else v for v in along)
         lazy = [t for ts in tasks for t in ts if dask.is_dask_collection(t)]
         lazy_roots = [r for r in roots if dask.is_dask_collection(r)]
         if not lazy:
-            return tasks, roots
+            return tasks, [*roots[: len(frames)], *self.compute(*roots[len(frames) :])]
         if self.client is None:  # the local scheduler: the partials are values in this process
             kept, combined = dask.compute(lazy, lazy_roots)
         else:  # one graph: each partial is computed once, kept as a future and combined
@@ -592,6 +621,7 @@ class Executor:
         n_blocks: int | None = None,
         with_row_id: bool = False,
         balanced: bool = False,
+        along: Sequence[Any] = (),
     ) -> Blocks:
         """Co-partition the original and the synthetic sets by a stable hash of ``keys``.
 
@@ -609,6 +639,10 @@ class Executor:
         the partitions' pieces, not a Dask shuffle (:meth:`_balanced_blocks`).  The default
         number of blocks is then a multiple of the workers' threads, so equal blocks keep every
         worker busy to the end.
+
+        ``along``: lazy values (:class:`Deferred`, e.g. a measure's checks of the same data)
+        computed with the blocks' counting pass where there is one (one round trip less), else
+        at once; their values are :attr:`Blocks.along`.
         """
         keys = list(keys)
         for f in data.frames:
@@ -622,23 +656,27 @@ class Executor:
                 if with_row_id:
                     out[ROW_COLUMN] = np.arange(len(f), dtype=np.int64)
                 frames.append(out)
-            return Blocks(self, frames[0], frames[1:], None)
+            return Blocks(self, frames[0], frames[1:], None, along=tuple(self.compute(*along)))
         if n_blocks is None:
             n_blocks = max(1, math.ceil(max(self.rows(data)) / self.block_rows))
             if balanced and n_blocks > 1:
                 n_blocks = self.threads() * math.ceil(n_blocks / self.threads())
+        if balanced and n_blocks > 1:
+            return self._balanced_blocks(data, keys, n_blocks, with_row_id, along)
+        values = tuple(self.compute(*along))
         if n_blocks == 1:
             whole = [_one_block(f, with_row_id) for f in data.frames]
-            return Blocks(self, whole[0], whole[1:], AlignedBlocks(KeyBlocks(keys, 1), whole[0], whole[1:]))
-        if balanced:
-            return self._balanced_blocks(data, keys, n_blocks, with_row_id)
+            aligned = AlignedBlocks(KeyBlocks(keys, 1), whole[0], whole[1:])
+            return Blocks(self, whole[0], whole[1:], aligned, along=values)
         # row ids count the records of each partition: on this executor's client, where persisted data live
         on_client = self.client.as_current() if self.client is not None else contextlib.nullcontext()
         with dask.config.set({"dataframe.shuffle.method": self.shuffle}), on_client:
             aligned = KeyBlocks(keys, n_blocks).partition(data.original, list(data.synthetic), with_row_id)
-        return Blocks(self, aligned.original, aligned.synthetic, aligned)
+        return Blocks(self, aligned.original, aligned.synthetic, aligned, along=values)
 
-    def _balanced_blocks(self, data: EvalData, keys: list[str], n_blocks: int, with_row_id: bool) -> Blocks:
+    def _balanced_blocks(
+        self, data: EvalData, keys: list[str], n_blocks: int, with_row_id: bool, along: Sequence[Any] = ()
+    ) -> Blocks:
         """Balanced key blocks by an exchange of the records' pieces (no Dask shuffle).
 
         One pass hashes every partition's keys once and keeps the result on its worker
@@ -651,8 +689,10 @@ class Executor:
         move, once.
         """
         frames = [_as_dask(f) for f in data.frames]
-        partials, loads = self.map_reduce_partials(frames, keyed_partition, sum_key_loads, keys, summary=key_loads)
-        assignment = balanced_blocks(sum_key_loads(loads), n_blocks).sort_index()
+        partials, combined = self.map_reduce_partials(
+            frames, keyed_partition, sum_key_loads, keys, summary=key_loads, along=along
+        )
+        assignment = balanced_blocks(sum_key_loads(combined[: len(frames)]), n_blocks).sort_index()
         # the table goes to the cluster once, not with every task
         hashes = dask.delayed(assignment.index.to_numpy(dtype=np.int64), traverse=False)
         blocks = dask.delayed(assignment.to_numpy(dtype=np.int64), traverse=False)
@@ -661,20 +701,29 @@ class Executor:
         # the blocks are equal, so every thread gets the same work; left to the scheduler, the
         # blocks followed their pieces and one worker could get twice the blocks of another
         slots = [w for w, k in sorted(self.client.nthreads().items()) for _ in range(k)] if self.client else [None]
-        aligned = []
+        places = [slots[b % len(slots)] for b in range(n_blocks)]
+        aligned, pieces = [], []
         for f, parts, counts in zip(frames, partials, self.partition_rows(*frames), strict=True):
             offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist()
             firsts = offsets if with_row_id else [None] * len(parts)
-            pieces = [cut(p, hashes, blocks, n_blocks, o) for p, o in zip(parts, firsts, strict=True)]
+            cuts = [cut(p, hashes, blocks, n_blocks, o) for p, o in zip(parts, firsts, strict=True)]
             meta = f._meta.assign(**{ROW_COLUMN: np.int64(0)}) if with_row_id else f._meta
             meta = meta.assign(**{BLOCK_COLUMN: np.int64(0)})
+            by_block = [[piece[b] for piece in cuts] for b in range(n_blocks)]
             joined = []
-            for b in range(n_blocks):
-                slot = slots[b % len(slots)]
-                with dask.annotate(**({"workers": [slot], "allow_other_workers": True} if slot else {})):
-                    joined.append(dask.delayed(_concat_frames, pure=False)([piece[b] for piece in pieces]))
+            for b, slot in enumerate(places):
+                with _placed(slot):
+                    joined.append(dask.delayed(_concat_frames, pure=False)(by_block[b]))
             aligned.append(dd.from_delayed(joined, meta=meta, verify_meta=False))
-        return Blocks(self, aligned[0], aligned[1:], AlignedBlocks(KeyBlocks(keys, n_blocks), aligned[0], aligned[1:]))
+            pieces.append(by_block)
+        return Blocks(
+            self,
+            aligned[0],
+            aligned[1:],
+            AlignedBlocks(KeyBlocks(keys, n_blocks), aligned[0], aligned[1:]),
+            _Pieces(pieces, places),
+            tuple(combined[len(frames) :]),
+        )
 
     def derived_key_blocks(
         self,
@@ -740,6 +789,16 @@ class Executor:
 
 
 @dataclass(frozen=True)
+class _Pieces:
+    """Balanced key blocks as their pieces (:meth:`Executor._balanced_blocks`): per data set and
+    block the delayed pieces of every partition, in partition order, and the worker thread each
+    block is made on (None: anywhere)."""
+
+    pieces: list[list[list[Any]]]
+    places: list[str | None]
+
+
+@dataclass(frozen=True)
 class Blocks:
     """The original and the synthetic sets in aligned key blocks (see :meth:`Executor.key_blocks`)."""
 
@@ -747,6 +806,11 @@ class Blocks:
     original: Frame
     synthetic: list[Frame]
     aligned: AlignedBlocks | None
+    #: balanced blocks: the pieces, so that a kernel's task joins them itself (no task per block
+    #: and data set that only concatenates, and one hop less before every kernel)
+    pieces: _Pieces | None = None
+    #: the values of ``key_blocks(..., along=...)``
+    along: tuple = ()
 
     def persist(self) -> Blocks:
         """Keep the shuffled blocks on the cluster (reused by several kernels)."""
@@ -771,7 +835,27 @@ class Blocks:
         chosen = self.synthetic if synthetic is None else [self.synthetic[i] for i in synthetic]
         if self.aligned is None:
             return Deferred(kernel(self.original, *chosen, **kwargs))
-        return Deferred(self.aligned.map(kernel, meta, synthetic=synthetic, **kwargs))
+        if self.pieces is None:
+            return Deferred(self.aligned.map(kernel, meta, synthetic=synthetic, **kwargs))
+        sets = [0, *(1 + i for i in (range(len(self.synthetic)) if synthetic is None else synthetic))]
+        task = dask.delayed(_on_pieces, pure=False)
+        name = getattr(kernel, "__name__", "kernel")
+        out = []
+        for b, slot in enumerate(self.pieces.places):
+            with _placed(slot):
+                joined = [self.pieces.pieces[i][b] for i in sets]
+                out.append(task(kernel, joined, kwargs, dask_key_name=f"{name}-{uuid.uuid4().hex}"))
+        return Deferred(dd.from_delayed(out, meta=meta, verify_meta=False))
+
+
+def _placed(slot: str | None) -> contextlib.AbstractContextManager:
+    """Tasks made inside run on worker ``slot`` (other workers allowed), or anywhere for None."""
+    return dask.annotate(workers=[slot], allow_other_workers=True) if slot else contextlib.nullcontext()
+
+
+def _on_pieces(kernel: Callable[..., pd.DataFrame], pieces: Sequence[Sequence[pd.DataFrame]], kwargs: dict) -> Any:
+    """``kernel`` of one balanced block: each data set's pieces joined in partition order, in the kernel's task."""
+    return kernel(*[_concat_frames(p) for p in pieces], **kwargs)
 
 
 def _keep_part(part: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
@@ -804,6 +888,14 @@ def _stored_keys(frame: dd.DataFrame) -> tuple[str, ...]:
     while isinstance(expr, Projection):
         expr = expr.frame
     return tuple(str(k) for k in expr.operand("keys")) if isinstance(expr, FromGraph) else ()
+
+
+def _is_persisted(frame: Any) -> bool:
+    """Whether a Dask frame reads partitions held on the cluster only (futures of persisted data,
+    or a selection of their columns)."""
+    if not isinstance(frame, dd.DataFrame) or not _stored_keys(frame):
+        return False
+    return all(_is_future(next(iter(p.dask.values()))) for p in _stored_parts(frame)[0])
 
 
 def _stored_frame(frame: dd.DataFrame) -> dd.DataFrame:

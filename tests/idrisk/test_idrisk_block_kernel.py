@@ -167,3 +167,41 @@ def test_measure_on_many_small_cells_matches_brute_force(interval):
     for k, combo in enumerate(sweep.grid.combos):
         single = identification_risk(orig, [syn], known, synthesised, combo, interval=interval)
         np.testing.assert_array_equal(sweep.measure("exp.risk")[k], single.exp_risk)
+
+
+@pytest.mark.parametrize("euclidean", [False, True])
+def test_radius_rows_swept_together_or_apart_match_brute_force(euclidean):
+    """Radius rows share one segment-tree sweep up to ``max_boxes`` (radius row, query) boxes:
+    one row at a time, a few rows per sweep (a last sweep with fewer), all rows together — each
+    row's counts equal brute force (grid values: ties and values on the interval ends; one
+    radius 0 per row, an empty box; two tree-sized blocks and a pairwise one)."""
+    plan = _plan(False, True, euclidean)
+    rng = np.random.default_rng(77 + euclidean)
+    sizes = np.array([300, 140, 20])  # 300 x 300 and 140 x 140 pairs take the tree, 20 x 20 does not
+    p_groups = rng.permutation(np.repeat(np.arange(3), sizes))
+    q_groups = rng.permutation(np.repeat(np.arange(3), sizes))
+
+    def values(n):
+        return np.column_stack([rng.integers(1, s, n) * 4.0 for s in (5, 30, 60)])
+
+    p_values, q_values = values(len(p_groups)), values(len(q_groups))
+    radii = np.array([[0.25, 0.5, 0.25], [0.5, 0.25, 0.0], [0.1, 0.1, 0.1], [0.25, 0.25, 0.5], [0.0, 0.5, 0.5]])
+    expected = _brute(plan, q_groups, q_values, p_groups, p_values, radii)
+    known, syn = euclidean_orders(plan)
+    args = (
+        *group_slices(q_groups, 3),
+        q_values,
+        *group_slices(p_groups, 3),
+        p_values,
+        radii,
+        plan.percentage,
+        plan.euclidean,
+        np.array(known, dtype=np.int64),
+        np.array(syn, dtype=np.int64),
+        plan.closed,
+    )
+    for max_boxes in (1, 300, 2 * 300, 3 * 300 + 1, 10**6):
+        np.testing.assert_array_equal(_count_3d_blocks(*args, max_boxes), expected)
+    if not euclidean:  # an open interval of radius 0 holds nothing (pooled half-widths are not 0)
+        assert expected[1].sum() == 0 and expected[4].sum() == 0
+    assert expected[2].sum() > 0

@@ -15,7 +15,7 @@ import pandas as pd
 
 from pipeline.errors import CompatibilityError, DataError
 from pipeline.evaluation.data import EvalData, source_name
-from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.execution import Deferred, Executor
 
 ROWS = "__rows__"
 GROUP = "__group__"
@@ -64,7 +64,7 @@ def check_frames(
 
     Row counts must agree (row i of a partially synthetic set is the synthetic version of
     original record i); missing or non-finite values of radius-matched variables are an error
-    unless ``na_action="no_match"``.
+    unless ``na_action="no_match"``.  :func:`frame_checks` + :func:`judge_checks`.
 
     Returns
     -------
@@ -82,9 +82,25 @@ def check_frames(
         Missing/non-finite continuous values under ``na_action="error"`` (names the data set,
         the variables and counts).
     """
+    checks = executor.compute(*frame_checks(data, executor, continuous, groups))
+    return judge_checks(checks, continuous, na_action, groups)
+
+
+def frame_checks(
+    data: EvalData, executor: Executor, continuous: Sequence[str], groups: Sequence[Sequence[str]] = ()
+) -> list[Deferred]:
+    """The aggregates :func:`judge_checks` reads, one deferred value per data set (so that they can
+    be computed in the same pass as other work, e.g. :meth:`Executor.key_blocks` ``along``)."""
+    cont, grouped = list(continuous), [list(g) for g in groups]
+    return [executor.map_reduce(f, _frame_checks, _sum_checks, cont, grouped) for f in data.frames]
+
+
+def judge_checks(
+    checks: Sequence[pd.Series], continuous: Sequence[str], na_action: str, groups: Sequence[Sequence[str]] = ()
+) -> tuple[int, list[int]]:
+    """The number of records and the excluded records per group, from the computed
+    :func:`frame_checks`; raises as :func:`check_frames` says."""
     cont = list(continuous)
-    groups = [list(g) for g in groups]
-    checks = executor.compute(*[executor.map_reduce(f, _frame_checks, _sum_checks, cont, groups) for f in data.frames])
     n = int(checks[0][ROWS])
     for i, chk in enumerate(checks[1:], start=1):
         if int(chk[ROWS]) != n:

@@ -19,7 +19,7 @@ import pandas as pd
 from pipeline.blocks import ROW_COLUMN
 from pipeline.errors import DataError
 from pipeline.evaluation.data import EvalData
-from pipeline.evaluation.execution import Deferred, Executor
+from pipeline.evaluation.execution import Blocks, Deferred, Executor
 from pipeline.risk.idrisk.matching import histogram, partition_counts
 from pipeline.risk.idrisk.plan import MatchPlan
 from pipeline.risk.idrisk.result import SetStatistics
@@ -80,13 +80,41 @@ def combo_matrix(plan: MatchPlan, combos: Sequence[Mapping[str, float]]) -> np.n
     )
 
 
-def count_records(
-    data: EvalData, executor: Executor, plan: MatchPlan, combos: Sequence[Mapping[str, float]]
-) -> Deferred:
+def scenario_blocks(
+    data: EvalData, executor: Executor, plans: Sequence[MatchPlan], along: Sequence[Deferred] = ()
+) -> list[tuple[Blocks, list[int]]]:
+    """Balanced key blocks for the scenarios ``plans``, and which scenarios each serves.
+
+    When one scenario's categorical variables are compared by every other scenario too (the
+    register task: sex, municipality; and sex, municipality, edu), the scenarios share one set
+    of blocks keyed on them (a scenario that compares more matches those inside its blocks):
+    the records are hashed, counted, cut and moved once for all scenarios, radii and sets, and
+    no block is coarser than that scenario's own.  Otherwise (keys that diverge, e.g. sex and
+    region against sex and municipality, whose common part would make a few large blocks; or a
+    scenario without categorical variables, one block, beside one with them) each scenario
+    gets blocks of its own.  ``along`` is computed with the first blocks'
+    counting pass (:meth:`Executor.key_blocks`).
+    """
+    shared = [v for v in plans[0].categorical if all(v in p.categorical for p in plans[1:])]
+    if not any(p.categorical for p in plans) or (shared and any(set(p.categorical) == set(shared) for p in plans)):
+        groups = [(shared, list(range(len(plans))))]
+    else:
+        groups = [(list(p.categorical), [k]) for k, p in enumerate(plans)]
+    out = []
+    for g, (keys, members) in enumerate(groups):
+        columns = list(dict.fromkeys(c for k in members for c in plans[k].columns))
+        blocks = executor.key_blocks(
+            data.select(columns), keys, with_row_id=True, balanced=True, along=along if g == 0 else ()
+        )
+        out.append((blocks, members))
+    return out
+
+
+def count_records(blocks: Blocks, m: int, plan: MatchPlan, combos: Sequence[Mapping[str, float]]) -> Deferred:
     """Deferred frame of c and T per original record and radius combination (columns
-    ``__row__``, ``c_k_s``, ``t_k_s`` for combination k and set s)."""
-    blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True, balanced=True)
-    return blocks.map(_records_kernel, _records_meta(data.m, len(combos)), plan=plan, combos=combo_matrix(plan, combos))
+    ``__row__``, ``c_k_s``, ``t_k_s`` for combination k and set s) on ``blocks``
+    (:func:`scenario_blocks`)."""
+    return blocks.map(_records_kernel, _records_meta(m, len(combos)), plan=plan, combos=combo_matrix(plan, combos))
 
 
 def records_matrices(frame: pd.DataFrame, n: int, m: int, n_combos: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -120,11 +148,9 @@ def records_statistics(c: np.ndarray, t: np.ndarray) -> list[SetStatistics]:
     ]
 
 
-def count_histograms(
-    data: EvalData, executor: Executor, plan: MatchPlan, combos: Sequence[Mapping[str, float]]
-) -> Deferred:
-    """Deferred (set, combination, c, T, count) histogram of every radius combination."""
-    blocks = executor.key_blocks(data.select(plan.columns), list(plan.categorical), with_row_id=True, balanced=True)
+def count_histograms(blocks: Blocks, plan: MatchPlan, combos: Sequence[Mapping[str, float]]) -> Deferred:
+    """Deferred (set, combination, c, T, count) histogram of every radius combination on
+    ``blocks`` (:func:`scenario_blocks`)."""
     return blocks.map(_histogram_kernel, _HIST_META, plan=plan, combos=combo_matrix(plan, combos))
 
 

@@ -545,6 +545,12 @@ def _argsort_float(values):  # pragma: no cover - compiled
 #: it the tree's set-up (sorts, ranks, per-level buckets) costs more than the comparisons
 SMALL_BLOCK_PAIRS = 4096
 
+#: radius rows of a block go through one segment-tree sweep together, as up to this many
+#: (radius row, query) boxes: the points are bucketed per level and inserted per node once for
+#: all of them instead of once per radius row; the bound keeps the sweep's arrays (about 100
+#: bytes a box) near 100 MB
+STACKED_BOXES = 1 << 20
+
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _half_widths(x, radii, percentage, euclidean, known, known_order, syn_order, out):  # pragma: no cover - compiled
@@ -581,6 +587,7 @@ def _count_3d_blocks(
     known_order,
     syn_order,
     closed,
+    max_boxes=STACKED_BOXES,
 ):  # pragma: no cover - compiled
     """Three-dimensional box counts block by block: ``out[c, i]`` = number of points of query
     i's block inside its box for radius row ``radii[c]`` (open ``lo < v < hi`` or closed;
@@ -595,7 +602,9 @@ def _count_3d_blocks(
     points, turns every box into position ranges (binary searches, the side giving the
     strictness, so the float64 comparisons are reproduced exactly) and counts them with the
     segment-tree sweep :func:`_count_3d_ranks` over the ranks of its dimension with the fewest
-    distinct values.
+    distinct values — the boxes of as many consecutive radius rows as fit ``max_boxes`` in one
+    sweep (:data:`STACKED_BOXES`), so a radius grid buckets and inserts the block's points once
+    per level and node, not once per radius row.
     """
     d = 3
     known = np.zeros(d, dtype=np.bool_)
@@ -669,26 +678,40 @@ def _count_3d_blocks(
             by_centre[k] = _argsort_float(qv[:, k].copy())
         halves = np.empty((nq, d), dtype=np.float64)
         ranges = np.empty((nq, 2 * d), dtype=np.int64)  # [a, b) per dimension; x: a range of ranks
-        for c in range(n_radii):
-            for t in range(nq):
-                _half_widths(qv[t], radii[c], percentage, euclidean, known, known_order, syn_order, halves[t])
-            for k in range(d):
-                # x: a range of positions starts and ends at value changes, so it is the range of
-                # ranks found among the distinct values
-                searched = x_values if k == x else sorted_values[k]
-                a = 0
-                b = 0
-                for t in by_centre[k]:
-                    a = _gallop(searched, 0, searched.shape[0], qv[t, k] - halves[t, k], not closed, a)
-                    b = _gallop(searched, 0, searched.shape[0], qv[t, k] + halves[t, k], closed, b)
-                    ranges[t, 2 * k] = a
-                    ranges[t, 2 * k + 1] = b
-            xa = ranges[:, 2 * x].copy()
-            xb = ranges[:, 2 * x + 1].copy()
-            box = np.column_stack((ranges[:, 2 * y], ranges[:, 2 * y + 1], ranges[:, 2 * z], ranges[:, 2 * z + 1]))
-            found = _count_3d_ranks(x_by_y, z_by_y, n_x, xa, xb, box)
-            for t in range(nq):
-                out[c, q_order[q0 + t]] = found[t]
+        # consecutive radius rows stacked as the boxes of one sweep (row c0 + r: boxes r*nq ...)
+        rows = max(1, min(n_radii, max_boxes // nq))
+        xa = np.empty(rows * nq, dtype=np.int64)
+        xb = np.empty(rows * nq, dtype=np.int64)
+        box = np.empty((rows * nq, 4), dtype=np.int64)
+        for c0 in range(0, n_radii, rows):
+            c1 = min(n_radii, c0 + rows)
+            for c in range(c0, c1):
+                for t in range(nq):
+                    _half_widths(qv[t], radii[c], percentage, euclidean, known, known_order, syn_order, halves[t])
+                for k in range(d):
+                    # x: a range of positions starts and ends at value changes, so it is the range of
+                    # ranks found among the distinct values
+                    searched = x_values if k == x else sorted_values[k]
+                    a = 0
+                    b = 0
+                    for t in by_centre[k]:
+                        a = _gallop(searched, 0, searched.shape[0], qv[t, k] - halves[t, k], not closed, a)
+                        b = _gallop(searched, 0, searched.shape[0], qv[t, k] + halves[t, k], closed, b)
+                        ranges[t, 2 * k] = a
+                        ranges[t, 2 * k + 1] = b
+                at = (c - c0) * nq
+                for t in range(nq):
+                    xa[at + t] = ranges[t, 2 * x]
+                    xb[at + t] = ranges[t, 2 * x + 1]
+                    box[at + t, 0] = ranges[t, 2 * y]
+                    box[at + t, 1] = ranges[t, 2 * y + 1]
+                    box[at + t, 2] = ranges[t, 2 * z]
+                    box[at + t, 3] = ranges[t, 2 * z + 1]
+            m = (c1 - c0) * nq
+            found = _count_3d_ranks(x_by_y, z_by_y, n_x, xa[:m], xb[:m], box[:m])
+            for c in range(c0, c1):
+                for t in range(nq):
+                    out[c, q_order[q0 + t]] = found[(c - c0) * nq + t]
     return out
 
 

@@ -77,17 +77,20 @@ class IdentificationRiskMeasure(Measure):
     def evaluate(self, data: EvalData, executor: Executor) -> IdentificationRiskTaskResult:
         """Every scenario on the data in the form the executor chose (in memory or key blocks).
 
-        The declared variables are kept (persisted on a cluster); one pass of aggregates checks
-        row alignment and missing continuous values (and, under ``na_action: no_match``, counts
-        the records each scenario leaves out of the matching); then each scenario's counts (c and T per
-        record at a fixed radius, (c, T) histograms for a sweep) are computed on its own key
-        blocks, all scenarios together.
+        The declared variables are kept (persisted on a cluster); aggregates check row
+        alignment and missing continuous values (and, under ``na_action: no_match``, count the
+        records each scenario leaves out of the matching) in the pass that counts the records
+        per key for the key blocks, before any matching; then each scenario's counts (c and T
+        per record at a fixed radius, (c, T) histograms for a sweep) are computed on key blocks
+        that all scenarios share (:func:`~pipeline.risk.idrisk.compute.scenario_blocks`), all
+        scenarios together.
         """
-        from pipeline.risk.idrisk.checks import check_frames
+        from pipeline.risk.idrisk.checks import frame_checks, judge_checks
         from pipeline.risk.idrisk.compute import (
             count_histograms,
             count_records,
             records_matrices,
+            scenario_blocks,
             sweep_statistics,
         )
         from pipeline.risk.idrisk.result import RadiusSweepResult
@@ -96,12 +99,16 @@ class IdentificationRiskMeasure(Measure):
         setups = {name: p.setup(name, data.schema, data.columns) for name in p.scenarios}
         prepared = executor.prepare(data.select(p.variables()))
         prepared = prepared.with_frames(executor.persist(*prepared.frames))
-        n, excluded = check_frames(prepared, executor, *self._matched(setups))
+        continuous, na_action, groups = self._matched(setups)
+        plans = [s.plan for s in setups.values()]
+        shared = scenario_blocks(prepared, executor, plans, frame_checks(prepared, executor, continuous, groups))
+        n, excluded = judge_checks(shared[0][0].along, continuous, na_action, groups)
+        on = {k: blocks for blocks, members in shared for k in members}
         counts = [
-            count_records(prepared, executor, s.plan, [s.radius or {}])
+            count_records(on[k], data.m, s.plan, [s.radius or {}])
             if s.grid is None
-            else count_histograms(prepared, executor, s.plan, s.grid.combos)
-            for s in setups.values()
+            else count_histograms(on[k], s.plan, s.grid.combos)
+            for k, s in enumerate(setups.values())
         ]
         results: dict[str, ScenarioResult] = {}
         for (name, s), value in zip(setups.items(), executor.compute(*counts), strict=True):
@@ -121,7 +128,7 @@ class IdentificationRiskMeasure(Measure):
         rows, as :meth:`evaluate` on the mixed data).  Data the executor keeps in memory only
         (the per-record counts of every radius are held on the driver); else None."""
         from pipeline.risk.idrisk.checks import check_frames, unmatched_records
-        from pipeline.risk.idrisk.compute import count_records, records_matrices
+        from pipeline.risk.idrisk.compute import count_records, records_matrices, scenario_blocks
 
         if not executor.in_memory(first):
             return None
@@ -130,9 +137,11 @@ class IdentificationRiskMeasure(Measure):
         pair = [executor.prepare(d.select(p.variables())) for d in (first, second)]
         matched = self._matched(setups)
         records = []
+        plans = [s.plan for s in setups.values()]
         for d in pair:
             n, _ = check_frames(d, executor, *matched)
-            counts = [count_records(d, executor, s.plan, _radii(s)) for s in setups.values()]
+            on = {k: blocks for blocks, members in scenario_blocks(d, executor, plans) for k in members}
+            counts = [count_records(on[k], d.m, s.plan, _radii(s)) for k, s in enumerate(setups.values())]
             per_scenario = [
                 records_matrices(value, n, d.m, len(_radii(s)))
                 for s, value in zip(setups.values(), executor.compute(*counts), strict=True)

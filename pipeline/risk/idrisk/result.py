@@ -39,6 +39,8 @@ def defined_mean(values: np.ndarray) -> float:
     if len(values) == 1:  # one set (every bootstrap replicate): its value, NaN or not
         return float(values[0])
     v = _defined(values)
+    if len(v) == 1:  # one set (a bootstrap's case): the value itself, as np.mean gives it, without its cost
+        return float(v[0])
     return float(np.mean(v)) if len(v) else math.nan
 
 
@@ -365,9 +367,10 @@ class RadiusSweepResult(Result):
         """Mean (or median) file-level risk over the sets, per radius combination."""
         return np.array([CRITERIA[self.criterion](row) for row in self.file_risk])
 
-    @property
+    @cached_property
     def best(self) -> int:
-        """Index of the maximising combination; ties go to the first (smallest radii)."""
+        """Index of the maximising combination; ties go to the first (smallest radii).  Kept
+        once found: every bootstrap replicate (:meth:`resampled`) asks for it."""
         return self.fixed_best if self.fixed_best is not None else int(np.argmax(self.criterion_values))
 
     def resampled(self, rng: np.random.Generator, replicates: int) -> RadiusSweepResult:
