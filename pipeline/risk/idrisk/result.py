@@ -36,10 +36,8 @@ def _defined(values: np.ndarray) -> np.ndarray:
 def defined_mean(values: np.ndarray) -> float:
     """The mean of :func:`summarise` alone (no quantiles: the rows of every bootstrap replicate
     need only the mean, and the quantiles cost most of a replicate)."""
-    if len(values) == 1:  # one set (every bootstrap replicate): its value, NaN or not
-        return float(values[0])
     v = _defined(values)
-    if len(v) == 1:  # one set (a bootstrap's case): the value itself, as np.mean gives it, without its cost
+    if len(v) == 1:  # one defined value (one set): the value itself, as np.mean gives it, without its cost
         return float(v[0])
     return float(np.mean(v)) if len(v) else math.nan
 
