@@ -281,11 +281,16 @@ def cell_counts_meta(codes_meta: pd.DataFrame, keys: tuple[str, ...], n_targets:
 #: combinations numbered in mixed radix are counted densely while the space of numbers is at
 #: most this many times the rows (one int64 counter per possible combination)
 DENSE_PER_ROW = 8
+#: with several targets, one with more than one value per this many records is not counted with
+#: the keys (:func:`joint_counts_by_target`): its combinations are the records
+ROWS_PER_VALUE = 16
 
 
 @dataclass(frozen=True)
 class JointCounts:
-    """The distinct combinations of values of some variables in one partition, in its own codes.
+    """The distinct combinations of values of some variables in one partition, in its own codes
+    (or, from :func:`joint_counts_by_target` for a target with about as many values as records,
+    its records: a combination may then have several rows).
 
     Attributes
     ----------
@@ -437,13 +442,24 @@ def joint_counts_by_target(
     # int32 counters when no sum can overflow them: half the memory to clear and scan
     counter_type = np.int32 if weights is None and n < 2**31 else np.int64
     key_numbers = None  # every record's key number, made once when several targets use it
+    record_codes = None  # every record's key codes, made once when several targets use them
     out = []
     for target in targets:
         target_column = _local_codes([f[target] for f in frames], target in factors, n)
         columns = [*key_columns, target_column]
         sizes = [size for _, _, size, _ in columns]
         space = key_space * sizes[-1]
-        if space <= DENSE_PER_ROW * max(n, 1):  # one counter per mixed-radix number; the codes are its digits
+        if len(targets) > 1 and sizes[-1] * ROWS_PER_VALUE > n:
+            # a target with about as many values as records (money): its combinations with the
+            # keys are nearly all distinct, so they are the records' codes, uncounted (hashing
+            # millions of distinct numbers costs a cache miss or more each); the cells count them
+            # once the values are grouped
+            if record_codes is None:
+                record_codes = [_codes(_joined_values(v), o) for v, o, _, _ in key_columns]
+            values, offset, _, _ = target_column
+            codes = [*record_codes, _codes(_joined_values(values), offset)]
+            counts = w if len(w) else np.ones(n, dtype=np.int64)
+        elif space <= DENSE_PER_ROW * max(n, 1):  # one counter per mixed-radix number; the codes are its digits
             counter = np.zeros(space, dtype=counter_type)
             if len(targets) == 1:
                 _count_mixed(columns, lengths, w, counter)
@@ -563,10 +579,14 @@ def _local_codes(parts: list[pd.Series], factor: bool, n: int = 0) -> tuple[list
 
 def _codes_at(values: np.ndarray, offset: int, rows: np.ndarray) -> np.ndarray:
     """The local codes (see :func:`_local_codes`) of the records at ``rows``."""
-    v = values[rows]
-    if v.dtype.kind == "f":
-        return np.where(v != v, 0, v + offset).astype(np.int64)
-    return v.astype(np.int64) + offset
+    return _codes(values[rows], offset)
+
+
+def _codes(values: np.ndarray, offset: int) -> np.ndarray:
+    """The local codes (see :func:`_local_codes`) of some records' ``values``."""
+    if values.dtype.kind == "f":
+        return np.where(values != values, 0, values + offset).astype(np.int64)
+    return values.astype(np.int64) + offset
 
 
 def _whole_range(x: np.ndarray, span: int = SMALL_SPAN) -> tuple[int, float, float, bool]:
