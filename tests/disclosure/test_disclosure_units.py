@@ -170,6 +170,24 @@ def test_kernel_statistics_do_not_depend_on_blocks() -> None:
     assert whole[(0, int(Stat.N_ROWS))].value.tolist() == [400]
 
 
+def test_kernel_of_several_tables_per_data_set_equals_that_of_their_concatenation() -> None:
+    original, synthetic, plan = _coded(3)
+
+    def pieces(f: pd.DataFrame) -> list[pd.DataFrame]:  # an empty and a one-row table; cells in two tables
+        this = f[f["__target__"] == plan.target_index]
+        return [f.iloc[:0], this.iloc[:1], f.iloc[1 : len(f) // 2], f.iloc[len(f) // 3 :], this.iloc[:0]]
+
+    def doubled(f: pd.DataFrame) -> pd.DataFrame:  # the same records as the pieces, in one table
+        return pd.concat([f.iloc[:1], f.iloc[1 : len(f) // 2], f.iloc[len(f) // 3 :]], ignore_index=True)
+
+    by_pieces = combine([block_summary(pieces(original), *map(pieces, synthetic), plan=plan)])
+    concatenated = combine([block_summary(doubled(original), *map(doubled, synthetic), plan=plan)])
+    assert by_pieces.keys() == concatenated.keys()
+    for key, rows in concatenated.items():
+        for col in ("a", "b", "c", "value"):
+            np.testing.assert_array_equal(getattr(rows, col), getattr(by_pieces[key], col), err_msg=str(key))
+
+
 def test_kernel_mixed_radix_overflow_fallback_gives_same_result() -> None:
     original, synthetic, plan = _coded(2)
     wide = KernelPlan(**{**plan.__dict__, "key_sizes": (2**40, 2**30)})

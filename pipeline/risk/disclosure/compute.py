@@ -269,12 +269,7 @@ def bucket_summaries(*pieces: Sequence[Sequence[pd.DataFrame]], plans: Sequence[
     """Every target's block statistics of one key bucket from the cell counts of its pieces
     (``pieces[i][j][k]``: data set ``i``, its table of counts ``j``, target ``k``; a key group
     may have rows in several tables, which the block kernel merges)."""
-    return [block_summary(*[_joined([p[k] for p in per_set]) for per_set in pieces], plan=plan)
-            for k, plan in enumerate(plans)]  # fmt: skip
-
-
-def _joined(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    return [block_summary(*[[p[k] for p in per_set] for per_set in pieces], plan=plan) for k, plan in enumerate(plans)]
 
 
 def _has_missing_label(stats: Stats, target: str) -> bool:

@@ -792,22 +792,27 @@ def _dense_distinct(values, space):  # pragma: no cover - compiled
     return distinct, inverse
 
 
-class _Cells:
-    """The (q, t) cells of one block with the count of every data set."""
+def _target_rows(cells: pd.DataFrame, target_index: int) -> pd.DataFrame:
+    """The rows of one target in a cell-count table."""
+    mine = cells[TARGET_INDEX].to_numpy() == target_index
+    return cells if mine.all() else cells[mine]
 
-    def __init__(self, frames: tuple[pd.DataFrame, ...], plan: KernelPlan) -> None:
-        frames = tuple(f[f[TARGET_INDEX].to_numpy() == plan.target_index] for f in frames)
-        src = np.repeat(np.arange(len(frames)), [len(f) for f in frames])
+
+class _Cells:
+    """The (q, t) cells of one block with the count of every data set (``sets[i]``: the tables
+    of data set ``i``; a cell may have rows in several, which are summed)."""
+
+    def __init__(self, sets: tuple[Sequence[pd.DataFrame], ...], plan: KernelPlan) -> None:
+        # the plan's target's rows of every table (no copy of a table that has only those)
+        mine = [[_target_rows(f, plan.target_index) for f in tables] for tables in sets]
+        frames = tuple(f for tables in mine for f in tables)
+        src = np.repeat(np.arange(len(sets)), [sum(len(f) for f in tables) for tables in mine])
         q, keys = key_groups(frames, plan.keys, plan.key_sizes, plan.target_size)
         t = np.concatenate([f[TARGET_CODE].to_numpy() for f in frames]).astype(np.int64)
         n = np.concatenate([f[COUNT].to_numpy() for f in frames]).astype(np.int64)
         cells, inverse = _distinct(q * plan.target_size + t)
         n_cells = len(cells)
-        self.counts = (
-            np.bincount(src * n_cells + inverse, weights=n, minlength=len(frames) * n_cells)
-            .astype(np.int64)
-            .reshape(len(frames), -1)
-        )
+        self.counts = _weighted_counts(src * n_cells + inverse, n, len(sets) * n_cells).reshape(len(sets), -1)
         rep = np.empty(n_cells, dtype=np.int64)
         rep[inverse] = np.arange(len(t))
         self.t = t[rep]
@@ -855,16 +860,19 @@ class _Exclusions:
         return np.where(over, 0, out)
 
 
-def block_summary(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: KernelPlan) -> pd.DataFrame:
+def block_summary(
+    original: pd.DataFrame | Sequence[pd.DataFrame], *synthetic: pd.DataFrame | Sequence[pd.DataFrame], plan: KernelPlan
+) -> pd.DataFrame:
     """Integer statistics of one block (see :class:`Stat`) for the original and m synthetic sets.
 
     Parameters
     ----------
     original, *synthetic
-        Cell-count tables (:func:`cell_counts`) of the same key blocks.
+        Cell-count tables (:func:`cell_counts`) of the same key blocks, or per data set a list
+        of them (e.g. the pieces of its tables of counts in one key bucket: not concatenated).
     plan : KernelPlan
     """
-    frames = (original, *synthetic)
+    frames = tuple([f] if isinstance(f, pd.DataFrame) else list(f) for f in (original, *synthetic))
     rows = _Rows()
     cells = _Cells(frames, plan)
     for j in range(len(frames)):
