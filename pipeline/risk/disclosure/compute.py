@@ -181,8 +181,9 @@ def gather_stats(
     return Stats(columns, tuple(executor.gather(partials)), partial_rows=rows, tables=tables)
 
 
-def joint_cells(joint: JointCounts, coders: Mapping[str, Coder], layout: tuple) -> pd.DataFrame:
-    """The (key codes, target) cell counts of one partition's :class:`JointCounts` for every target.
+def joint_cells(joint: JointCounts, coders: Mapping[str, Coder], layout: tuple) -> dict[str, np.ndarray]:
+    """The (key codes, target) cell counts of one partition's :class:`JointCounts` for every
+    target, as columns.
 
     With one target the combinations are the cells already (a key group may have several rows
     when the coders merge values, e.g. into intervals: the block kernel merges them; when a
@@ -192,26 +193,27 @@ def joint_cells(joint: JointCounts, coders: Mapping[str, Coder], layout: tuple) 
     keys, key_sizes, targets, target_sizes = layout
     codes = joint_codes(joint, {v: coders[v] for v in (*keys, *targets)})
     if len(targets) > 1 or any(coders[v].mode == "bins" for v in (*keys, *targets)):
-        return cell_counts(pd.DataFrame(codes), keys, key_sizes, targets, target_sizes, joint.counts)
+        counted = cell_counts(pd.DataFrame(codes), keys, key_sizes, targets, target_sizes, joint.counts)
+        return {c: counted[c].to_numpy() for c in counted.columns}
     cells = {k: codes[k] for k in keys}
     cells[TARGET_INDEX] = np.zeros(len(joint), dtype=np.int8)
     cells[TARGET_CODE] = codes[targets[0]].astype(np.int32)
     cells[COUNT] = joint.counts
-    return pd.DataFrame(cells)
+    return cells
 
 
 def target_cells(
     partial: JointCounts | JointTables, coders: Mapping[str, Coder], layouts: Sequence[tuple]
-) -> list[pd.DataFrame]:
-    """The cell counts of one partition's counts for each target (``layouts``: one per target,
-    :func:`joint_cells`' layout of one target, ``__target__`` its index): from the table of the
-    keys with that target, or from the joint of all variables."""
+) -> list[dict[str, np.ndarray]]:
+    """The cell counts (as columns) of one partition's counts for each target (``layouts``: one
+    per target, :func:`joint_cells`' layout of one target, ``__target__`` its index): from the
+    table of the keys with that target, or from the joint of all variables."""
     out = []
     for index, layout in enumerate(layouts):
         keys, _, (target,), _ = layout
         joint = partial if isinstance(partial, JointCounts) else partial.table((*keys, target))
         cells = joint_cells(joint, coders, layout)
-        cells[TARGET_INDEX] = np.full(len(cells), index, dtype=cells[TARGET_INDEX].dtype if index < 128 else np.int16)
+        cells[TARGET_INDEX] = np.full(len(cells[COUNT]), index, dtype=np.int8 if index < 128 else np.int16)
         out.append(cells)
     return out
 
@@ -243,7 +245,9 @@ def key_set_results(
     layouts = [(keys, key_sizes, (o.target,), (coders[o.target].size,)) for o in options]
     assert stats.partials is not None, "key_set_results needs gather_stats(joint=True)"
     if stats.local:  # the whole data are one block: no key hashing, no shuffle
-        cells = [[target_cells(j, coders, layouts) for j in parts] for parts in stats.partials]
+        cells = [
+            [[pd.DataFrame(c) for c in target_cells(j, coders, layouts)] for j in parts] for parts in stats.partials
+        ]
         per_bucket = [bucket_summaries(*cells, plans=plans)]
     else:  # the counts of every partition, in key buckets merged in parallel (no pass over the records)
         # each bucket holds about block_rows rows of one table of counts (the kernel takes one at a time)

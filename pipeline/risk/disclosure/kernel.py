@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
@@ -245,25 +245,57 @@ def cell_counts(
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
-def split_by_bucket(cells: pd.DataFrame, keys: tuple[str, ...], n_buckets: int) -> list[pd.DataFrame]:
+def split_by_bucket(
+    cells: pd.DataFrame | Mapping[str, np.ndarray], keys: Sequence[str], n_buckets: int
+) -> list[pd.DataFrame]:
     """The rows of a cell-count table in ``n_buckets`` pieces by a hash of their key codes.
 
     Equal key codes, in any table of any data set, land in the same bucket, so a bucket holds
     whole key groups.  The hash mixes the codes in uint64 arithmetic (multiply-add per key,
     then MurmurHash3's finaliser), so it depends only on the codes; rows keep their order.
+
+    Parameters
+    ----------
+    cells : DataFrame or mapping of column name to numpy array
+        The table (as columns: no frame is made before the pieces).
     """
-    h = np.zeros(len(cells), dtype=np.uint64)
-    for k in keys:
-        h = h * np.uint64(0x100000001B3) + cells[k].to_numpy().astype(np.uint64)
-    h ^= h >> np.uint64(33)
-    h *= np.uint64(0xFF51AFD7ED558CCD)
-    h ^= h >> np.uint64(33)
-    # small integers: the stable sort is a radix sort, linear in the rows
-    bucket = (h % np.uint64(n_buckets)).astype(np.int16 if n_buckets < 2**15 else np.int64)
-    order = np.argsort(bucket, kind="stable")
-    bounds = np.searchsorted(bucket[order], np.arange(n_buckets + 1))
-    ordered = cells.take(order)
-    return [ordered.iloc[lo:hi].reset_index(drop=True) for lo, hi in itertools.pairwise(bounds.tolist())]
+    columns = {c: cells[c].to_numpy() for c in cells.columns} if isinstance(cells, pd.DataFrame) else dict(cells)
+    rows = len(next(iter(columns.values()))) if columns else 0
+    codes = np.empty((len(keys), rows), dtype=np.int64)
+    for i, k in enumerate(keys):
+        codes[i] = columns[k]
+    order, bounds = _bucket_order(codes, n_buckets)
+    # one gather per column and bucket: the pieces are made from the arrays, in row order
+    return [
+        pd.DataFrame({c: a[order[lo:hi]] for c, a in columns.items()}) for lo, hi in itertools.pairwise(bounds.tolist())
+    ]
+
+
+@numba.njit(cache=True, nogil=True)
+def _bucket_order(codes, n_buckets):  # pragma: no cover - compiled
+    """The rows in bucket order (stable) and each bucket's bounds in it, the bucket of a row
+    being the hash of its column of ``codes`` (keys x rows) modulo ``n_buckets``: a counting sort."""
+    k, n = codes.shape
+    bucket = np.empty(n, dtype=np.int64)
+    bounds = np.zeros(n_buckets + 1, dtype=np.int64)
+    for i in range(n):
+        h = np.uint64(0)
+        for j in range(k):
+            h = h * np.uint64(0x100000001B3) + np.uint64(codes[j, i])
+        h ^= h >> np.uint64(33)
+        h *= np.uint64(0xFF51AFD7ED558CCD)
+        h ^= h >> np.uint64(33)
+        b = np.int64(h % np.uint64(n_buckets))
+        bucket[i] = b
+        bounds[b + 1] += 1
+    for b in range(n_buckets):
+        bounds[b + 1] += bounds[b]
+    at = bounds[:-1].copy()
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        order[at[bucket[i]]] = i
+        at[bucket[i]] += 1
+    return order, bounds
 
 
 def cell_counts_meta(codes_meta: pd.DataFrame, keys: tuple[str, ...], n_targets: int) -> pd.DataFrame:
