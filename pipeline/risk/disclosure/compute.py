@@ -3,9 +3,9 @@
 Flow:
 
 1. one pass over the records of every data set (:func:`gather_stats`): the partitions on each
-   worker are reduced together to the counts of their distinct combinations of key and target
-   values, in integer codes local to that table
-   (:func:`~pipeline.risk.disclosure.kernel.joint_counts`); these
+   worker are reduced together to the counts of the distinct combinations of each key set's
+   keys with each of its targets, in integer codes local to that table
+   (:func:`~pipeline.risk.disclosure.kernel.joint_counts_by_target`); these
    partial counts stay where they were computed and only their value counts (and sizes) are
    combined and come to the driver — once for all key sets; partial counts that are small
    (:data:`ONE_BLOCK_CELLS`; in memory always) come too;
