@@ -21,6 +21,7 @@ from pipeline.risk.disclosure.coding import MISSING, build_coders, encode_frame,
 from pipeline.risk.disclosure.compute import gather_stats, merge_summaries, tally_records, tally_summary
 from pipeline.risk.disclosure.kernel import (
     COUNT,
+    JointTables,
     KernelPlan,
     Stat,
     _distinct,
@@ -30,6 +31,7 @@ from pipeline.risk.disclosure.kernel import (
     cell_counts,
     combine,
     joint_counts,
+    joint_counts_by_target,
 )
 from pipeline.risk.disclosure.params import DisclosureParams, bind_options
 
@@ -168,6 +170,24 @@ def test_kernel_statistics_do_not_depend_on_blocks() -> None:
     assert whole[(0, int(Stat.N_ROWS))].value.tolist() == [400]
 
 
+def test_kernel_of_several_tables_per_data_set_equals_that_of_their_concatenation() -> None:
+    original, synthetic, plan = _coded(3)
+
+    def pieces(f: pd.DataFrame) -> list[pd.DataFrame]:  # an empty and a one-row table; cells in two tables
+        this = f[f["__target__"] == plan.target_index]
+        return [f.iloc[:0], this.iloc[:1], f.iloc[1 : len(f) // 2], f.iloc[len(f) // 3 :], this.iloc[:0]]
+
+    def doubled(f: pd.DataFrame) -> pd.DataFrame:  # the same records as the pieces, in one table
+        return pd.concat([f.iloc[:1], f.iloc[1 : len(f) // 2], f.iloc[len(f) // 3 :]], ignore_index=True)
+
+    by_pieces = combine([block_summary(pieces(original), *map(pieces, synthetic), plan=plan)])
+    concatenated = combine([block_summary(doubled(original), *map(doubled, synthetic), plan=plan)])
+    assert by_pieces.keys() == concatenated.keys()
+    for key, rows in concatenated.items():
+        for col in ("a", "b", "c", "value"):
+            np.testing.assert_array_equal(getattr(rows, col), getattr(by_pieces[key], col), err_msg=str(key))
+
+
 def test_kernel_mixed_radix_overflow_fallback_gives_same_result() -> None:
     original, synthetic, plan = _coded(2)
     wide = KernelPlan(**{**plan.__dict__, "key_sizes": (2**40, 2**30)})
@@ -293,6 +313,47 @@ def _merged_joint(parts: list) -> dict[tuple, int]:
         for key, n in zip(_values(frame, list(part.variables)), frame[COUNT].tolist(), strict=True):
             out[key] += n
     return dict(out)
+
+
+def _wide_frame(n: int, seed: int) -> pd.DataFrame:
+    """:func:`_mixed_frame` with money in whole units (about one value per record) and a level
+    of ``sex`` that no record has."""
+    frame = _mixed_frame(n, seed)
+    rng = np.random.default_rng(seed + 100)
+    money = rng.integers(0, 4 * n + 1, n).astype(float)  # 0 and 4n: values on the ends of the range
+    money[rng.random(n) < 0.05] = np.nan
+    frame["money"] = money
+    return frame
+
+
+@pytest.mark.parametrize("sizes", [[3000], [1200, 0, 1, 1799], [0], [1], [2, 2]])
+def test_joint_counts_by_target_equal_the_joint_counts_of_each_target(sizes: list[int]) -> None:
+    whole = _wide_frame(sum(sizes), 21)
+    whole = pd.concat([whole, whole.iloc[: len(whole) // 3]], ignore_index=True)  # repeated records (ties)
+    bounds = np.cumsum([0, *sizes[:-1], len(whole) - sum(sizes[:-1])])
+    frames = [whole.iloc[a:b] for a, b in itertools.pairwise(bounds.tolist())]
+    keys, targets = ["sex", "age", "town"], ["income", "money", "sex_t"]
+    for f in frames:
+        f.insert(len(f.columns), "sex_t", f["sex"])
+    whole["sex_t"] = whole["sex"]
+    got = joint_counts_by_target(frames, keys, targets, ["sex", "sex_t"])
+    assert [j.variables for j in got] == [(*keys, t) for t in targets]
+    for joint, target in zip(got, targets, strict=True):
+        assert _merged_joint([joint]) == _brute_joint(whole, [*keys, target])
+        # a target with few values per record is counted (one row per combination); one with more
+        # than one per ROWS_PER_VALUE records is left as the records
+        distinct = len(_brute_joint(whole, [*keys, target]))
+        assert len(joint) in ({distinct} if target == "sex_t" and len(whole) >= 64 else {distinct, len(whole)})
+    # the value counts of every variable, each from one table, equal those of the records
+    merged, _ = merge_summaries([tally_summary(JointTables(tuple(got)))])
+    expected = JointTables(tuple(joint_counts(frames, [*keys, t], ["sex", "sex_t"]) for t in targets)).value_counts()
+    for v in [*keys, *targets]:
+        pd.testing.assert_series_equal(merged[v], expected[v])
+    # weighted rows (combinations already counted) give the same counts
+    counted = joint_counts(frames, [*keys, *targets], ["sex", "sex_t"]).frame()
+    weighted = joint_counts_by_target(counted, keys, targets, ["sex", "sex_t"], counted[COUNT].to_numpy())
+    for joint, target in zip(weighted, targets, strict=True):
+        assert _merged_joint([joint]) == _brute_joint(whole, [*keys, target])
 
 
 def test_gather_stats_keeps_the_partial_counts_in_the_driver_only_within_one_block() -> None:

@@ -384,12 +384,11 @@ def joint_codes(joint: JointCounts, coders: Mapping[str, Coder]) -> dict[str, np
     for name, coder in coders.items():
         i = joint.variables.index(name)
         codes, values = joint.codes[i], joint.values[i]
-        seen = np.zeros(len(values), dtype=bool)
-        seen[codes] = True
-        present = np.flatnonzero(seen)
+        # a count and np.take rather than fancy indexing: no conversion of the codes to intp
+        present = np.flatnonzero(np.bincount(codes, minlength=len(values)))
         table = np.full(len(values), coder.missing, dtype=coder.dtype)
         table[present] = coder.encode(values.iloc[present].reset_index(drop=True))
-        out[name] = table[codes]
+        out[name] = np.take(table, codes)
     return out
 
 

@@ -3,9 +3,9 @@
 Flow:
 
 1. one pass over the records of every data set (:func:`gather_stats`): the partitions on each
-   worker are reduced together to the counts of their distinct combinations of key and target
-   values, in integer codes local to that table
-   (:func:`~pipeline.risk.disclosure.kernel.joint_counts`); these
+   worker are reduced together to the counts of the distinct combinations of each key set's
+   keys with each of its targets, in integer codes local to that table
+   (:func:`~pipeline.risk.disclosure.kernel.joint_counts_by_target`); these
    partial counts stay where they were computed and only their value counts (and sizes) are
    combined and come to the driver — once for all key sets; partial counts that are small
    (:data:`ONE_BLOCK_CELLS`; in memory always) come too;
@@ -60,11 +60,13 @@ from pipeline.risk.disclosure.kernel import (
     TARGET_CODE,
     TARGET_INDEX,
     JointCounts,
+    JointTables,
     KernelPlan,
     block_summary,
     cell_counts,
     combine,
     joint_counts,
+    joint_counts_by_target,
     split_by_bucket,
 )
 from pipeline.risk.disclosure.params import DisclosureOptions
@@ -81,13 +83,24 @@ ONE_BLOCK_CELLS = 250_000
 MIN_BUCKETS = 2
 
 
-def tally_records(frames: Sequence[pd.DataFrame], variables: Sequence[str], factors: Sequence[str]) -> JointCounts:
+#: key sets and their targets: ``((keys, targets), ...)``
+KeySets = Sequence[tuple[Sequence[str], Sequence[str]]]
+
+
+def tally_records(
+    frames: Sequence[pd.DataFrame], variables: Sequence[str], factors: Sequence[str], key_sets: KeySets | None = None
+) -> JointCounts | JointTables:
     """The counts of some partitions' combinations of values, counted together (the map step of
-    :func:`gather_stats`: the partitions on one worker)."""
-    return joint_counts(frames, variables, factors)
+    :func:`gather_stats`: the partitions on one worker): of all ``variables``, or with
+    ``key_sets`` of each key set with each of its targets (one pass over the records)."""
+    if key_sets is None:
+        return joint_counts(frames, variables, factors)
+    return JointTables(
+        tuple(t for keys, targets in key_sets for t in joint_counts_by_target(frames, keys, targets, factors))
+    )
 
 
-def tally_summary(joint: JointCounts) -> tuple[dict[str, pd.Series], int]:
+def tally_summary(joint: JointCounts | JointTables) -> tuple[dict[str, pd.Series], int]:
     """What the driver needs of one partition's counts: its value counts and its number of rows
     (taken where the counts are; the counts themselves stay there)."""
     return joint.value_counts(), len(joint)
@@ -107,21 +120,24 @@ class Stats(Sequence[dict[str, ColumnStats]]):
     columns : tuple of dict
         Per data set, the :class:`~pipeline.risk.disclosure.coding.ColumnStats` of every variable.
     partials : tuple of list or None
-        Per data set, the :class:`~pipeline.risk.disclosure.kernel.JointCounts` of every
-        partition (None when not asked for): values in this process when ``local``, else
-        handles on the cluster (where they were computed) for :func:`key_set_results` to merge
-        by key bucket.
+        Per data set, the :class:`~pipeline.risk.disclosure.kernel.JointCounts` (with key sets:
+        :class:`~pipeline.risk.disclosure.kernel.JointTables`) of every partition (None when
+        not asked for): values in this process when ``local``, else handles on the cluster
+        (where they were computed) for :func:`key_set_results` to merge by key bucket.
     local : bool
         Whether the partials are in this process (in memory always; on the cluster when they
         are small, :data:`ONE_BLOCK_CELLS`): the whole data are then one block.
     partial_rows : int
         Rows of the per-partition counts in the data set that has most.
+    tables : int
+        Tables of counts in each partial (one per key set and target with key sets, else 1).
     """
 
     columns: tuple[dict[str, ColumnStats], ...]
     partials: tuple[list[Any], ...] | None = None
     local: bool = True
     partial_rows: int = 0
+    tables: int = 1
 
     def __getitem__(self, index: Any) -> Any:  # an int gives one data set's dict, a slice a tuple
         return self.columns[index]
@@ -133,10 +149,13 @@ class Stats(Sequence[dict[str, ColumnStats]]):
         return iter(self.columns)
 
 
-def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], joint: bool = True) -> Stats:
+def gather_stats(
+    data: EvalData, executor: Executor, variables: Sequence[str], joint: bool = True, key_sets: KeySets | None = None
+) -> Stats:
     """Value counts of ``variables`` in every data set, and their joint counts (one pass, one computation).
 
-    With ``joint`` the partitions of a data set on each worker (in memory: the data set) are
+    The joint counts are of all ``variables``, or with ``key_sets`` of the keys of each key set
+    with each of its targets.  With ``joint`` the partitions of a data set on each worker (in memory: the data set) are
     reduced to the counts of their combinations of values (:func:`tally_records`), kept where
     computed; only their value counts and sizes are
     combined and come to the driver.  Per-partition counts of at most ``min(block_rows,
@@ -149,32 +168,54 @@ def gather_stats(data: EvalData, executor: Executor, variables: Sequence[str], j
     factors = [v for v in variables if data.schema[v].is_factor]
     if not joint:
         return Stats(value_stats(data, executor, variables))
+    key_sets = None if key_sets is None else tuple((tuple(k), tuple(t)) for k, t in key_sets)
     partials, summaries = executor.map_reduce_partials(
-        data.frames, tally_records, merge_summaries, variables, factors, summary=tally_summary, per_worker=True
-    )
+        data.frames, tally_records, merge_summaries, variables, factors, key_sets,
+        summary=tally_summary, per_worker=True,
+    )  # fmt: skip
     columns = tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c, _ in summaries)
     rows = max(r for _, r in summaries)
+    tables = 1 if key_sets is None else sum(len(t) for _, t in key_sets)
     if executor.is_lazy(data) and rows > min(executor.block_rows, ONE_BLOCK_CELLS):
-        return Stats(columns, tuple(partials), local=False, partial_rows=rows)
-    return Stats(columns, tuple(executor.gather(partials)), partial_rows=rows)
+        return Stats(columns, tuple(partials), local=False, partial_rows=rows, tables=tables)
+    return Stats(columns, tuple(executor.gather(partials)), partial_rows=rows, tables=tables)
 
 
-def joint_cells(joint: JointCounts, coders: Mapping[str, Coder], layout: tuple) -> pd.DataFrame:
-    """The (key codes, target) cell counts of one partition's :class:`JointCounts` for every target.
+def joint_cells(joint: JointCounts, coders: Mapping[str, Coder], layout: tuple) -> dict[str, np.ndarray]:
+    """The (key codes, target) cell counts of one partition's :class:`JointCounts` for every
+    target, as columns.
 
     With one target the combinations are the cells already (a key group may have several rows
-    when the coders merge values, e.g. into intervals: the block kernel merges them); with
-    several, each target's cells are counted from the combinations.
+    when the coders merge values, e.g. into intervals: the block kernel merges them; when a
+    coder groups numbers into intervals the cells are counted, as many combinations then share
+    a cell); with several, each target's cells are counted from the combinations.
     """
     keys, key_sizes, targets, target_sizes = layout
     codes = joint_codes(joint, {v: coders[v] for v in (*keys, *targets)})
-    if len(targets) > 1:
-        return cell_counts(pd.DataFrame(codes), keys, key_sizes, targets, target_sizes, joint.counts)
+    if len(targets) > 1 or any(coders[v].mode == "bins" for v in (*keys, *targets)):
+        counted = cell_counts(pd.DataFrame(codes), keys, key_sizes, targets, target_sizes, joint.counts)
+        return {c: counted[c].to_numpy() for c in counted.columns}
     cells = {k: codes[k] for k in keys}
     cells[TARGET_INDEX] = np.zeros(len(joint), dtype=np.int8)
     cells[TARGET_CODE] = codes[targets[0]].astype(np.int32)
     cells[COUNT] = joint.counts
-    return pd.DataFrame(cells)
+    return cells
+
+
+def target_cells(
+    partial: JointCounts | JointTables, coders: Mapping[str, Coder], layouts: Sequence[tuple]
+) -> list[dict[str, np.ndarray]]:
+    """The cell counts (as columns) of one partition's counts for each target (``layouts``: one
+    per target, :func:`joint_cells`' layout of one target, ``__target__`` its index): from the
+    table of the keys with that target, or from the joint of all variables."""
+    out = []
+    for index, layout in enumerate(layouts):
+        keys, _, (target,), _ = layout
+        joint = partial if isinstance(partial, JointCounts) else partial.table((*keys, target))
+        cells = joint_cells(joint, coders, layout)
+        cells[TARGET_INDEX] = np.full(len(cells[COUNT]), index, dtype=np.int8 if index < 128 else np.int16)
+        out.append(cells)
+    return out
 
 
 def key_set_results(
@@ -200,35 +241,39 @@ def key_set_results(
     for o in options:
         coders[o.target] = build_coders(stats, [o.target], {o.target: o.ngroups_target}, o.cont_na, o.style)[o.target]
     plans = [_plan(o, i, keys, coders, _has_missing_label(stats, o.target)) for i, o in enumerate(options)]
-    targets = tuple(o.target for o in options)
-    layout = (keys, tuple(coders[k].size for k in keys), targets, tuple(coders[t].size for t in targets))
+    key_sizes = tuple(coders[k].size for k in keys)
+    layouts = [(keys, key_sizes, (o.target,), (coders[o.target].size,)) for o in options]
     assert stats.partials is not None, "key_set_results needs gather_stats(joint=True)"
     if stats.local:  # the whole data are one block: no key hashing, no shuffle
-        cells = [_joined([joint_cells(j, coders, layout) for j in parts]) for parts in stats.partials]
-        per_bucket = [[block_summary(*cells, plan=p) for p in plans]]
+        cells = [
+            [[pd.DataFrame(c) for c in target_cells(j, coders, layouts)] for j in parts] for parts in stats.partials
+        ]
+        per_bucket = [bucket_summaries(*cells, plans=plans)]
     else:  # the counts of every partition, in key buckets merged in parallel (no pass over the records)
-        n_buckets = max(MIN_BUCKETS, executor.threads(), math.ceil(stats.partial_rows / executor.block_rows))
-        split = partial(bucket_cells, coders=coders, layout=layout, n_buckets=n_buckets)
+        # each bucket holds about block_rows rows of one table of counts (the kernel takes one at a time)
+        rows = math.ceil(stats.partial_rows / (stats.tables * executor.block_rows))
+        n_buckets = max(MIN_BUCKETS, executor.threads(), rows)
+        split = partial(bucket_cells, coders=coders, layouts=layouts, n_buckets=n_buckets)
         per_bucket = executor.merge_buckets(stats.partials, split, n_buckets, partial(bucket_summaries, plans=plans))
     return [build_result(combine([b[i] for b in per_bucket]), data.m, keys, coders, o) for i, o in enumerate(options)]
 
 
-def bucket_cells(joint: JointCounts, coders: Mapping[str, Coder], layout: tuple, n_buckets: int) -> list[pd.DataFrame]:
-    """The cell counts of one partition's :class:`JointCounts` in key buckets (the split of
-    :meth:`~pipeline.evaluation.execution.Executor.merge_buckets`)."""
-    return split_by_bucket(joint_cells(joint, coders, layout), layout[0], n_buckets)
+def bucket_cells(
+    partial: JointCounts | JointTables, coders: Mapping[str, Coder], layouts: Sequence[tuple], n_buckets: int
+) -> list[list[pd.DataFrame]]:
+    """The cell counts of one partition's counts for each target (:func:`target_cells`) in key
+    buckets (the split of :meth:`~pipeline.evaluation.execution.Executor.merge_buckets`):
+    bucket ``b`` is the list of every target's ``b``-th piece."""
+    keys = layouts[0][0]
+    per_target = [split_by_bucket(cells, keys, n_buckets) for cells in target_cells(partial, coders, layouts)]
+    return [[pieces[b] for pieces in per_target] for b in range(n_buckets)]
 
 
-def bucket_summaries(*pieces: Sequence[pd.DataFrame], plans: Sequence[KernelPlan]) -> list[pd.DataFrame]:
+def bucket_summaries(*pieces: Sequence[Sequence[pd.DataFrame]], plans: Sequence[KernelPlan]) -> list[pd.DataFrame]:
     """Every target's block statistics of one key bucket from the cell counts of its pieces
-    (``pieces[i]``: those of data set ``i``; a key group may have rows in several pieces,
-    which the block kernel merges)."""
-    frames = [_joined(p) for p in pieces]
-    return [block_summary(*frames, plan=p) for p in plans]
-
-
-def _joined(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    (``pieces[i][j][k]``: data set ``i``, its table of counts ``j``, target ``k``; a key group
+    may have rows in several tables, which the block kernel merges)."""
+    return [block_summary(*[[p[k] for p in per_set] for per_set in pieces], plan=plan) for k, plan in enumerate(plans)]
 
 
 def _has_missing_label(stats: Stats, target: str) -> bool:

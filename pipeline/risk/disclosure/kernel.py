@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
@@ -219,53 +219,83 @@ def cell_counts(
     """
     q, _ = key_groups((codes,), keys, key_sizes, max(target_sizes))
     radix = math.prod(key_sizes) < 2**62 // max(target_sizes)
+    w = np.zeros(0, dtype=np.int64) if weights is None else np.asarray(weights).astype(np.int64, copy=False)
     parts = []
     for i, (target, size) in enumerate(zip(targets, target_sizes, strict=True)):
         t = codes[target].to_numpy().astype(np.int64)
         space = math.prod(key_sizes) * size
-        if radix and space <= max(DENSE_CELLS, 4 * len(t)):
-            # few possible cells: count them all and decode the key codes from the cell number
-            counts = np.bincount(q * size + t, weights, minlength=space)
-            cells = np.flatnonzero(counts)
-            n = counts[cells]
-            t_cell, rest = cells % size, cells // size
-            part = {}
-            for k, k_size in zip(keys[::-1], key_sizes[::-1], strict=True):
-                part[k] = (rest % k_size).astype(codes[k].dtype)
-                rest //= k_size
-            part = {k: part[k] for k in keys}
-        else:
-            inverse, groups = pd.factorize(q * size + t)  # hash group-by, no sort
-            rep = np.empty(len(groups), dtype=np.int64)
-            rep[inverse] = np.arange(len(inverse))
+        if radix and space <= max(DENSE_CELLS, DENSE_PER_ROW * len(t)):
+            # few possible cells: count them all (compiled, in int64) and read the key codes off
+            # the digits of the non-zero cells' numbers
+            counter = np.zeros(space, dtype=np.int64)
+            _count_pairs(q, t, size, 0, w, counter)
+            digits = np.empty((len(keys) + 1, np.count_nonzero(counter)), dtype=np.int64)
+            n = np.empty(digits.shape[1], dtype=np.int64)
+            _dense_cells(counter, np.array([*key_sizes, size], dtype=np.int64), digits, n)
+            part = {k: digits[j].astype(codes[k].dtype) for j, k in enumerate(keys)}
+            t_cell = digits[-1]
+        else:  # a compiled hash group-by, no sort
+            rep, n = _count_groups(q * size + t, w)
             part = {k: codes[k].to_numpy()[rep] for k in keys}
-            t_cell, n = t[rep], np.bincount(inverse, weights, minlength=len(groups))
+            t_cell = t[rep]
         part[TARGET_INDEX] = np.full(len(n), i, dtype=np.int8 if len(targets) < 128 else np.int16)
         part[TARGET_CODE] = t_cell.astype(np.int32)
-        part[COUNT] = n.astype(np.int64)
+        part[COUNT] = n
         parts.append(pd.DataFrame(part))
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
-def split_by_bucket(cells: pd.DataFrame, keys: tuple[str, ...], n_buckets: int) -> list[pd.DataFrame]:
+def split_by_bucket(
+    cells: pd.DataFrame | Mapping[str, np.ndarray], keys: Sequence[str], n_buckets: int
+) -> list[pd.DataFrame]:
     """The rows of a cell-count table in ``n_buckets`` pieces by a hash of their key codes.
 
     Equal key codes, in any table of any data set, land in the same bucket, so a bucket holds
     whole key groups.  The hash mixes the codes in uint64 arithmetic (multiply-add per key,
     then MurmurHash3's finaliser), so it depends only on the codes; rows keep their order.
+
+    Parameters
+    ----------
+    cells : DataFrame or mapping of column name to numpy array
+        The table (as columns: no frame is made before the pieces).
     """
-    h = np.zeros(len(cells), dtype=np.uint64)
-    for k in keys:
-        h = h * np.uint64(0x100000001B3) + cells[k].to_numpy().astype(np.uint64)
-    h ^= h >> np.uint64(33)
-    h *= np.uint64(0xFF51AFD7ED558CCD)
-    h ^= h >> np.uint64(33)
-    # small integers: the stable sort is a radix sort, linear in the rows
-    bucket = (h % np.uint64(n_buckets)).astype(np.int16 if n_buckets < 2**15 else np.int64)
-    order = np.argsort(bucket, kind="stable")
-    bounds = np.searchsorted(bucket[order], np.arange(n_buckets + 1))
-    ordered = cells.take(order)
-    return [ordered.iloc[lo:hi].reset_index(drop=True) for lo, hi in itertools.pairwise(bounds.tolist())]
+    columns = {c: cells[c].to_numpy() for c in cells.columns} if isinstance(cells, pd.DataFrame) else dict(cells)
+    rows = len(next(iter(columns.values()))) if columns else 0
+    codes = np.empty((len(keys), rows), dtype=np.int64)
+    for i, k in enumerate(keys):
+        codes[i] = columns[k]
+    order, bounds = _bucket_order(codes, n_buckets)
+    # one gather per column and bucket: the pieces are made from the arrays, in row order
+    return [
+        pd.DataFrame({c: a[order[lo:hi]] for c, a in columns.items()}) for lo, hi in itertools.pairwise(bounds.tolist())
+    ]
+
+
+@numba.njit(cache=True, nogil=True)
+def _bucket_order(codes, n_buckets):  # pragma: no cover - compiled
+    """The rows in bucket order (stable) and each bucket's bounds in it, the bucket of a row
+    being the hash of its column of ``codes`` (keys x rows) modulo ``n_buckets``: a counting sort."""
+    k, n = codes.shape
+    bucket = np.empty(n, dtype=np.int64)
+    bounds = np.zeros(n_buckets + 1, dtype=np.int64)
+    for i in range(n):
+        h = np.uint64(0)
+        for j in range(k):
+            h = h * np.uint64(0x100000001B3) + np.uint64(codes[j, i])
+        h ^= h >> np.uint64(33)
+        h *= np.uint64(0xFF51AFD7ED558CCD)
+        h ^= h >> np.uint64(33)
+        b = np.int64(h % np.uint64(n_buckets))
+        bucket[i] = b
+        bounds[b + 1] += 1
+    for b in range(n_buckets):
+        bounds[b + 1] += bounds[b]
+    at = bounds[:-1].copy()
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        order[at[bucket[i]]] = i
+        at[bucket[i]] += 1
+    return order, bounds
 
 
 def cell_counts_meta(codes_meta: pd.DataFrame, keys: tuple[str, ...], n_targets: int) -> pd.DataFrame:
@@ -283,11 +313,16 @@ def cell_counts_meta(codes_meta: pd.DataFrame, keys: tuple[str, ...], n_targets:
 #: combinations numbered in mixed radix are counted densely while the space of numbers is at
 #: most this many times the rows (one int64 counter per possible combination)
 DENSE_PER_ROW = 8
+#: with several targets, one with more than one value per this many records is not counted with
+#: the keys (:func:`joint_counts_by_target`): its combinations are the records
+ROWS_PER_VALUE = 16
 
 
 @dataclass(frozen=True)
 class JointCounts:
-    """The distinct combinations of values of some variables in one partition, in its own codes.
+    """The distinct combinations of values of some variables in one partition, in its own codes
+    (or, from :func:`joint_counts_by_target` for a target with about as many values as records,
+    its records: a combination may then have several rows).
 
     Attributes
     ----------
@@ -321,18 +356,54 @@ class JointCounts:
 
     def value_counts(self) -> dict[str, pd.Series]:
         """Records per value of every variable (missing included), from the combinations' codes."""
-        out = {}
-        for v, c, d, factor in zip(self.variables, self.codes, self.values, self.factor, strict=True):
-            n = _weighted_counts(c, self.counts, len(d))
-            if factor:  # every level, missing first (also when no code stands for it), as the records' value counts
-                levels = d.array.categories
-                every = np.zeros(len(levels) + 1, dtype=np.int64)
-                every[d.array.codes.astype(np.int64) + 1] = n
-                out[v] = pd.Series(every, index=pd.Index([np.nan, *levels.astype(object)], dtype=object))
-            else:
-                present = np.flatnonzero(n)
-                out[v] = pd.Series(n[present], index=pd.Index(d.array.take(present)))
+        return _variable_counts(self, range(len(self.variables)))
+
+
+@dataclass(frozen=True)
+class JointTables:
+    """Several :class:`JointCounts` of the same records (the keys with each target: the joint
+    of the keys and all targets would have about one combination per record as soon as a
+    target is a money variable).
+
+    Attributes
+    ----------
+    tables : tuple of JointCounts
+    """
+
+    tables: tuple[JointCounts, ...]
+
+    def __len__(self) -> int:
+        return sum(len(t) for t in self.tables)
+
+    def table(self, variables: Sequence[str]) -> JointCounts:
+        """The table of exactly these ``variables``."""
+        variables = tuple(variables)
+        return next(t for t in self.tables if t.variables == variables)
+
+    def value_counts(self) -> dict[str, pd.Series]:
+        """Records per value of every variable, each from the first table that has it."""
+        out: dict[str, pd.Series] = {}
+        for t in self.tables:
+            out.update(_variable_counts(t, [i for i, v in enumerate(t.variables) if v not in out]))
         return out
+
+
+def _variable_counts(joint: JointCounts, indices: Iterable[int]) -> dict[str, pd.Series]:
+    """Records per value (missing included) of the variables at ``indices`` of one table."""
+    out = {}
+    for i in indices:
+        v, c, d = joint.variables[i], joint.codes[i], joint.values[i]
+        n = _weighted_counts(c, joint.counts, len(d))
+        # a factor: every level, missing first (also when no code stands for it), as the records' value counts
+        if joint.factor[i]:
+            levels = d.array.categories
+            every = np.zeros(len(levels) + 1, dtype=np.int64)
+            every[d.array.codes.astype(np.int64) + 1] = n
+            out[v] = pd.Series(every, index=pd.Index([np.nan, *levels.astype(object)], dtype=object))
+        else:
+            present = np.flatnonzero(n)
+            out[v] = pd.Series(n[present], index=pd.Index(d.array.take(present)))
+    return out
 
 
 def joint_counts(
@@ -367,37 +438,109 @@ def joint_counts(
     -------
     JointCounts
     """
+    variables = list(variables)
+    (joint,) = joint_counts_by_target(frame, variables[:-1], variables[-1:], factors, weights)
+    return joint
+
+
+def joint_counts_by_target(
+    frame: pd.DataFrame | Sequence[pd.DataFrame],
+    keys: Sequence[str],
+    targets: Sequence[str],
+    factors: Collection[str],
+    weights: np.ndarray | None = None,
+) -> list[JointCounts]:
+    """:func:`joint_counts` of the keys with each target, ``[joint_counts(frame, [*keys, t]) for
+    t in targets]``, in one pass over the records for all targets.
+
+    The keys' local codes are made once; with several targets so is every record's number of
+    its key combination, which each target's count then extends by the target's code (the
+    joint of the keys and *all* targets would have about one combination per record once a
+    target is a money variable, so nothing would be aggregated).
+
+    Parameters
+    ----------
+    keys : sequence of str
+    targets : sequence of str
+        At least one, none of them a key.
+    Other parameters as in :func:`joint_counts`.
+    """
     frames = [frame] if isinstance(frame, pd.DataFrame) else list(frame)
     lengths = [len(f) for f in frames]
     n = sum(lengths)
-    columns = [_local_codes([f[v] for f in frames], v in factors) for v in variables]
-    sizes = [size for _, _, size, _ in columns]
+    key_columns = [_local_codes([f[v] for f in frames], v in factors, n) for v in keys]
+    key_space = math.prod(size for _, _, size, _ in key_columns)
     w = np.zeros(0, dtype=np.int64) if weights is None else weights.astype(np.int64)
-    space = math.prod(sizes)
-    if space <= DENSE_PER_ROW * max(n, 1):  # one counter per mixed-radix number; the codes are its digits
-        # int32 counters when no sum can overflow them: half the memory to clear and scan
-        fits = weights is None and n < 2**31
-        counter = np.zeros(space, dtype=np.int32 if fits else np.int64)
-        q = np.empty(min(n, MIX_ROWS), dtype=np.int64)
-        for i, (first, length) in enumerate(zip(np.cumsum([0, *lengths[:-1]]).tolist(), lengths, strict=True)):
-            for start in range(0, length, MIX_ROWS):  # each slice of numbers counted while it is in cache
-                part = q[: min(MIX_ROWS, length - start)]
-                part[:] = 0
-                for values, offset, size, _ in columns:
-                    _mix(part, values[i][start : start + MIX_ROWS], size, offset)
-                at = first + start
-                _count_numbers(part, w[at : at + len(part)] if len(w) else w, counter)
-        codes_2d = np.empty((len(columns), np.count_nonzero(counter)), dtype=np.int32 if space < 2**31 else np.int64)
-        counts = np.empty(codes_2d.shape[1], dtype=np.int64)
-        _dense_cells(counter, np.array(sizes, dtype=np.int64), codes_2d, counts)
-        codes = list(codes_2d)
-    else:
-        joined = [(_joined_values(values), offset, size, d) for values, offset, size, d in columns]
-        rep, counts = _count_groups(_numbers(joined, n), w)
-        codes = [_codes_at(values, offset, rep) for values, offset, _, _ in joined]
-    small = [c.astype(np.int32, copy=False) if size < 2**31 else c for c, size in zip(codes, sizes, strict=True)]
-    return JointCounts(tuple(variables), tuple(small), tuple(d for *_, d in columns),
-                       tuple(v in factors for v in variables), counts)  # fmt: skip
+    # int32 counters when no sum can overflow them: half the memory to clear and scan
+    counter_type = np.int32 if weights is None and n < 2**31 else np.int64
+    key_numbers = None  # every record's key number, made once when several targets use it
+    record_codes = None  # every record's key codes, made once when several targets use them
+    out = []
+    for target in targets:
+        target_column = _local_codes([f[target] for f in frames], target in factors, n)
+        columns = [*key_columns, target_column]
+        sizes = [size for _, _, size, _ in columns]
+        space = key_space * sizes[-1]
+        if len(targets) > 1 and sizes[-1] * ROWS_PER_VALUE > n:
+            # a target with about as many values as records (money): its combinations with the
+            # keys are nearly all distinct, so they are the records' codes, uncounted (hashing
+            # millions of distinct numbers costs a cache miss or more each); the cells count them
+            # once the values are grouped
+            if record_codes is None:
+                record_codes = [_codes(_joined_values(v), o) for v, o, _, _ in key_columns]
+            values, offset, _, _ = target_column
+            codes = [*record_codes, _codes(_joined_values(values), offset)]
+            counts = w if len(w) else np.ones(n, dtype=np.int64)
+        elif space <= DENSE_PER_ROW * max(n, 1):  # one counter per mixed-radix number; the codes are its digits
+            counter = np.zeros(space, dtype=counter_type)
+            if len(targets) == 1:
+                _count_mixed(columns, lengths, w, counter)
+            else:
+                if key_numbers is None:
+                    key_numbers = _numbers([(_joined_values(v), o, s, d) for v, o, s, d in key_columns], n)
+                values, offset, size, _ = target_column
+                at = 0
+                for i, length in enumerate(lengths):
+                    _count_pairs(key_numbers[at : at + length], values[i], size, offset,
+                                 w[at : at + length] if len(w) else w, counter)  # fmt: skip
+                    at += length
+            codes_2d = np.empty(
+                (len(columns), np.count_nonzero(counter)), dtype=np.int32 if space < 2**31 else np.int64
+            )
+            counts = np.empty(codes_2d.shape[1], dtype=np.int64)
+            _dense_cells(counter, np.array(sizes, dtype=np.int64), codes_2d, counts)
+            codes = list(codes_2d)
+        else:
+            joined = [(_joined_values(values), offset, size, d) for values, offset, size, d in columns]
+            if len(targets) > 1 and space < 2**62:  # the key numbers extended by the target's codes
+                if key_numbers is None:
+                    key_numbers = _numbers(joined[:-1], n)
+                values, offset, size, _ = joined[-1]
+                numbers = _mix(key_numbers.copy(), values, size, offset)
+            else:
+                numbers = _numbers(joined, n)
+            rep, counts = _count_groups(numbers, w)
+            codes = [_codes_at(values, offset, rep) for values, offset, _, _ in joined]
+        small = [c.astype(np.int32, copy=False) if size < 2**31 else c for c, size in zip(codes, sizes, strict=True)]
+        variables = (*keys, target)
+        out.append(JointCounts(variables, tuple(small), tuple(d for *_, d in columns),
+                               tuple(v in factors for v in variables), counts))  # fmt: skip
+    return out
+
+
+def _count_mixed(columns: list[tuple[list[np.ndarray], int, int, pd.Series]], lengths: list[int], w: np.ndarray,
+                 counter: np.ndarray) -> None:  # fmt: skip
+    """``counter[number] += weight`` of every record's mixed-radix number of its local codes,
+    each slice of numbers counted while it is in cache (never all numbers at once)."""
+    q = np.empty(min(sum(lengths), MIX_ROWS), dtype=np.int64)
+    for i, (first, length) in enumerate(zip(np.cumsum([0, *lengths[:-1]]).tolist(), lengths, strict=True)):
+        for start in range(0, length, MIX_ROWS):
+            part = q[: min(MIX_ROWS, length - start)]
+            part[:] = 0
+            for values, offset, size, _ in columns:
+                _mix(part, values[i][start : start + MIX_ROWS], size, offset)
+            at = first + start
+            _count_numbers(part, w[at : at + len(part)] if len(w) else w, counter)
 
 
 def _joined_values(values: list[np.ndarray]) -> np.ndarray:
@@ -426,12 +569,16 @@ def _numbers(columns: list[tuple[np.ndarray, int, int, pd.Series]], n: int) -> n
     return q
 
 
-def _local_codes(parts: list[pd.Series], factor: bool) -> tuple[list[np.ndarray], int, int, pd.Series]:
+def _local_codes(parts: list[pd.Series], factor: bool, n: int = 0) -> tuple[list[np.ndarray], int, int, pd.Series]:
     """One column's values in some frames as codes ``0..size-1`` shared by the frames:
     ``(values, offset, size, dictionary)``, ``values`` per frame, the code of a value being
     ``value + offset`` (0 for a missing factor level or number when there is one; no code for
     missing when there is none, which keeps the space of combinations small) and
-    ``dictionary`` the value of every code (the column's dtype)."""
+    ``dictionary`` the value of every code (the column's dtype).
+
+    Whole numbers are coded by their offset when they span fewer than ``max(SMALL_SPAN, 2 n)``
+    values (``n`` the records: the dictionary and the value counts then cost no more than the
+    records; money in whole units spans a few hundred thousand values), others factorised."""
     if factor and len({p.dtype for p in parts}) > 1:  # the frames' levels differ: one list of levels
         union = pd.api.types.union_categoricals([p.array for p in parts])
         bounds = np.cumsum([0, *(len(p) for p in parts)])
@@ -444,12 +591,12 @@ def _local_codes(parts: list[pd.Series], factor: bool) -> tuple[list[np.ndarray]
         return codes, offset, max(len(categories), 1), pd.Series(pd.Categorical.from_codes(categories, dtype=s.dtype))
     if all(p.dtype == np.float64 for p in parts):
         xs = [p.to_numpy() for p in parts]
-        ranges = [_whole_range(x) for x in xs]
+        ranges = [_whole_range(x, max(SMALL_SPAN, 2 * n)) for x in xs]
         present = sum(r[0] for r in ranges)
         if present and all(r[3] for r in ranges):  # whole numbers: the range of the frames that have some
             lo = min(r[1] for r in ranges if r[0])
             hi = max(r[2] for r in ranges if r[0])
-            if max(-lo, hi) < 2**52 and hi - lo < SMALL_SPAN:
+            if max(-lo, hi) < 2**52 and hi - lo < max(SMALL_SPAN, 2 * n):
                 missing = int(present < sum(len(x) for x in xs))
                 offset, size = int(missing - lo), int(hi - lo) + 1 + missing
                 numbers = np.arange(size, dtype=np.float64) - offset
@@ -464,22 +611,26 @@ def _local_codes(parts: list[pd.Series], factor: bool) -> tuple[list[np.ndarray]
 
 def _codes_at(values: np.ndarray, offset: int, rows: np.ndarray) -> np.ndarray:
     """The local codes (see :func:`_local_codes`) of the records at ``rows``."""
-    v = values[rows]
-    if v.dtype.kind == "f":
-        return np.where(v != v, 0, v + offset).astype(np.int64)
-    return v.astype(np.int64) + offset
+    return _codes(values[rows], offset)
 
 
-def _whole_range(x: np.ndarray) -> tuple[int, float, float, bool]:
+def _codes(values: np.ndarray, offset: int) -> np.ndarray:
+    """The local codes (see :func:`_local_codes`) of some records' ``values``."""
+    if values.dtype.kind == "f":
+        return np.where(values != values, 0, values + offset).astype(np.int64)
+    return values.astype(np.int64) + offset
+
+
+def _whole_range(x: np.ndarray, span: int = SMALL_SPAN) -> tuple[int, float, float, bool]:
     """Number of non-missing values, their minimum and maximum, and whether all are whole numbers
-    (known only when they could be coded by their offset from the minimum: ``hi - lo <
-    SMALL_SPAN`` and ``|x| < 2^52``; else False)."""
+    (known only when they could be coded by their offset from the minimum: ``hi - lo < span``
+    and ``|x| < 2^52``; else False)."""
     if not len(x):
         return 0, np.inf, -np.inf, True
     lo, hi = float(x.min()), float(x.max())  # vectorised; a missing value makes them missing
     if lo != lo or hi != hi:
         return _whole_range_missing(x)
-    small = max(-lo, hi) < 2**52 and hi - lo < SMALL_SPAN
+    small = max(-lo, hi) < 2**52 and hi - lo < span
     return len(x), lo, hi, small and lo == math.floor(lo) and _whole_offsets(x, lo)
 
 
@@ -515,6 +666,17 @@ def _mix(q, values, size, offset):  # pragma: no cover - compiled
         v = values[i]
         q[i] = q[i] * size + (0 if v != v else np.int64(v) + offset)
     return q
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_pairs(q, values, size, offset, weights, counter):  # pragma: no cover - compiled
+    """``counter[q[i] * size + code] += weights[i]`` (empty ``weights``: one per row), ``code =
+    values[i] + offset`` (0 for NaN): a key number extended by one more variable's code."""
+    weighted = weights.shape[0] > 0
+    for i in range(q.shape[0]):
+        v = values[i]
+        number = q[i] * size + (0 if v != v else np.int64(v) + offset)
+        counter[number] += weights[i] if weighted else 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -662,22 +824,27 @@ def _dense_distinct(values, space):  # pragma: no cover - compiled
     return distinct, inverse
 
 
-class _Cells:
-    """The (q, t) cells of one block with the count of every data set."""
+def _target_rows(cells: pd.DataFrame, target_index: int) -> pd.DataFrame:
+    """The rows of one target in a cell-count table."""
+    mine = cells[TARGET_INDEX].to_numpy() == target_index
+    return cells if mine.all() else cells[mine]
 
-    def __init__(self, frames: tuple[pd.DataFrame, ...], plan: KernelPlan) -> None:
-        frames = tuple(f[f[TARGET_INDEX].to_numpy() == plan.target_index] for f in frames)
-        src = np.repeat(np.arange(len(frames)), [len(f) for f in frames])
+
+class _Cells:
+    """The (q, t) cells of one block with the count of every data set (``sets[i]``: the tables
+    of data set ``i``; a cell may have rows in several, which are summed)."""
+
+    def __init__(self, sets: tuple[Sequence[pd.DataFrame], ...], plan: KernelPlan) -> None:
+        # the plan's target's rows of every table (no copy of a table that has only those)
+        mine = [[_target_rows(f, plan.target_index) for f in tables] for tables in sets]
+        frames = tuple(f for tables in mine for f in tables)
+        src = np.repeat(np.arange(len(sets)), [sum(len(f) for f in tables) for tables in mine])
         q, keys = key_groups(frames, plan.keys, plan.key_sizes, plan.target_size)
         t = np.concatenate([f[TARGET_CODE].to_numpy() for f in frames]).astype(np.int64)
         n = np.concatenate([f[COUNT].to_numpy() for f in frames]).astype(np.int64)
         cells, inverse = _distinct(q * plan.target_size + t)
         n_cells = len(cells)
-        self.counts = (
-            np.bincount(src * n_cells + inverse, weights=n, minlength=len(frames) * n_cells)
-            .astype(np.int64)
-            .reshape(len(frames), -1)
-        )
+        self.counts = _weighted_counts(src * n_cells + inverse, n, len(sets) * n_cells).reshape(len(sets), -1)
         rep = np.empty(n_cells, dtype=np.int64)
         rep[inverse] = np.arange(len(t))
         self.t = t[rep]
@@ -725,16 +892,19 @@ class _Exclusions:
         return np.where(over, 0, out)
 
 
-def block_summary(original: pd.DataFrame, *synthetic: pd.DataFrame, plan: KernelPlan) -> pd.DataFrame:
+def block_summary(
+    original: pd.DataFrame | Sequence[pd.DataFrame], *synthetic: pd.DataFrame | Sequence[pd.DataFrame], plan: KernelPlan
+) -> pd.DataFrame:
     """Integer statistics of one block (see :class:`Stat`) for the original and m synthetic sets.
 
     Parameters
     ----------
     original, *synthetic
-        Cell-count tables (:func:`cell_counts`) of the same key blocks.
+        Cell-count tables (:func:`cell_counts`) of the same key blocks, or per data set a list
+        of them (e.g. the pieces of its tables of counts in one key bucket: not concatenated).
     plan : KernelPlan
     """
-    frames = (original, *synthetic)
+    frames = tuple([f] if isinstance(f, pd.DataFrame) else list(f) for f in (original, *synthetic))
     rows = _Rows()
     cells = _Cells(frames, plan)
     for j in range(len(frames)):

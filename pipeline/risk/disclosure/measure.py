@@ -118,7 +118,9 @@ class DisclosureMeasure(Measure):
         key_sets = self.bound_key_sets(data)
         variables = list(dict.fromkeys(v for keys, targets, _ in key_sets for v in (*keys, *targets)))
         prepared = executor.prepare(data.select(variables))
-        stats = gather_stats(prepared, executor, variables)
+        # the keys of each key set counted with each of its targets, in one pass over the records
+        counted = [(keys, [o.target for o in options]) for keys, _, options in key_sets]
+        stats = gather_stats(prepared, executor, variables, key_sets=counted)
         results = []
         for keys, targets, options in key_sets:
             per_target = key_set_results(prepared, executor, stats, keys, options)
