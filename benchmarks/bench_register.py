@@ -349,6 +349,6 @@ def run_register(bench: Bench | None, data_root: Path, sizes: list[int], repeat:
                 rows += run_utility(bench, data, n, min(repeat, 2))
             if "register_dcr" in sections:
                 rows += run_dcr(bench, data_root, data, n, repeat)
-        for section in TASK_ROWS.keys() & sections:
+        for section in (s for s in TASK_ROWS if s in sections):
             rows += run_task(data_root, n, section)
     return rows

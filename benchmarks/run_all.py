@@ -512,7 +512,7 @@ def main() -> None:
         rows += run_ipf(args.big)
     if sections & (set(REGISTER_SECTIONS) - TASK_ROWS.keys()):
         with bench_client(args.workers, args.memory_limit) as client:
-            rows += run_register(Bench(client), args.data, register_sizes, args.repeat, sections)
+            rows += run_register(Bench(client), args.data, register_sizes, args.repeat, sections - TASK_ROWS.keys())
     if sections & TASK_ROWS.keys():
         rows += run_register(None, args.data, register_sizes, args.repeat, sections & TASK_ROWS.keys())
 
