@@ -182,37 +182,37 @@ def gather_stats(
 
 
 def joint_cells(joint: JointCounts, coders: Mapping[str, Coder], layout: tuple) -> dict[str, np.ndarray]:
-    """The (key codes, target) cell counts of one partition's :class:`JointCounts` for every
-    target, as columns.
+    """The (key codes, target) cell counts, as columns, of one partition's :class:`JointCounts`
+    of the keys with one target (``layout``: keys, their sizes, the target and its size, each
+    target in a 1-tuple).
 
-    With one target the combinations are the cells already (a key group may have several rows
-    when the coders merge values, e.g. into intervals: the block kernel merges them; when a
-    coder groups numbers into intervals the cells are counted, as many combinations then share
-    a cell); with several, each target's cells are counted from the combinations.
+    The combinations are the cells already (a key group may have several rows when the coders
+    merge values, e.g. a level into missing: the block kernel merges them), unless a coder
+    groups numbers into intervals: then many combinations share a cell and the cells are counted.
     """
     keys, key_sizes, targets, target_sizes = layout
-    codes = joint_codes(joint, {v: coders[v] for v in (*keys, *targets)})
-    if len(targets) > 1 or any(coders[v].mode == "bins" for v in (*keys, *targets)):
+    (target,) = targets
+    codes = joint_codes(joint, {v: coders[v] for v in (*keys, target)})
+    if any(coders[v].mode == "bins" for v in (*keys, target)):
         counted = cell_counts(pd.DataFrame(codes), keys, key_sizes, targets, target_sizes, joint.counts)
         return {c: counted[c].to_numpy() for c in counted.columns}
     cells = {k: codes[k] for k in keys}
     cells[TARGET_INDEX] = np.zeros(len(joint), dtype=np.int8)
-    cells[TARGET_CODE] = codes[targets[0]].astype(np.int32)
+    cells[TARGET_CODE] = codes[target].astype(np.int32)
     cells[COUNT] = joint.counts
     return cells
 
 
 def target_cells(
-    partial: JointCounts | JointTables, coders: Mapping[str, Coder], layouts: Sequence[tuple]
+    partial: JointTables, coders: Mapping[str, Coder], layouts: Sequence[tuple]
 ) -> list[dict[str, np.ndarray]]:
-    """The cell counts (as columns) of one partition's counts for each target (``layouts``: one
-    per target, :func:`joint_cells`' layout of one target, ``__target__`` its index): from the
-    table of the keys with that target, or from the joint of all variables."""
+    """The cell counts (as columns) of one partition's tables for each target (``layouts``: one
+    per target, :func:`joint_cells`' layout, ``__target__`` its index), each from the table of the
+    keys with that target."""
     out = []
     for index, layout in enumerate(layouts):
         keys, _, (target,), _ = layout
-        joint = partial if isinstance(partial, JointCounts) else partial.table((*keys, target))
-        cells = joint_cells(joint, coders, layout)
+        cells = joint_cells(partial.table((*keys, target)), coders, layout)
         cells[TARGET_INDEX] = np.full(len(cells[COUNT]), index, dtype=np.int8 if index < 128 else np.int16)
         out.append(cells)
     return out
@@ -259,7 +259,7 @@ def key_set_results(
 
 
 def bucket_cells(
-    partial: JointCounts | JointTables, coders: Mapping[str, Coder], layouts: Sequence[tuple], n_buckets: int
+    partial: JointTables, coders: Mapping[str, Coder], layouts: Sequence[tuple], n_buckets: int
 ) -> list[list[pd.DataFrame]]:
     """The cell counts of one partition's counts for each target (:func:`target_cells`) in key
     buckets (the split of :meth:`~pipeline.evaluation.execution.Executor.merge_buckets`):
