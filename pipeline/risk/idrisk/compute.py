@@ -82,8 +82,9 @@ def combo_matrix(plan: MatchPlan, combos: Sequence[Mapping[str, float]]) -> np.n
 
 def scenario_blocks(
     data: EvalData, executor: Executor, plans: Sequence[MatchPlan], along: Sequence[Deferred] = ()
-) -> list[tuple[Blocks, list[int]]]:
-    """Balanced key blocks for the scenarios ``plans``, and which scenarios each serves.
+) -> list[Blocks]:
+    """Balanced key blocks for each of the scenarios ``plans`` (scenarios that share blocks get
+    the same object).
 
     When one scenario's categorical variables are compared by every other scenario too (the
     register task: sex, municipality; and sex, municipality, edu), the scenarios share one set
@@ -92,21 +93,22 @@ def scenario_blocks(
     no block is coarser than that scenario's own.  Otherwise (keys that diverge, e.g. sex and
     region against sex and municipality, whose common part would make a few large blocks; or a
     scenario without categorical variables, one block, beside one with them) each scenario
-    gets blocks of its own.  ``along`` is computed with the first blocks'
-    counting pass (:meth:`Executor.key_blocks`).
+    gets blocks of its own.  ``along`` is computed with the first scenario's blocks' counting
+    pass (:meth:`Executor.key_blocks`; their :attr:`Blocks.along`).
     """
     shared = [v for v in plans[0].categorical if all(v in p.categorical for p in plans[1:])]
     if not any(p.categorical for p in plans) or (shared and any(set(p.categorical) == set(shared) for p in plans)):
         groups = [(shared, list(range(len(plans))))]
     else:
         groups = [(list(p.categorical), [k]) for k, p in enumerate(plans)]
-    out = []
+    out: list[Blocks] = [None] * len(plans)  # type: ignore[list-item]
     for g, (keys, members) in enumerate(groups):
         columns = list(dict.fromkeys(c for k in members for c in plans[k].columns))
         blocks = executor.key_blocks(
             data.select(columns), keys, with_row_id=True, balanced=True, along=along if g == 0 else ()
         )
-        out.append((blocks, members))
+        for k in members:
+            out[k] = blocks
     return out
 
 

@@ -101,9 +101,8 @@ class IdentificationRiskMeasure(Measure):
         prepared = prepared.with_frames(executor.persist(*prepared.frames))
         continuous, na_action, groups = self._matched(setups)
         plans = [s.plan for s in setups.values()]
-        shared = scenario_blocks(prepared, executor, plans, frame_checks(prepared, executor, continuous, groups))
-        n, excluded = judge_checks(shared[0][0].along, continuous, na_action, groups)
-        on = {k: blocks for blocks, members in shared for k in members}
+        on = scenario_blocks(prepared, executor, plans, frame_checks(prepared, executor, continuous, groups))
+        n, excluded = judge_checks(on[0].along, continuous, na_action, groups)
         counts = [
             count_records(on[k], data.m, s.plan, [s.radius or {}])
             if s.grid is None
@@ -140,7 +139,7 @@ class IdentificationRiskMeasure(Measure):
         plans = [s.plan for s in setups.values()]
         for d in pair:
             n, _ = check_frames(d, executor, *matched)
-            on = {k: blocks for blocks, members in scenario_blocks(d, executor, plans) for k in members}
+            on = scenario_blocks(d, executor, plans)
             counts = [count_records(on[k], d.m, s.plan, _radii(s)) for k, s in enumerate(setups.values())]
             per_scenario = [
                 records_matrices(value, n, d.m, len(_radii(s)))
