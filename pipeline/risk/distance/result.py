@@ -10,7 +10,7 @@ import numpy as np
 
 from pipeline.evaluation.base import Result, Row
 from pipeline.risk.distance.compute import SetDistances
-from pipeline.risk.intervals import wilson
+from pipeline.evaluation.comparison import wilson
 
 
 def _median(x: np.ndarray) -> float:
