@@ -257,6 +257,8 @@ class Compared:
         ``share``: the share expected when the synthesis memorises nothing.
     scale : float
         The values are shown times this (a share as a percentage: 100).
+    method : str
+        ``rates``/``share``: how the measure's own interval bounds were drawn (:data:`METHODS`).
     """
 
     title: str
@@ -266,3 +268,4 @@ class Compared:
     residual: str | None = None
     null: float = 0.5
     scale: float = 1.0
+    method: str = WILSON
