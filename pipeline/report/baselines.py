@@ -29,7 +29,7 @@ Every figure is shown as a percentage of records, the differences in percentage 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -92,8 +92,9 @@ def _summary(part: pd.DataFrame, role: str) -> Interval | None:
     return Interval(got["mean"], got["lower95"], got["upper95"], str(method.iloc[0]) if len(method) else "")
 
 
-def footing_settings(rows: pd.DataFrame, compared: Compared) -> Iterator[tuple[tuple, str, Comparison]]:
-    """Per release and setting of an equal-footing figure: (release, setting text, comparison)."""
+def footing_settings(rows: pd.DataFrame, compared: Compared) -> Iterator[tuple[tuple, str, Any, Comparison]]:
+    """Per release and setting of an equal-footing figure: (release, setting text, the setting's
+    params as :class:`~pipeline.row_params.Pairs`, comparison)."""
     rows = param_columns(rows[(rows["measure"] == compared.training) & (rows["role"] != "observed")])
     for release, sub in rows.groupby(RELEASE, sort=False):
         labels = unit_labels(sub[UNIT])
@@ -105,18 +106,22 @@ def footing_settings(rows: pd.DataFrame, compared: Compared) -> Iterator[tuple[t
             difference = _summary(part, EXCESS) or Interval(training - holdout, math.nan, math.nan, "")
             n = sets.loc[sets["role"] == TRAINING, "synthetic"].nunique()
             named = (f"{entry} [{labels[unit]}]" if labels[unit] else entry) if entries > 1 else labels[unit]
-            yield tuple(release), named, Comparison(training, holdout, difference, _summary(part, RESIDUAL), n)
+            yield tuple(release), named, unit, Comparison(training, holdout, difference, _summary(part, RESIDUAL), n)
+
+
+def largest(comparisons: Iterable[Comparison]) -> int:
+    """The position of the comparison with the largest upper bound (else difference)."""
+    order = [c.difference.upper if not np.isnan(c.difference.upper) else c.difference.value for c in comparisons]
+    return int(np.argmax([-np.inf if np.isnan(o) else o for o in order]))
 
 
 def _footing_lines(compared: Compared, rows: pd.DataFrame) -> list[list[Any]]:
     by_release: dict[tuple, list[tuple[str, Comparison]]] = {}
-    for release, setting, comparison in footing_settings(rows, compared):
+    for release, setting, _, comparison in footing_settings(rows, compared):
         by_release.setdefault(release, []).append((setting, comparison))
     out = []
     for release, found in by_release.items():
-        order = [c.difference.upper if not np.isnan(c.difference.upper) else c.difference.value for _, c in found]
-        at = int(np.argmax([-np.inf if np.isnan(o) else o for o in order]))
-        setting, c = found[at]
+        setting, c = found[largest(c for _, c in found)]
         above = sum(c.verdict == ADDS_RISK for _, c in found)
         note = f"{above} of {len(found)} settings with an interval above 0" + (f"; shown: {setting}" if setting else "")
         out.append([*release, compared.title, c.sets, *_figures(c, compared.scale), note])
@@ -212,14 +217,20 @@ def release_verdicts(table: pd.DataFrame) -> pd.DataFrame:
         judged = part[part["verdict"] != NO_INTERVAL]
         above = part[part["verdict"] == ADDS_RISK]
         if len(above):
-            verdict, driven = ADDS_RISK, [f"{f} (+{number_text(d)})" for f, d in zip(above["figure"], above["difference"], strict=True)]
+            verdict, driven = (
+                ADDS_RISK,
+                [f"{f} (+{number_text(d)})" for f, d in zip(above["figure"], above["difference"], strict=True)],
+            )
         elif judged.empty:
             verdict, driven = NO_INTERVAL, []
         elif (judged["verdict"] == BELOW).all():
             verdict, driven = BELOW, list(judged["figure"])
         else:
             verdict = NO_EXCESS
-            driven = [f"{f} (detectable ≥ {number_text(d)})" for f, d in zip(judged["figure"], judged["detectable"], strict=True)]
+            driven = [
+                f"{f} (detectable ≥ {number_text(d)})"
+                for f, d in zip(judged["figure"], judged["detectable"], strict=True)
+            ]
         out.append([*release, verdict, "; ".join(driven)])
     return pd.DataFrame(out, columns=VERDICT_COLUMNS)
 
@@ -249,7 +260,7 @@ def baseline_figures(results: pd.DataFrame) -> list[str]:
         if compared.view != "footing":
             continue
         by_release: dict[tuple, list[dict[str, float]]] = {}
-        for release, _, c in footing_settings(rows, compared):
+        for release, _, _, c in footing_settings(rows, compared):
             by_release.setdefault(release, []).append({"training": c.training, "holdout": c.holdout})
         for (dataset, source, rep), found in by_release.items():
             name = f"{dataset} / {source}" + (f" #{rep}" if rep else "")

@@ -12,11 +12,11 @@ import pytest
 
 from pipeline.datasets import load_demo
 from pipeline.errors import ParameterError
+from pipeline.evaluation.comparison import Rate, residual_rate, wilson
 from pipeline.evaluation.execution import Executor
 from pipeline.risk.attacks.api import inference, linkability
 from pipeline.risk.attacks.compute import random_link_probability
 from pipeline.risk.distance.api import dcr
-from pipeline.evaluation.comparison import Rate, residual_rate, wilson
 
 MEMORY = Executor(policy="memory")
 LINK = {"aux_cols": [["Expenditure", "Urban"], ["Income", "Age", "Marital"]], "n_attacks": 400}

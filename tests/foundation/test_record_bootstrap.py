@@ -78,9 +78,7 @@ def test_a_sweep_keeps_the_observed_maximising_radius_and_the_rows_are_the_same_
     got = evaluate(measure, lazy, Executor(clients[1], policy="blocks", block_rows=200), options).rows()
 
     def bounds(rows):
-        return sorted(
-            (r.measure, r.synthetic, str(r.params), r.value) for r in rows if r.method == "bootstrap"
-        )
+        return sorted((r.measure, r.synthetic, str(r.params), r.value) for r in rows if r.method == "bootstrap")
 
     assert bounds(rows) and bounds(got) == bounds(rows)
 

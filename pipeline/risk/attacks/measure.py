@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 #: every attack's holdout view: the main (training) against the control (holdout) success rate,
 #: anonymeter's risk the residual (docs/attacks.md)
-ATTACK_VIEW = (Compared("success rate (%)", "main_rate", "rates", holdout="control_rate", residual="risk", scale=100.0),)
+ATTACK_VIEW = (
+    Compared("success rate (%)", "main_rate", "rates", holdout="control_rate", residual="risk", scale=100.0),
+)
 
 
 def _prepared(data: EvalData, variables: list[str], executor: Executor) -> EvalData:

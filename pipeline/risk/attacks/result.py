@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.evaluation.base import Result, Row
-from pipeline.risk.attacks.compute import AttackCounts
 from pipeline.evaluation.comparison import Rate, bounded, residual_rate, wilson
+from pipeline.risk.attacks.compute import AttackCounts
 
 
 def _rate_rows(label: str, name: str, attacks: int, successes: int, rate: Rate, p: Mapping[str, Any]) -> list[Row]:
