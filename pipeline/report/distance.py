@@ -31,6 +31,7 @@ COLUMNS = {
     "overfitting protection": ("dcr_overfitting_protection", 1.0),
 }
 SHARE = "closer_to_training"
+RELEASE = ["dataset", "source", "repetition"]
 
 
 def share_ceiling(training_records: int, holdout_records: int, footing: str = "equal") -> float:

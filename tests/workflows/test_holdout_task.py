@@ -25,8 +25,8 @@ from pipeline.runner import run_task, validate_task
 from pipeline.synth.split import HoldoutSplit
 from pipeline.tasks import GateSpec, load_task
 
-COLS = ["dataset", "source", "repetition", "family", "measure_name", "params", "synthetic", "measure", "role", "summary",
-        "method", "value"]  # fmt: skip
+COLS = ["dataset", "source", "repetition", "family", "measure_name", "params", "synthetic", "measure", "role",
+        "summary", "method", "value"]  # fmt: skip
 KEYS = "[Urban, Tenure, Educ, Marital]"
 
 SPLIT_TASK = f"""
