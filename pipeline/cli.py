@@ -177,7 +177,19 @@ def history(history_dir: Path, task_name: str | None, measure: str | None, as_cs
     res = ResultsStore(history_dir).query(task_name)
     if measure:
         res = res[res["measure"] == measure]
-    cols = ["run_date", "task", "dataset", "source", "setting", "synthetic", "measure", "value"]
+    cols = [
+        "run_date",
+        "task",
+        "dataset",
+        "source",
+        "setting",
+        "synthetic",
+        "measure",
+        "role",
+        "summary",
+        "method",
+        "value",
+    ]
     if as_csv:
         click.echo(res[cols].to_csv(index=False), nl=False)
     else:
