@@ -49,8 +49,10 @@ def share_ceiling(training_records: int, holdout_records: int, footing: str = "e
 
 
 def _ceiling(manifest: dict[str, Any], dataset: str, params: str) -> float:
-    split = (manifest.get("holdouts") or {}).get(dataset)
-    if not split:
+    """The split's ceiling from the manifest's holdout record (NaN when it lacks the training part's
+    size: a holdout read from a file or generated records only count their own)."""
+    split = (manifest.get("holdouts") or {}).get(dataset) or {}
+    if "training_records" not in split or "holdout_records" not in split:
         return math.nan
     footing = json.loads(params).get("footing", "equal") if isinstance(params, str) else "equal"
     return share_ceiling(int(split["training_records"]), int(split["holdout_records"]), footing)
@@ -68,7 +70,7 @@ def dcr_table(rows: pd.DataFrame, ceiling: float) -> pd.DataFrame:
         if SHARE in value.index:
             bounds = [number_text(100 * value.get(f"{SHARE}_{b}", math.nan)) for b in ("lower", "upper")]
             line["closer to training (%) [95 %]"] = f"{number_text(100 * value[SHARE])} [{bounds[0]}, {bounds[1]}]"
-            line["ceiling for this split (%)"] = number_text(100 * ceiling)
+            line["ceiling for this split (%)"] = number_text(100 * ceiling) if math.isfinite(ceiling) else "–"
         out.append(line)
     return pd.DataFrame(out)
 
