@@ -47,10 +47,7 @@ class DCRMeasure(Measure):
         variables = self.compared(data)
         factors, numerics = split_kinds(data.schema, variables, self.type)
         selected = data.select(variables)
-        prepared = executor.prepare(selected.with_frames([*selected.frames, *_holdout(selected)]))
-        frames = prepared.frames[: len(selected.frames)]
-        holdout = prepared.frames[len(selected.frames)] if selected.holdout is not None else None
-        ready = EvalData(tuple(frames), selected.schema, holdout)
+        ready = executor.prepare(selected, holdout=True)
         distances = set_distances(
             ready,
             executor,
@@ -68,7 +65,3 @@ class DCRMeasure(Measure):
             for row in set_rows(str(i), d, variables, params.confidence_level, params.block_on)
         ]
         return DCRResult(tuple(rows), tuple(variables))
-
-
-def _holdout(data: EvalData) -> list:
-    return [] if data.holdout is None else [data.holdout]
