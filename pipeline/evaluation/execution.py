@@ -59,6 +59,7 @@ from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.policy import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
 from pipeline.evaluation.primitives.deferred import Deferred
 from pipeline.evaluation.primitives.key_blocks import Blocks, KeyBlocking
+from pipeline.evaluation.primitives.layout import Layout, Layouts
 from pipeline.evaluation.primitives.partials import PER_WORKER_PARTITIONS, Partials
 from pipeline.evaluation.primitives.records import Records
 from pipeline.evaluation.primitives.rounds import Rounds, _consecutive_groups
@@ -68,7 +69,7 @@ from pipeline.evaluation.primitives.tasks import Tasks
 __all__ = ["PER_WORKER_PARTITIONS", "Blocks", "Deferred", "Executor", "_consecutive_groups"]
 
 
-class Executor(Partials, KeyBlocking, Rounds, Tasks, Records):
+class Executor(Partials, KeyBlocking, Layouts, Rounds, Tasks, Records):
     """Runs measure kernels in memory or over Dask partitions and key blocks.
 
     Parameters
@@ -110,6 +111,9 @@ class Executor(Partials, KeyBlocking, Rounds, Tasks, Records):
         # every unit evaluated in memory on the same inputs selects its columns from one transfer
         self._collected: dict[tuple[str, ...], pd.DataFrame] = {}
         self._collecting = threading.Lock()
+        # the task's key-block layouts (:meth:`lay_out`), made once and kept on the workers
+        self._layouts: list[Layout] = []
+        self._laying_out = threading.Lock()
 
     @classmethod
     def current(cls, **kw: Any) -> Executor:

@@ -27,9 +27,10 @@ from pipeline.blocks import (
     sum_key_loads,
 )
 from pipeline.errors import ParameterError
-from pipeline.evaluation._dask_compat import as_dask, concat_frames
+from pipeline.evaluation._dask_compat import as_dask, concat_frames, counted_as
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.primitives.deferred import Deferred
+from pipeline.evaluation.primitives.layout import Layout
 
 
 class KeyBlocking:
@@ -78,6 +79,10 @@ class KeyBlocking:
                     out[ROW_COLUMN] = np.arange(len(f), dtype=np.int64)
                 frames.append(out)
             return Blocks(self, frames[0], frames[1:], None, along=tuple(self.compute(*along)))
+        layout = None if n_blocks is not None else self._layout_of(data, keys)
+        if layout is not None:
+            aligned = self.laid_out_blocks(layout, data, keys, with_row_id)
+            return Blocks(self, aligned.original, aligned.synthetic, aligned, along=tuple(self.compute(*along)))
         if n_blocks is None:
             n_blocks = max(1, math.ceil(max(self.rows(data)) / self.block_rows))
             if balanced and n_blocks > 1:
@@ -94,6 +99,19 @@ class KeyBlocking:
         with dask.config.set({"dataframe.shuffle.method": self.shuffle}), on_client:
             aligned = KeyBlocks(keys, n_blocks).partition(data.original, list(data.synthetic), with_row_id)
         return Blocks(self, aligned.original, aligned.synthetic, aligned, along=values)
+
+    def _layout_of(self, data: EvalData, keys: list[str]) -> Layout | None:
+        """The layout whose partitions are the key blocks of ``keys`` over ``data`` (partition-local),
+        if the data were laid out (:meth:`~pipeline.evaluation.primitives.layout.Layouts.lay_out`):
+        the task's layout when ``keys`` contain its key, else a layout by ``keys`` made now, once,
+        for this and later measures (a measure that needs another layout pays for it once)."""
+        layout = self.layout_for(data.frames, keys)
+        laid_out = {s for made in self._layouts for s in made.sources}
+        # only data sets laid out before (the task's inputs): frames derived on the way (samples,
+        # relabelled footings) take the measure's own blocks rather than a layout kept for the run
+        if layout is None and all(isinstance(f, dd.DataFrame) and counted_as(f) in laid_out for f in data.frames):
+            layout = self.lay_out(EvalData(data.frames, data.schema), keys, reason=f"a measure keyed on {keys}")
+        return layout
 
     def _balanced_blocks(
         self, data: EvalData, keys: list[str], n_blocks: int, with_row_id: bool, along: Sequence[Any] = ()
