@@ -256,6 +256,13 @@ class Measure(ABC):
         both call it before any unit's work; :meth:`evaluate` may make them again. None by default."""
         return None
 
+    def block_keys(self, data: EvalData) -> tuple[str, ...]:
+        """The variables whose equal values the measure's work must see together (its key blocks:
+        the task lays its data out by the keys its block-wise measures share, see
+        :meth:`~pipeline.evaluation.primitives.layout.Layouts.lay_out`); () for a measure that does
+        not work on key blocks (the default)."""
+        return ()
+
     @abstractmethod
     def evaluate(self, data: EvalData, executor: Executor) -> Result:
         """Evaluate on ``data`` (already checked) with ``executor``."""

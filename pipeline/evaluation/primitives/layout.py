@@ -90,11 +90,11 @@ class Layouts:
         (``balanced=True``: the keys counted over every data set and dealt largest first, the
         number of blocks a multiple of the worker threads), of every column of ``data``, persisted
         where they were made.  A layout already made for the same data sets and keys is returned
-        as it is.  None in memory (there is nothing to lay out: the data are one block).
+        as it is.  None when the policy evaluates ``data`` in memory (they are one block there).
         """
-        frames = [*data.frames, *([] if data.holdout is None else [data.holdout])]
-        if not self.is_lazy(EvalData(tuple(frames), data.schema)):
+        if self.in_memory(data):
             return None
+        frames = [*data.frames, *([] if data.holdout is None else [data.holdout])]
         keys = tuple(keys)
         with self._laying_out:  # units asking at once make one layout
             for made in self._layouts:

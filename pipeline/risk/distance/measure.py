@@ -39,6 +39,10 @@ class DCRMeasure(Measure):
         split_kinds(data.schema, self.compared(data), self.type)
         check_block_on(data.schema, self.params.block_on, self.type)
 
+    def block_keys(self, data: EvalData) -> tuple[str, ...]:
+        """The exact-match factors: the nearest-neighbour search runs within their key blocks."""
+        return tuple(self.params.block_on)
+
     def evaluate(self, data: EvalData, executor: Executor) -> DCRResult:
         from pipeline.risk.distance.compute import set_distances
         from pipeline.risk.distance.result import DCRResult, set_rows

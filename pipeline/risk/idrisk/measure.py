@@ -65,6 +65,12 @@ class IdentificationRiskMeasure(Measure):
         for name in p.scenarios:
             p.setup(name, data.schema, data.columns)
 
+    def block_keys(self, data: EvalData) -> tuple[str, ...]:
+        """The categorical variables every scenario matches exactly (its key blocks contain them)."""
+        p = self.params
+        keys = [p.setup(name, data.schema, data.columns).plan.categorical for name in p.scenarios]
+        return tuple(k for k in keys[0] if all(k in other for other in keys[1:])) if keys else ()
+
     def check_aggregates(self, data: EvalData, executor: Executor) -> None:
         """Row alignment and missing continuous values (:func:`check_frames`, as :meth:`evaluate`)."""
         from pipeline.risk.idrisk.checks import check_frames
