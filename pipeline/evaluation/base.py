@@ -51,6 +51,12 @@ class Params(BaseModel):
         return []
 
 
+def common_key(keys: Sequence[Sequence[str]]) -> tuple[str, ...]:
+    """The variables every key contains, in the first key's order (the coarsest common key block;
+    :meth:`Measure.block_keys`)."""
+    return tuple(k for k in keys[0] if all(k in other for other in keys[1:])) if keys else ()
+
+
 def parse_params(model: type[Params], params: Params | Mapping[str, Any], where: str) -> Params:
     """Validate ``params`` with ``model`` (the only validation); errors name ``where``, the
     parameter and the expectation."""

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pipeline.evaluation.base import common_key
 from pipeline.evaluation.execution import Executor
 from pipeline.run.inputs import SourceKey, TaskInputs
 from pipeline.run.units import unit_eval_data
 from pipeline.tasks import Unit
-
-
-def common_key(keys: Sequence[Sequence[str]]) -> tuple[str, ...]:
-    """The variables every key contains, in the first key's order (the coarsest common key block)."""
-    return tuple(k for k in keys[0] if all(k in other for other in keys[1:])) if keys else ()
 
 
 def lay_out_inputs(units: Sequence[Unit], inputs: TaskInputs, executor: Executor) -> None:

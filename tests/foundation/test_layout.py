@@ -13,6 +13,8 @@ import pytest
 from pipeline.data.schema import Schema
 from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.primitives.partials import Partials
+from pipeline.risk.disclosure.measure import DisclosureMeasure
 from pipeline.risk.distance.measure import DCRMeasure
 from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
 
@@ -59,21 +61,31 @@ OTHER = IdentificationRiskMeasure(
 #: DCR searched within sex × edu blocks (exact-match factors): finer than the layout
 DCR = DCRMeasure({"vars": ["sex", "edu", "age", "money"], "block_on": ["sex", "edu"], "baseline_records": 100})
 
+#: disclosure keyed on sex × region × age (its block keys: the factors sex and region), target edu
+DISCLOSURE = DisclosureMeasure({"keys": ["sex", "region", "age"], "targets": ["edu"]})
+
 
 def _rows(result) -> list[tuple]:
     return [(r.synthetic, r.measure, r.params, r.value) for r in result.rows()]
 
 
 @pytest.mark.parametrize("n_parts", [1, 3])
-def test_measures_on_the_layout_give_the_rows_of_memory(clients, n_parts):
+def test_measures_on_the_layout_give_the_rows_of_memory(clients, n_parts, monkeypatch):
+    merged: list[int] = []  # blocks whose counts were merged where they are (disclosure on the layout)
+    map_aligned = Partials.map_aligned
+
+    def spy(self, partials, merge):
+        merged.append(len(partials[0]))
+        return map_aligned(self, partials, merge)
+
+    monkeypatch.setattr(Partials, "map_aligned", spy)
     orig, syn, hold = _data()
     schema = Schema.infer(orig)
     memory = as_eval_data(orig, [syn], schema, holdout=hold)
-    expected = {
-        m.type + str(i): _rows(m.run(memory, Executor(policy="memory"))) for i, m in enumerate((FINER, OTHER, DCR))
-    }
+    executor = Executor(policy="memory")
+    finer, other, dcr, disclosure = (_rows(m.run(memory, executor)) for m in (FINER, OTHER, DCR, DISCLOSURE))
     for client in clients:
-        executor = Executor(client, policy="blocks", block_rows=120)
+        executor = Executor(client, policy="blocks", block_rows=60)
         frames = [dd.from_pandas(f, npartitions=n_parts) for f in (orig, syn, hold)]
         original, synthetic, holdout = executor.persist(*frames)  # the run's inputs, kept on the workers
         data = as_eval_data(original, [synthetic], schema, holdout=holdout)
@@ -92,11 +104,14 @@ def test_measures_on_the_layout_give_the_rows_of_memory(clients, n_parts):
             for f, c in zip(laid, counts, strict=True)
         ]
         assert sexes[0] == sexes[1] == {"f", "m", "nan"}
-        assert _rows(FINER.run(data, executor)) == expected["identification_risk0"]
-        assert _rows(DCR.run(data, executor)) == expected["dcr2"]
+        assert _rows(FINER.run(data, executor)) == finer
+        assert _rows(DCR.run(data, executor)) == dcr
+        assert _rows(DISCLOSURE.run(data, executor)) == disclosure
+        assert merged == [layout.blocks]
+        merged.clear()
         assert executor.layouts() == [layout.describe()]  # partition-local: no other layout
-        assert _rows(OTHER.run(data, executor)) == expected["identification_risk1"]
-        assert _rows(OTHER.run(data, executor)) == expected["identification_risk1"]
+        assert _rows(OTHER.run(data, executor)) == other
+        assert _rows(OTHER.run(data, executor)) == other
         made = executor.layouts()
         assert len(made) == 2 and made[1]["keys"] == ["region", "edu"]  # another layout, paid once
         assert "region" in made[1]["reason"]

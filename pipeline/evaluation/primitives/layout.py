@@ -67,10 +67,12 @@ class Layout:
                 return False
         return True
 
-    def select(self, frame: dd.DataFrame, with_row_id: bool) -> dd.DataFrame:
-        """The laid-out partitions of the data set ``frame`` reads, with ``frame``'s columns."""
+    def select(self, frame: dd.DataFrame, with_row_id: bool, with_block: bool = True) -> dd.DataFrame:
+        """The laid-out partitions of the data set ``frame`` reads, with ``frame``'s columns (and
+        ``__row__``, ``__block__`` when asked)."""
         laid_out = self.frames[self.sources.index(counted_as(frame))]
-        return laid_out[[*frame.columns, *([ROW_COLUMN] if with_row_id else []), BLOCK_COLUMN]]
+        extra = [*([ROW_COLUMN] if with_row_id else []), *([BLOCK_COLUMN] if with_block else [])]
+        return laid_out[[*frame.columns, *extra]]
 
     def describe(self) -> dict[str, Any]:
         """The manifest's entry (names and counts only)."""
@@ -114,6 +116,17 @@ class Layouts:
         first, so every measure of a task shares the task's layout), or None."""
         fitting = [made for made in self._layouts if made.serves(frames, keys)]
         return min(fitting, key=lambda made: len(made.keys)) if fitting else None
+
+    def laid_out(self, data: EvalData, keys: Sequence[str]) -> EvalData | None:
+        """``data`` as a layout's partitions (partition ``b`` of every data set = block ``b``, on one
+        worker; the same columns) when one serves key blocks of ``keys`` over it, else None: a
+        kernel run per partition then sees every record of a key cell of ``keys``, so per-partition
+        results of the data sets combine block by block
+        (:meth:`~pipeline.evaluation.execution.Executor.map_aligned`), with no shuffle."""
+        layout = self.layout_for(data.frames, keys) if keys else None
+        if layout is None:
+            return None
+        return data.with_frames([layout.select(f, with_row_id=False, with_block=False) for f in data.frames])
 
     def layouts(self) -> list[dict[str, Any]]:
         """Every layout made on this executor, in order (for the run's manifest)."""

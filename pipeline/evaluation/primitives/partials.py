@@ -165,6 +165,26 @@ class Partials:
         together = dask.delayed(merge, pure=False)
         return self.compute(*[together(*[[piece[b] for piece in ps] for ps in pieces]) for b in range(n_buckets)])
 
+    def map_aligned(self, partials: Sequence[Sequence[Any]], merge: Callable[..., Any]) -> list[Any]:
+        """``merge(partials[0][b], partials[1][b], ...)`` for every partition ``b``, in order.
+
+        For partials of data sets laid out in aligned key blocks
+        (:meth:`~pipeline.evaluation.execution.Executor.laid_out`: partition ``b`` of every data
+        set holds the same key cells): each block's partials are merged on the worker that holds
+        the first of them (the layout keeps a block's partitions together), so only the merged
+        results move.  Values (in memory) are merged here.
+        """
+        blocks = list(zip(*partials, strict=True))
+        if self.client is None or not any(is_future(p) for block in blocks for p in block):
+            return self.compute(*[dask.delayed(merge, pure=False)(*block) for block in blocks])
+        where = self.client.who_has([p for block in blocks for p in block if is_future(p)])
+        merged = []
+        for block in blocks:
+            holder = _holder(where, block[0].key) if is_future(block[0]) else None
+            here = {} if holder is None else dict(workers=[holder], allow_other_workers=True)
+            merged.append(self.client.submit(merge, *block, pure=False, **here))
+        return self.client.gather(merged)
+
     def _merge_kept_buckets(
         self,
         partials: Sequence[Sequence[Any]],
