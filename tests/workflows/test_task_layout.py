@@ -38,13 +38,13 @@ measures:
 
 def test_a_task_lays_its_data_out_once_and_gives_the_rows_of_memory(tmp_path, monkeypatch):
     served: list[list[str]] = []  # the key blocks the layout's partitions were used as
-    laid_out_blocks = Layouts.laid_out_blocks
+    _laid_out_blocks = Layouts._laid_out_blocks
 
     def spy(self, layout, data, keys, with_row_id):
         served.append(list(keys))
-        return laid_out_blocks(self, layout, data, keys, with_row_id)
+        return _laid_out_blocks(self, layout, data, keys, with_row_id)
 
-    monkeypatch.setattr(Layouts, "laid_out_blocks", spy)
+    monkeypatch.setattr(Layouts, "_laid_out_blocks", spy)
     cedata = load_demo("cedata").to_pandas().reset_index(drop=True)
     order = np.random.default_rng(4).permutation(len(cedata))
     for name, rows in zip(("training", "holdout", "syn"), np.array_split(order, 3), strict=True):

@@ -81,7 +81,7 @@ class KeyBlocking:
             return Blocks(self, frames[0], frames[1:], None, along=tuple(self.compute(*along)))
         layout = None if n_blocks is not None else self._layout_of(data, keys)
         if layout is not None:
-            aligned = self.laid_out_blocks(layout, data, keys, with_row_id)
+            aligned = self._laid_out_blocks(layout, data, keys, with_row_id)
             return Blocks(self, aligned.original, aligned.synthetic, aligned, along=tuple(self.compute(*along)))
         if n_blocks is None:
             n_blocks = max(1, math.ceil(max(self.rows(data)) / self.block_rows))
@@ -105,7 +105,7 @@ class KeyBlocking:
         if the data were laid out (:meth:`~pipeline.evaluation.primitives.layout.Layouts.lay_out`):
         the task's layout when ``keys`` contain its key, else a layout by ``keys`` made now, once,
         for this and later measures (a measure that needs another layout pays for it once)."""
-        layout = self.layout_for(data.frames, keys)
+        layout = self._layout_for(data.frames, keys)
         laid_out = {s for made in self._layouts for s in made.sources}
         # only data sets laid out before (the task's inputs): frames derived on the way (samples,
         # relabelled footings) take the measure's own blocks rather than a layout kept for the run

@@ -111,7 +111,7 @@ class Layouts:
             self._layouts.append(layout)
             return layout
 
-    def layout_for(self, frames: Sequence[Frame], keys: Sequence[str]) -> Layout | None:
+    def _layout_for(self, frames: Sequence[Frame], keys: Sequence[str]) -> Layout | None:
         """A layout whose partitions are key blocks of ``keys`` over ``frames`` (the coarsest
         first, so every measure of a task shares the task's layout), or None."""
         fitting = [made for made in self._layouts if made.serves(frames, keys)]
@@ -123,7 +123,7 @@ class Layouts:
         kernel run per partition then sees every record of a key cell of ``keys``, so per-partition
         results of the data sets combine block by block
         (:meth:`~pipeline.evaluation.execution.Executor.map_aligned`), with no shuffle."""
-        layout = self.layout_for(data.frames, keys) if keys else None
+        layout = self._layout_for(data.frames, keys) if keys else None
         if layout is None:
             return None
         return data.with_frames([layout.select(f, with_row_id=False, with_block=False) for f in data.frames])
@@ -132,7 +132,7 @@ class Layouts:
         """Every layout made on this executor, in order (for the run's manifest)."""
         return [made.describe() for made in self._layouts]
 
-    def laid_out_blocks(self, layout: Layout, data: EvalData, keys: Sequence[str], with_row_id: bool) -> AlignedBlocks:
+    def _laid_out_blocks(self, layout: Layout, data: EvalData, keys: Sequence[str], with_row_id: bool) -> AlignedBlocks:
         """The aligned key blocks of ``keys`` over ``data`` that ``layout``'s partitions are
         (partition-local: a selection of the kept partitions' columns, nothing moves)."""
         original, *synthetic = [layout.select(f, with_row_id) for f in data.frames]
