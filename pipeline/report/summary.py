@@ -10,6 +10,9 @@ repU (%)               synthpop's replicated uniques (max over sets, key sets)  
 DiSCO (%)              synthpop's attribute disclosure (max over sets, targets)   ≤ 5 %
 identification risk    ``file_risk_at_max`` (max over sets and scenarios) as a %  ≤ 5 %
 at r* (%)              of records, with the scenario's maximising radius r*
+identification risk,   with a holdout, instead: training − holdout file risk      interval
+excess over holdout    (mean over sets) at the radius with the largest excess,    above 0
+(pp)                   r* beside it; the records left out of the matching counted
 S_pMSE (utility_gen;   ``utility_gen``: mean over sets (worst setting)            ≤ 10
 ratio)
 S_pMSE (tables, worst; ``utility_tab``/``utility_tables``: mean over sets, worst  ≤ 10
@@ -255,7 +258,12 @@ def _idrisk_excess(results: pd.DataFrame, best: pd.DataFrame) -> dict[tuple[Any,
                 if dict(u).get("scenario") == row["scenario"] and _at_radius(u, row["r_star"])
             ]
             for s, x in at:
-                note += f"; file risk largest at r* ({s}): {_comparison_text(x)}"
+                same = x is c
+                note += (
+                    "; file risk largest there too (r*)"
+                    if same
+                    else f"; file risk largest at r* ({s}): {_comparison_text(x)}"
+                )
         out[release] = (c, note)
     return out
 

@@ -153,3 +153,32 @@ def test_no_holdout_no_table_and_headlines_read_own_rows():
     manifest = {"task_spec": {"measures": [{"type": "disclosure"}], "gates": []}}
     headline = release_summary(rows, manifest).set_index("headline")
     assert headline.loc["repU (%)", "value"] == 104.0  # the own rows' max over sets, not a baseline or t bound
+
+
+def test_identification_risk_headline_is_its_excess_with_r_star_beside_it_and_the_records_left_out():
+    unit = {"scenarios": {"s": {"known": ["Age"], "synthesised": ["Income"]}}, "percentage": False, "scenario": "s"}
+    kind = {"kind": "identification_risk", "family": "identification_risk"}
+    rows = []
+    # radius 0.01: the excess (6 pp); radius 0.05: the largest file risk (r*), no excess
+    for radius, train, hold, low, high in ((0.01, 0.08, 0.02, 0.05, 0.07), (0.05, 0.10, 0.09, -0.01, 0.03)):
+        p = {**unit, "radius": {"Income": radius}}
+        rows += [_row("1", "file_risk", train, **kind, **p), _row("1", "file_risk_at_max", 0.10, **kind, **p)]
+        rows += [_row("1", "file_risk", train, "training", **kind, **p)]
+        rows += [_row("1", "file_risk", hold, "holdout", **kind, **p)]
+        rows += [_row("1", "file_risk", train - hold, "excess", **kind, **p)]
+        rows += [_row("all", "file_risk", train - hold, "excess", "mean", **kind, **p)]
+        rows += [_row("all", "file_risk", low, "excess", "lower95", "permutation", **kind, **p)]
+        rows += [_row("all", "file_risk", high, "excess", "upper95", "permutation", **kind, **p)]
+    rows += [_row("mean", "r_star", 0.05, **kind, **unit, variable="Income")]
+    rows += [_row("mean", "r_star_at_boundary", 0.0, **kind, **unit)]
+    rows += [_row("original", "excluded_share", 0.385, **kind, **unit)]
+    manifest = {"task_spec": {"measures": [{"type": "identification_risk"}], "gates": []}}
+    (line,) = release_summary(_frame(rows), manifest).to_dict(orient="records")
+    assert line["headline"] == "identification risk, excess over holdout (pp)"
+    assert line["value"] == pytest.approx(6.0) and line["status"] == "attention"
+    assert line["note"] == (
+        "largest excess at radius=Income=0.01: training 8 %, holdout 2 %, difference 6 pp [5, 7], "
+        "the synthesis adds risk; file risk largest at r* (radius=Income=0.05): training 10 %, holdout 9 %, "
+        "difference 1 pp [-1, 3]; records left out of the matching (a missing value in a matched variable): "
+        "38.5 % in s"
+    )
