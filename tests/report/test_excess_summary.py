@@ -182,3 +182,10 @@ def test_identification_risk_headline_is_its_excess_with_r_star_beside_it_and_th
         "difference 1 pp [-1, 3]; records left out of the matching (a missing value in a matched variable): "
         "38.5 % in s"
     )
+
+
+def test_the_share_ceiling_of_the_split():
+    from pipeline.report.distance import share_ceiling
+
+    assert share_ceiling(4000, 1000) == pytest.approx(0.625)  # 4 : 1 on equal footing
+    assert share_ceiling(1000, 1000) == share_ceiling(1000, 4000) == share_ceiling(4000, 1000, "all") == 1.0
