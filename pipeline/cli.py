@@ -167,6 +167,7 @@ def nightly(
 @_handle_errors
 def history(history_dir: Path, task_name: str | None, measure: str | None, as_csv: bool, budget: bool) -> None:
     """Query a results store: one row per run date x dataset x source x setting x synthetic set."""
+    from pipeline.results import ROLE_COLUMNS
     from pipeline.store import ResultsStore
 
     if budget:
@@ -177,7 +178,7 @@ def history(history_dir: Path, task_name: str | None, measure: str | None, as_cs
     res = ResultsStore(history_dir).query(task_name)
     if measure:
         res = res[res["measure"] == measure]
-    cols = ["run_date", "task", "dataset", "source", "setting", "synthetic", "measure", "value"]
+    cols = ["run_date", "task", "dataset", "source", "setting", "synthetic", "measure", *ROLE_COLUMNS, "value"]
     if as_csv:
         click.echo(res[cols].to_csv(index=False), nl=False)
     else:

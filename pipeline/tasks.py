@@ -220,7 +220,8 @@ class GateSpec(_Spec):
     measure: str
     family: str | None = None
     summary: Literal["mean", "sd", "lower95", "upper95"] | None = None
-    baseline: Literal["training", "holdout", "excess", "normalised_excess"] | None = None
+    #: the role of the rows judged (``normalised_excess``: the name ``residual`` had before 0.x)
+    baseline: Literal["training", "holdout", "excess", "residual", "normalised_excess"] | None = None
     above: float | None = None
     rise_above: float | None = None
     statistic: Literal["max", "mean"] = "max"

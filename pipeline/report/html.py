@@ -26,6 +26,8 @@ FAMILY_TITLES = {
     "identification_risk": "Identification risk (Hornby & Hu)",
     "utility": "Utility",
     "synthesis": "Synthesis",
+    "distance": "Distance to the closest record (DCR, NNDR)",
+    "attacks": "Attacks (anonymeter: singling out, linkability, inference)",
 }
 #: the synthesis family has one section per synthesiser kind (the rows' ``type``)
 SYNTHESIS_TITLES = {

@@ -11,7 +11,7 @@ import pandas as pd
 from pipeline.data.dataset import Dataset
 from pipeline.errors import PipelineError, TaskError
 from pipeline.evaluation import baseline
-from pipeline.evaluation.base import Measure, Row, canonical_json, setting_text
+from pipeline.evaluation.base import Measure, Row, canonical_json, role_columns, setting_text
 from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.results import check_tidy, jsonable
@@ -114,6 +114,7 @@ def unit_table(rows: Sequence[Row], unit: Unit | SynthesisUnit) -> pd.DataFrame:
             "params": [canonical_json({**unit.canonical_params, **r.params}) for r in rows],
             "synthetic": [str(r.synthetic) for r in rows],
             "measure": [str(r.measure) for r in rows],
+            **role_columns(rows),
             "value": [float(r.value) for r in rows],
         }
     )

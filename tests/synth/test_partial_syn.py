@@ -190,7 +190,18 @@ def test_same_seed_same_sets_and_table_on_one_and_two_workers(tmp_path):
     s0 = pd.read_parquet(runs[0] / "synthesis/cedata/s3/rep0/synthetic/syn1.parquet")
     s1 = pd.read_parquet(runs[0] / "synthesis/cedata/s3/rep1/synthetic/syn1.parquet")
     assert not s0["Income"].equals(s1["Income"])  # repetitions draw from different seeds
-    cols = ["dataset", "source", "repetition", "measure_name", "params", "synthetic", "measure", "value"]
+    cols = [
+        "dataset",
+        "source",
+        "repetition",
+        "measure_name",
+        "params",
+        "synthetic",
+        "measure",
+        "role",
+        "summary",
+        "value",
+    ]
     t1, t2 = (pd.read_parquet(o / "results.parquet")[cols] for o in runs)
     pd.testing.assert_frame_equal(t1, t2)
     assert (of_kind(t1)["measure"] == "file_risk_at_max").sum() == 2 * 3  # own rows (not the summaries over sets)

@@ -138,7 +138,7 @@ def test_history_query_command(tmp_path):
     r = CliRunner().invoke(main, ["history", str(tmp_path / "history"), "--measure", "unique_records_pct", "--csv"])
     assert r.exit_code == 0
     lines = r.output.strip().splitlines()
-    assert lines[0] == "run_date,task,dataset,source,setting,synthetic,measure,value"
+    assert lines[0] == "run_date,task,dataset,source,setting,synthetic,measure,role,summary,method,value"
     assert len(lines) == 1 + 2 and all(",unique_records_pct," in x for x in lines[1:])
 
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure, Params, Row
+from pipeline.evaluation.comparison import Compared
 from pipeline.evaluation.data import EvalData
 from pipeline.risk.attacks.params import Columns, InferenceParams, LinkabilityParams, SinglingOutParams
 from pipeline.risk.nearest.checks import check_block_on, split_kinds
@@ -15,6 +16,13 @@ from pipeline.risk.nearest.checks import check_block_on, split_kinds
 if TYPE_CHECKING:
     from pipeline.evaluation.execution import Executor
     from pipeline.risk.attacks.result import AttackResult
+
+
+#: every attack's holdout view: the main (training) against the control (holdout) success rate,
+#: anonymeter's risk the residual (docs/attacks.md)
+ATTACK_VIEW = (
+    Compared("success rate (%)", "main_rate", "rates", holdout="control_rate", residual="risk", scale=100.0),
+)
 
 
 def _prepared(data: EvalData, variables: list[str], executor: Executor) -> EvalData:
@@ -32,6 +40,7 @@ class LinkabilityMeasure(Measure):
 
     type: ClassVar[str] = "linkability"
     family: ClassVar[str] = "attacks"
+    holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
     params_model: ClassVar[type[Params]] = LinkabilityParams
     description: ClassVar[str] = "anonymeter linkability attack: main, control, baseline rates and risk"
 
@@ -65,6 +74,7 @@ class InferenceMeasure(Measure):
 
     type: ClassVar[str] = "inference"
     family: ClassVar[str] = "attacks"
+    holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
     params_model: ClassVar[type[Params]] = InferenceParams
     description: ClassVar[str] = "anonymeter inference attack: main, control, baseline rates and risk"
 
@@ -100,6 +110,7 @@ class SinglingOutMeasure(Measure):
 
     type: ClassVar[str] = "singling_out"
     family: ClassVar[str] = "attacks"
+    holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
     params_model: ClassVar[type[Params]] = SinglingOutParams
     description: ClassVar[str] = "anonymeter singling-out attack: main, control, baseline rates and risk"
 
