@@ -26,6 +26,7 @@ FAMILY_TITLES = {
     "identification_risk": "Identification risk (Hornby & Hu)",
     "utility": "Utility",
     "synthesis": "Synthesis",
+    "integrity": "Overlap with the original (share of records equal to an original record)",
 }
 #: the synthesis family has one section per synthesiser kind (the rows' ``type``)
 SYNTHESIS_TITLES = {
