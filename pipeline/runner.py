@@ -262,7 +262,7 @@ def _reuse(
     checked = overlaps is not None
     if overlaps is None:
         overlaps = check_inputs(task, inputs, executor)
-    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
+    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, executor, record=True)
     claim_folder(cache, task)
     if not checked:
         record_checked(cache, task, inputs, overlaps)
@@ -299,7 +299,7 @@ def _compute(
         stand_in_syntheses(task, inputs, executor)
         validate_units(task, todo, inputs, executor, {s.key for s in inputs.syntheses})
     # the cap checked and this run's DP spend recorded once every check has passed, before any release
-    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
+    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, executor, record=True)
     claim_folder(cache, task)
     if not checked:
         record_checked(cache, task, inputs, overlaps)
@@ -447,7 +447,7 @@ def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> list
     units = list(expand(task, inputs.hashes))
     if not units:
         raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
-    planned_spend(task, inputs, task.spec.history)
+    planned_spend(task, inputs, task.spec.history, executor)
     stand_in_syntheses(task, inputs, executor)
     validate_units(task, units, inputs, executor, {s.key for s in inputs.syntheses})
     return [*inputs.syntheses, *units]
