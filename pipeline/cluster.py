@@ -411,14 +411,47 @@ def close_cluster(cluster: Any, kind: str, cancel: Any = None) -> None:
 
 
 #: settings whose values are secrets, by name (SSH passwords and passphrases, tokens, keys)
-_SECRET = re.compile(r"pass(word|phrase)?|token|secret|key|credential", re.IGNORECASE)
+_SECRET = re.compile(r"pass(word|phrase)?|pwd|token|secret|key|credential|auth", re.IGNORECASE)
 REDACTED = "<redacted>"
+_NAME = r"[A-Za-z_][\w.-]*"
+#: credentials inside free text (a job script's lines, a worker's arguments, an #SBATCH option):
+#: ``NAME=value`` / ``NAME: value`` / ``--name value`` with a secret-like name, the password of a
+#: URL (``scheme://user:password@host``), an HTTP ``Authorization`` header, and well-known token shapes
+_IN_TEXT = [
+    (re.compile(r"(\b(?:Bearer|Basic|token)\s+)([A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE), "header"),
+    (re.compile(rf"((?:^|[\s;'\"]|--?)({_NAME})\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s;'\"]+)"), "assignment"),
+    (re.compile(rf"((?:^|\s)--?({_NAME})\s+)([^\s;'\"-][^\s;'\"]*)"), "option"),
+    (re.compile(r"(://[^/\s:@]+:)([^@\s/]+)(@)"), "url"),
+    (
+        re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}\b|\bxox[abpr]-[A-Za-z0-9-]{10,}\b"),
+        "shape",
+    ),
+]
+
+
+def redact_text(text: str) -> str:
+    """``text`` with the credentials it seems to hold replaced by ``<redacted>`` (see :data:`_IN_TEXT`)."""
+    for pattern, kind in _IN_TEXT:
+        if kind in ("assignment", "option"):
+            # a value may itself be an assignment (``--comment=db_password=…``): look inside it too
+            text = pattern.sub(
+                lambda m: m.group(1) + (REDACTED if _SECRET.search(m.group(2)) else redact_text(m.group(3))), text
+            )
+        elif kind == "url":
+            text = pattern.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
+        elif kind == "header":
+            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+        else:
+            text = pattern.sub(REDACTED, text)
+    return text
 
 
 def describe(cfg: Any) -> dict[str, Any]:
     """A JSON-able description of the config for run manifests and the history: TLS files by
     name only, and no secret — values of settings named like a password, passphrase, token,
-    secret or key, and every value of an environment (``env``), are replaced by ``<redacted>``."""
+    secret or key, and every value of an environment (``env``), are replaced by ``<redacted>``,
+    and so are credentials inside free text (:func:`redact_text`: a job script's
+    ``export AWS_SECRET_ACCESS_KEY=…``, ``--token …`` among a worker's arguments, a URL's password)."""
     d = cfg.model_dump()
     if d.get("tls"):
         d["tls"] = {k: Path(v).name for k, v in d["tls"].items()}
@@ -433,10 +466,16 @@ def _redacted(value: Any, name: str = "") -> Any:
             return dict.fromkeys(value, REDACTED)
         return {k: _redacted(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [_redacted(v, name) for v in value]
+        out = [_redacted(v, name) for v in value]
+        # an argument list: the value after an option named like a secret (["--token", "abc"])
+        for i in range(1, len(out)):
+            flag = value[i - 1]
+            if isinstance(flag, str) and re.fullmatch(rf"--?{_NAME}", flag) and _SECRET.search(flag):
+                out[i] = REDACTED
+        return out
     if _SECRET.search(name) and value is not None:
         return REDACTED
-    return value
+    return redact_text(value) if isinstance(value, str) else value
 
 
 def _local_security(cfg: LocalConfig) -> dict[str, Any]:
