@@ -142,7 +142,7 @@ class SchedulerConfig(_Config):
     @field_validator("address")
     @classmethod
     def _has_port(cls, v: str) -> str:
-        if not re.fullmatch(r"(tcp|tls|ucx|inproc)://.+:\d+", v):
+        if not re.fullmatch(r"(tcp|tls)://.+:\d+", v):
             raise ValueError(f"expected tcp://host:port or tls://host:port, got {v!r}")
         return v
 
@@ -570,6 +570,9 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
             import dask
             from distributed import LocalCluster
 
+            from pipeline.worker_log import WorkerLogFile, check_worker_log, worker_log_path
+
+            check_worker_log(worker_log_path())  # before any process starts
             n, mem = local_size(cfg)
             with (
                 children_ignore_sigint(),
@@ -588,8 +591,6 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
                 # inside the block: a Ctrl-C held while the cluster started then closes it
                 stack.callback(close_cluster, cluster, "local")
             client = stack.enter_context(Client(cluster))
-            from pipeline.worker_log import WorkerLogFile, worker_log_path
-
             client.register_plugin(WorkerLogFile(str(worker_log_path())), name="sdc-worker-log")
         elif cfg.type == "slurm":
             client = _start_slurm(cfg, stack)

@@ -439,6 +439,7 @@ def validate_task(
 
 def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> list[Unit | SynthesisUnit]:
     out = Path(out_dir) if out_dir is not None else default_out_dir(task)
+    _cluster_config(task, None)  # the task's cluster config, read as a run reads it
     check_run_folder(out, task, force, run_names(out, out / "synthesis", [], ["report.html"]))
     executor = task_executor(task)
     inputs = read_inputs(task, executor)

@@ -67,9 +67,19 @@ class OriginalSpec(_Spec):
         return self
 
 
+#: characters a task, dataset or source name may have (a file name may have 255 bytes, and the run's
+#: temporaries and the history's ``task=<name>`` folders add to it)
+MAX_NAME = 100
+
+
 def _plain_name(name: str) -> str:
     """A task, dataset or source name: it names folders of a run (``synthesis/<dataset>/<source>``,
     the history's ``task=<name>``), so it cannot be a path that leads out of them."""
+    if len(name) > MAX_NAME:
+        raise ValueError(
+            f"a name of {len(name)} characters: at most {MAX_NAME} (the name is a folder of the run, and file names "
+            "beside it add to its length)"
+        )
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):
         raise ValueError(
             f"{name!r} is not a plain name: use letters, digits, '_', '.' and '-', starting with a letter, a digit "
@@ -120,7 +130,7 @@ class HoldoutSpec(_Spec):
     encoding: str | None = None
     fraction: float | None = Field(None, gt=0, lt=1, description="share of the original kept back")
     #: seed of the split (default: the task's)
-    seed: int | None = None
+    seed: Seed | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -177,7 +187,7 @@ class BaselineSpec(BaselineOptions):
     """How the holdout baselines of a task are drawn (:class:`~pipeline.evaluation.baseline.BaselineOptions`);
     the seed defaults to the task's."""
 
-    seed: int | None = None  # type: ignore[assignment]
+    seed: Seed | None = None  # type: ignore[assignment]
 
     def options(self, task_seed: int) -> BaselineOptions:
         """The options with the seed filled in."""

@@ -528,6 +528,7 @@ def write_run(
             }
             atomic_write_text(json.dumps(claim), publishing)
             claimed = True
+            os.utime(manifest)  # the manifest stays the newest of the run's files
         except BaseException as e:
             for tmp, _ in staged:
                 _discard(tmp)
