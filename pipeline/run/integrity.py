@@ -89,7 +89,12 @@ class Overlap:
         return (self.share - self.repeats) / (1.0 - self.repeats) if self.repeats < 1 else 0.0
 
 
-def _hashes(datasets: Sequence[Dataset], executor: Executor) -> list[np.ndarray]:
+def set_hashes(frame: pd.DataFrame) -> np.ndarray:
+    """The record hashes of a pandas frame over all its columns (:func:`pipeline.blocks.key_hash`)."""
+    return key_hash(frame, list(frame.columns))
+
+
+def record_hashes(datasets: Sequence[Dataset], executor: Executor) -> list[np.ndarray]:
     """The record hashes of each data set over all its variables (:func:`pipeline.blocks.key_hash`:
     by value, numbers as float64), in record order, computed where the data are."""
     lazy = [
@@ -158,7 +163,7 @@ def check_holdouts(task: LoadedTask, inputs: TaskInputs, executor: Executor) -> 
         Naming the dataset, the holdout file and the shares (no values).
     """
     names = list(inputs.holdouts)
-    hashes = _hashes([d for n in names for d in (inputs.originals[n], inputs.holdouts[n])], executor)
+    hashes = record_hashes([d for n in names for d in (inputs.originals[n], inputs.holdouts[n])], executor)
     figures = []
     for i, name in enumerate(names):
         original, holdout = hashes[2 * i], hashes[2 * i + 1]
@@ -189,7 +194,7 @@ def check_not_copies(task: LoadedTask, inputs: TaskInputs, executor: Executor) -
     for dataset, source, repetition in _file_sources(inputs):
         original, sets = inputs.synthetic[(dataset, source, repetition)]
         columns = sets[0].schema.names
-        hashes = _hashes([original.select(columns), *[s.select(columns) for s in sets]], executor)
+        hashes = record_hashes([original.select(columns), *[s.select(columns) for s in sets]], executor)
         repeats = repeat_share(hashes[0])
         for i, (s, h) in enumerate(zip(sets, hashes[1:], strict=True), start=1):
             figure = Overlap(dataset, source, str(i), overlap_share(hashes[0], h), repeats)

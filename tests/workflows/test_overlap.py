@@ -133,3 +133,37 @@ def test_near_copies_are_refused_unless_a_control(tmp_path: Path, near_copy, sha
     task = _write(tmp_path, train, records.tail(400), near_copy(train), control=True)
     out = CliRunner().invoke(main, ["validate", str(task)])
     assert out.exit_code == 0, out.output
+
+
+PARTIAL_TASK = """
+name: partial_overlap
+execution: {{policy: {policy}}}
+datasets:
+  - name: cedata
+    original: {{demo: cedata}}
+    synthetic:
+      - name: s1
+        synthesise: {{kind: partial, method: {{Income: cart}}, m: 2}}
+measures:
+  - type: profile
+"""
+
+
+@pytest.mark.parametrize("policy", ["auto", "blocks"])  # the synthesis in one task with its units, or alone
+def test_a_synthesised_sets_overlap_is_a_row(tmp_path: Path, policy: str) -> None:
+    from pipeline.datasets import load_demo
+
+    (tmp_path / "threads.yaml").write_text(THREADS_CLUSTER)
+    task = tmp_path / "t.yaml"
+    task.write_text(PARTIAL_TASK.format(policy=policy))
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["run", str(task), "--out", str(out), *_threads(tmp_path), "--no-report"])
+    assert res.exit_code == 0, res.output
+    results = pd.read_csv(out / "results.csv", keep_default_na=False)
+    rows = results[results["measure"] == "overlap_share"].sort_values("synthetic")
+    assert list(rows["source"]) == ["s1", "s1"] and list(rows["synthetic"].astype(str)) == ["1", "2"]
+    original = load_demo("cedata").to_pandas().astype(object)
+    for value, path in zip(rows["value"], sorted((out / "synthesis").rglob("syn*.parquet")), strict=True):
+        synthetic = pd.read_parquet(path).astype(object)
+        expected = synthetic.merge(original.drop_duplicates(), how="inner").shape[0] / len(synthetic)
+        assert 0 < expected < 1 and value == pytest.approx(expected)
