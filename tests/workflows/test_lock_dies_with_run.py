@@ -129,3 +129,34 @@ def test_drawing_processes_die_with_a_killed_run() -> None:
     for c in survivors:
         os.kill(c, signal.SIGKILL)
     assert not survivors
+
+
+def _session_processes(sid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--sid", str(sid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split() if _alive(int(p))]
+
+
+@pytest.mark.slow
+def test_a_run_killed_while_it_works_leaves_no_process_and_a_folder_the_next_run_takes(tmp_path: Path) -> None:
+    """kill -9 of a run on a local cluster of worker processes while its units run: after 10 s
+    no process of its session is left, and the same command runs into the folder at once."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from workflow_task_files import small_task
+
+    task, _ = small_task(tmp_path, "killed", synth=True)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "pipeline.cli", "run", str(task), "--out", str(out), "--no-report"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    # the synthesis is cached (a unit finished), the measure unit runs or is about to
+    while not list((out / ".units").glob("synthesis/*/*.json")) and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert run.poll() is None, run.stderr.read()
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    time.sleep(10)
+    assert _session_processes(run.pid) == []
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert (out / "manifest.json").is_file() and not list(out.rglob("*sdc-tmp*"))
