@@ -119,19 +119,15 @@ def _acquire(path: Path, what: str, wait: float) -> int:
                 if fresh is None:
                     continue
                 log.warning(
-                    "%s: taking over the lock of a run that died (PID %s on %s, started %s) from a process it left",
-                    what,
-                    holder.get("pid", "?"),
-                    holder.get("host", "?"),
-                    holder.get("started", "?"),
+                    "%s: taking over the lock of a run that died (%s) from a process it left", what, _who(holder)
                 )
                 return _claim(fresh)
             if time.monotonic() < deadline:
                 time.sleep(_POLL)
                 continue
             raise TaskError(
-                f"{what} is in use by another run (PID {holder.get('pid', '?')} on {holder.get('host', '?')}, "
-                f"started {holder.get('started', '?')}; lock {path}): wait for it to finish, or use another folder"
+                f"{what} is in use by another run ({_who(holder)}; lock {path}): wait for it to finish, or use another "
+                "folder"
             ) from None
         # the holder may have removed the file while this process waited for it: lock the one on disk
         try:
@@ -144,13 +140,14 @@ def _acquire(path: Path, what: str, wait: float) -> int:
         stale = _holder(fd)
         if stale:
             log.warning(
-                "%s: taking over the lock left by a run that ended without releasing it (PID %s on %s, started %s)",
-                what,
-                stale.get("pid", "?"),
-                stale.get("host", "?"),
-                stale.get("started", "?"),
+                "%s: taking over the lock left by a run that ended without releasing it (%s)", what, _who(stale)
             )
         return _claim(fd)
+
+
+def _who(holder: dict[str, str]) -> str:
+    """A lock's holder for messages: ``PID 1234 on host, started <time>``."""
+    return f"PID {holder.get('pid', '?')} on {holder.get('host', '?')}, started {holder.get('started', '?')}"
 
 
 def _claim(fd: int) -> int:
