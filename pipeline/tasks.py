@@ -351,7 +351,42 @@ def load_task(path: str | Path, data: Any = None) -> LoadedTask:
                 )
         for params in grid_points(m):
             REGISTRY[m.type].validate(params, f"{p}: measure {m.label!r}")
+    _check_gates_can_apply(task, {REGISTRY[m.type].family for m in spec.measures})
     return task
+
+
+#: row measures that only one family's measures produce (the report's headlines): a gate naming one
+#: needs a measure of that family in the task
+FAMILY_OF_MEASURE = {
+    "repU": "disclosure",
+    "DiSCO": "disclosure",
+    "file_risk_at_max": "identification_risk",
+    "S_pMSE": "utility",
+}
+
+
+def _check_gates_can_apply(task: LoadedTask, families: set[str]) -> None:
+    """Refuse, before any work, a gate that the task's results cannot hold: one naming a family
+    (``family``, or that of a headline measure, :data:`FAMILY_OF_MEASURE`) the task runs no
+    measure of (``synthesis``: no synthesised source). Other names are checked against the
+    results (:func:`pipeline.nightly.check_gates`).
+
+    Raises
+    ------
+    TaskError
+        Naming the gate, the family and what to do.
+    """
+    families = families | {"integrity"}
+    if any(s.synthesise is not None for d in task.spec.datasets for s in d.synthetic):
+        families.add("synthesis")
+    for gate in task.spec.gates:
+        family = gate.family or FAMILY_OF_MEASURE.get(gate.measure)
+        if family is not None and family not in families:
+            raise TaskError(
+                f"{task.path}: gate on {gate.measure!r}: the task runs no measure of family {family!r}, so its "
+                f"results cannot hold the gate's rows; add such a measure or remove the gate (families run: "
+                f"{', '.join(sorted(families))})"
+            )
 
 
 def _task_errors(e: ValidationError, data: dict[str, Any], lines: YamlLines) -> str:

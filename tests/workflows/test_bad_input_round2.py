@@ -103,3 +103,20 @@ def test_a_long_library_message_is_cut_to_one_short_line() -> None:
     with pytest.raises(PipelineError) as raised:
         run_all([1], fail, lambda i: f"unit {i}", 1, lambda *_: None)
     assert len(str(raised.value)) < 360 and str(raised.value).startswith("unit 1 failed: RuntimeError")
+
+
+@pytest.mark.parametrize(
+    ("gates", "expected"),
+    [
+        ("gates: [{measure: repU, above: 5}]\n", "gate on 'repU': the task runs no measure of family 'disclosure'"),
+        ("gates: [{measure: ipf_tvd_n, family: synthesis, above: 1}]\n", "no measure of family 'synthesis'"),
+    ],
+    ids=["headline", "family"],
+)
+def test_a_gate_the_results_cannot_hold_is_refused_before_any_work(tmp_path: Path, gates: str, expected: str) -> None:
+    assert expected in _one_line(_validate(tmp_path, top=gates))
+
+
+def test_a_gate_on_the_overlap_passes_validate(tmp_path: Path) -> None:
+    out = _validate(tmp_path, extra=SOURCE, top="gates: [{measure: overlap_share, above: 0.5}]\n")
+    assert out.exit_code == 0, out.output
