@@ -44,7 +44,7 @@ import pandas as pd
 from pipeline.errors import TaskError
 from pipeline.results import atomic_write_text, jsonable, make_private
 from pipeline.run.inputs import TaskInputs
-from pipeline.run.lock import exclusive
+from pipeline.run.lock import TAKEOVER_SUFFIX, exclusive
 from pipeline.tasks import LoadedTask, code_version
 
 #: the units' caches, the owner file and the lock of a run folder
@@ -53,6 +53,8 @@ CACHE = ".units"
 OWNER_FILE = "task.json"
 #: in ``<out>/.units``: the lock a run holds on its folder (:mod:`pipeline.run.lock`)
 LOCK_FILE = "lock"
+#: the lock's files: the lock, and the guard of a takeover from a dead holder (:mod:`pipeline.run.lock`)
+LOCK_FILES = (LOCK_FILE, LOCK_FILE + TAKEOVER_SUFFIX)
 #: in ``<out>/.units``: what a run is publishing (ours, should it stop before its manifest)
 PUBLISHING_FILE = "publishing.json"
 #: in ``<out>/.units``: the report's figures as PNGs by a digest of what they draw (a rerun redraws none)
@@ -180,7 +182,7 @@ def _few(names: Sequence[str]) -> str:
 
 def _only_lock(cache: Path) -> bool:
     """Whether ``<out>/.units`` holds nothing but a lock (a run that stopped before claiming the folder)."""
-    return cache.is_dir() and {p.name for p in cache.iterdir()} <= {LOCK_FILE}
+    return cache.is_dir() and {p.name for p in cache.iterdir()} <= set(LOCK_FILES)
 
 
 def run_names(out: Path, release_dir: Path, datasets: Iterable[str], optional: Iterable[str] = ()) -> list[str]:
@@ -261,7 +263,8 @@ def hold_run_folder(out: Path) -> Iterator[None]:
                 yield
             finally:
                 if outermost and made and _only_lock(cache):
-                    (cache / LOCK_FILE).unlink(missing_ok=True)
+                    for name in LOCK_FILES:
+                        (cache / name).unlink(missing_ok=True)
     finally:
         for d in reversed(made):
             if d.is_dir() and not any(d.iterdir()):

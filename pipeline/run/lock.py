@@ -38,6 +38,8 @@ _held: dict[Path, tuple[int, int]] = {}
 #: lock file -> the open, locked descriptor of the locks this process holds
 _descriptors: dict[Path, int] = {}
 _guard = threading.Lock()
+#: beside a lock file ``<name>``: ``<name>.takeover``, the guard of replacing a lock a dead run left
+TAKEOVER_SUFFIX = ".takeover"
 #: how often a waiting writer tries again, seconds
 _POLL = 0.1
 
@@ -84,7 +86,7 @@ def _replace_orphaned(path: Path, stale_inode: int) -> int | None:
     """Replace the lock file ``path`` (still the inode ``stale_inode``) whose named holder is
     dead by a new one, locked; its descriptor, or None when another run replaced it first."""
     guard = os.open(
-        path.with_name(path.name + ".takeover"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        path.with_name(path.name + TAKEOVER_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
     )
     try:
         fcntl.flock(guard, fcntl.LOCK_EX)
