@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, brief
 from pipeline.interrupts import sigint_for_this_process_only
 
 if TYPE_CHECKING:
@@ -66,6 +66,13 @@ def _handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
                 return f(*args, **kwargs)
         except PipelineError as e:
             click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_ERROR)
+        except OSError as e:
+            if not e.errno:
+                raise
+            # the machine's refusal (a full disk, a quota, a permission) outside any step that names it
+            where = f" ({e.filename})" if e.filename else ""
+            click.echo(f"error: {brief(e)}{where}", err=True)
             sys.exit(EXIT_ERROR)
         except KeyboardInterrupt:
             signum = received[0] if received else signal.SIGINT

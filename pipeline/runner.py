@@ -67,7 +67,7 @@ from pipeline.run.inputs import (
     read_inputs,
     stand_in_syntheses,
 )
-from pipeline.run.integrity import check_inputs, inputs_checked, record_checked
+from pipeline.run.integrity import Overlap, check_inputs, inputs_checked, overlap_rows, record_checked
 from pipeline.run.layout import lay_out_inputs
 from pipeline.run.schedule import Batch, Progress, run_all
 from pipeline.run.units import evaluate_unit, run_synthesis, validate_units
@@ -192,12 +192,12 @@ def _execute(
     cache = out / ".units"
     reused = cached_outputs(inputs.syntheses, units, cache)
     if reused is not None:
-        synthesised, evaluated, budget = _reuse(task, inputs, units, reused, cache, local, progress, history)
+        synthesised, evaluated, budget, overlaps = _reuse(task, inputs, units, reused, cache, local, progress, history)
         cluster_started = False
     else:
         with connect(cluster_cfg.model_dump()) as client:
             executor = task_executor(task, client)
-            synthesised, evaluated, budget = _compute(task, inputs, units, cache, executor, progress, history)
+            synthesised, evaluated, budget, overlaps = _compute(task, inputs, units, cache, executor, progress, history)
         cluster_started = True
     tables = []
     summaries: dict[str, Any] = {}
@@ -218,6 +218,8 @@ def _execute(
         releases_to / s.dataset / s.source / f"rep{s.repetition}": synthesis_folder(cache, s) / "release"
         for s in inputs.syntheses
     }
+    # the overlap of each holdout and file source with the original (pipeline.run.integrity), last
+    tables.append(overlap_rows(overlaps, task.spec.name, run_id))
     results = pd.concat(tables, ignore_index=True)[RESULT_COLUMNS]
     manifest = {
         "run_id": run_id,
@@ -252,27 +254,28 @@ def _reuse(
     executor: Executor,
     progress: bool,
     history: str | Path | None,
-) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]]]:
+) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]], list[Overlap]]:
     """A run whose every unit is cached, without a cluster: the checks of the data as a whole
     (unless the folder records that these inputs passed them; a source's ``control`` counts) on
     ``executor``'s local threads, the privacy-budget record, the cached outputs.
 
     The units' own checks are not repeated: they passed, with this code, on these data and
     params (all in the fingerprints), when the cached units ran."""
-    checked = inputs_checked(cache, task, inputs)
-    if not checked:
-        check_inputs(task, inputs, executor)
-    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
+    overlaps = inputs_checked(cache, task, inputs)
+    checked = overlaps is not None
+    if overlaps is None:
+        overlaps = check_inputs(task, inputs, executor)
+    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, executor, record=True)
     claim_folder(cache, task)
     if not checked:
-        record_checked(cache, task, inputs)
+        record_checked(cache, task, inputs, overlaps)
     synthesised, evaluated = reused
     count = Progress(len(synthesised) + len(evaluated), progress)
     for s in inputs.syntheses:
         count.report(s.label, synthesised[s.key].seconds, cached=True)
     for u in units:
         count.report(u.label, evaluated[u.index].seconds, cached=True)
-    return synthesised, evaluated, budget
+    return synthesised, evaluated, budget, overlaps
 
 
 def _compute(
@@ -283,7 +286,7 @@ def _compute(
     executor: Executor,
     progress: bool,
     history: str | Path | None,
-) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]]]:
+) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]], list[Overlap]]:
     """Run the units not cached yet on ``executor``'s cluster (reusing the others): the data they
     read kept in cluster memory, every check, the syntheses, groups and measure units."""
     todo = [u for u in units if not is_cached(unit_paths(cache, u))]
@@ -291,18 +294,19 @@ def _compute(
     # only what a unit still to run reads goes to the cluster (synthesised sources: after their synthesis)
     sources = [k for k in dict.fromkeys(u.source_key for u in todo if u.source is not None) if k in inputs.synthetic]
     persist_inputs(inputs, executor, sources, {s.dataset for s in to_synthesise} | {u.dataset for u in todo})
-    checked = inputs_checked(cache, task, inputs)
-    if not checked:
-        check_inputs(task, inputs, executor)
+    overlaps = inputs_checked(cache, task, inputs)
+    checked = overlaps is not None
+    if overlaps is None:
+        overlaps = check_inputs(task, inputs, executor)
     if todo:
         stand_in_syntheses(task, inputs, executor)
         validate_units(task, todo, inputs, executor, {s.key for s in inputs.syntheses})
         lay_out_inputs(todo, inputs, executor)
     # the cap checked and this run's DP spend recorded once every check has passed, before any release
-    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
+    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, executor, record=True)
     claim_folder(cache, task)
     if not checked:
-        record_checked(cache, task, inputs)
+        record_checked(cache, task, inputs, overlaps)
     count = Progress(len(inputs.syntheses) + len(units), progress)
 
     def report(u: Unit | SynthesisUnit, out: UnitOutput) -> None:
@@ -328,7 +332,7 @@ def _compute(
         synthesised[g.synthesis.key] = outs[0]
         evaluated.update(zip([u.index for u in g.units], outs[1:], strict=True))
     inputs.layouts = executor.layouts()
-    return synthesised, evaluated, budget
+    return synthesised, evaluated, budget, overlaps
 
 
 def _run_ungrouped(
@@ -440,6 +444,7 @@ def validate_task(
 
 def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> list[Unit | SynthesisUnit]:
     out = Path(out_dir) if out_dir is not None else default_out_dir(task)
+    _cluster_config(task, None)  # the task's cluster config, read as a run reads it
     check_run_folder(out, task, force, run_names(out, out / "synthesis", [], ["report.html"]))
     executor = task_executor(task)
     inputs = read_inputs(task, executor)
@@ -448,7 +453,7 @@ def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> list
     units = list(expand(task, inputs.hashes))
     if not units:
         raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
-    planned_spend(task, inputs, task.spec.history)
+    planned_spend(task, inputs, task.spec.history, executor)
     stand_in_syntheses(task, inputs, executor)
     validate_units(task, units, inputs, executor, {s.key for s in inputs.syntheses})
     return [*inputs.syntheses, *units]

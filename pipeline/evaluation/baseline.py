@@ -75,8 +75,9 @@ class BaselineOptions(Params):
     """
 
     seed: Seed = 0
-    permutations: int = Field(default=20, ge=0)
-    bootstrap: int = Field(default=1000, ge=0)
+    # bounded: each permutation evaluates the measure twice more, each replicate redraws its aggregates
+    permutations: int = Field(default=20, ge=0, le=10_000)
+    bootstrap: int = Field(default=1000, ge=0, le=1_000_000)
 
     @field_validator("permutations")
     @classmethod

@@ -28,6 +28,7 @@ FAMILY_TITLES = {
     "synthesis": "Synthesis",
     "distance": "Distance to the closest record (DCR, NNDR)",
     "attacks": "Attacks (anonymeter: singling out, linkability, inference)",
+    "integrity": "Overlap with the original (share of records equal to an original record)",
 }
 #: the synthesis family has one section per synthesiser kind (the rows' ``type``)
 SYNTHESIS_TITLES = {

@@ -33,6 +33,7 @@ from pipeline.run.cache import (
     unit_paths,
 )
 from pipeline.run.inputs import SourceKey, TaskInputs
+from pipeline.run.integrity import set_hashes
 from pipeline.run.units import check_unit, evaluated, synthesis_output, unit_context
 from pipeline.synth.base import SynthesisOutput
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit
@@ -121,7 +122,8 @@ def repetition_task(
         with _named(f"{synthesis.where}: synthesise"):
             t0 = time.perf_counter()
             result = synthesis.synthesiser.synthesise_frame(original, schema, executor)
-            synthesised = synthesis_output(synthesis, result, time.perf_counter() - t0)
+            seconds = time.perf_counter() - t0
+            synthesised = synthesis_output(synthesis, result, seconds, set_hashes(original[list(result.schema.names)]))
         sets = list(result.synthetic)
     outputs: list[UnitOutput] = []
     try:

@@ -6,6 +6,7 @@ import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pipeline.data.dataset import Dataset
@@ -24,6 +25,7 @@ from pipeline.run.cache import (
     unit_paths,
 )
 from pipeline.run.inputs import SourceKey, TaskInputs
+from pipeline.run.integrity import overlap_share, record_hashes, set_hashes
 from pipeline.synth.base import SynthesisOutput
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit
 
@@ -142,8 +144,15 @@ def evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Executo
     return store_output(evaluated(unit, unit_eval_data(unit, inputs), executor), *paths)
 
 
-def synthesis_output(unit: SynthesisUnit, result: SynthesisOutput, seconds: float) -> UnitOutput:
-    return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds)
+def synthesis_output(
+    unit: SynthesisUnit, result: SynthesisOutput, seconds: float, original_hashes: np.ndarray
+) -> UnitOutput:
+    """A synthesis's output: its rows and, per set, ``overlap_share`` — the share of the set's
+    records equal to an original record (``original_hashes``: :func:`record_hashes` of the original
+    over the sets' variables)."""
+    overlaps = [Row(str(i), "overlap_share", overlap_share(original_hashes, set_hashes(s)), {})
+                for i, s in enumerate(result.synthetic, start=1)]  # fmt: skip
+    return UnitOutput(unit_table([*result.rows(), *overlaps], unit), jsonable(result.public_dict()), seconds)
 
 
 def run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor: Executor) -> UnitOutput:
@@ -153,4 +162,6 @@ def run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor:
         return cached
     t0 = time.perf_counter()
     result = unit.synthesiser.synthesise(original, executor)
-    return store_synthesis(unit, result, synthesis_output(unit, result, time.perf_counter() - t0), cache)
+    seconds = time.perf_counter() - t0
+    (hashes,) = record_hashes([original.select(list(result.schema.names))], executor)
+    return store_synthesis(unit, result, synthesis_output(unit, result, seconds, hashes), cache)

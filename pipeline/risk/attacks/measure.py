@@ -49,17 +49,22 @@ class LinkabilityMeasure(Measure):
         split_kinds(data.schema, self.params.variables(), self.type)
         check_block_on(data.schema, self.params.block_on, self.type)
 
+    def check_aggregates(self, data: EvalData, executor: Executor) -> None:
+        # before any work: the synthetic sets' size (of a synthesis not made yet: its original's)
+        params: LinkabilityParams = self.params  # type: ignore[assignment]
+        smallest = min(sum(n) for n in executor.partition_rows(*(data.frames[1:] or data.frames[:1])))
+        if params.n_neighbors > smallest:
+            raise ParameterError(
+                f"linkability: n_neighbors = {params.n_neighbors} exceeds the records of a synthetic set ({smallest})"
+            )
+
     def evaluate(self, data: EvalData, executor: Executor) -> AttackResult:
         from pipeline.risk.attacks.compute import linkability_counts
         from pipeline.risk.attacks.result import AttackResult, attack_rows
 
         params: LinkabilityParams = self.params  # type: ignore[assignment]
+        self.check_aggregates(data, executor)  # the API's run() checks no aggregates
         ready = _prepared(data, params.variables(), executor)
-        smallest = min(executor.rows(ready)[1:])
-        if params.n_neighbors > smallest:
-            raise ParameterError(
-                f"linkability: n_neighbors = {params.n_neighbors} exceeds the records of a synthetic set ({smallest})"
-            )
         aux = (list(params.aux_cols[0]), list(params.aux_cols[1]))
         counts = linkability_counts(
             ready, executor, aux, params.n_neighbors, params.n_attacks, params.seed, params.block_on
