@@ -35,6 +35,7 @@ from typing import Any
 
 import pandas as pd
 
+from pipeline import notices
 from pipeline.errors import TaskError
 from pipeline.evaluation.execution import Executor
 from pipeline.results import RESULT_COLUMNS
@@ -68,6 +69,7 @@ from pipeline.run.inputs import (
     stand_in_syntheses,
 )
 from pipeline.run.integrity import check_inputs, inputs_checked, record_checked
+from pipeline.run.notices import run_warnings, tell_warnings
 from pipeline.run.schedule import Batch, Progress, run_all
 from pipeline.run.units import evaluate_unit, run_synthesis, validate_units
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit, code_version, expand
@@ -190,14 +192,16 @@ def _execute(
         raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
     cache = out / ".units"
     reused = cached_outputs(inputs.syntheses, units, cache)
-    if reused is not None:
-        synthesised, evaluated, budget = _reuse(task, inputs, units, reused, cache, local, progress, history)
-        cluster_started = False
-    else:
-        with connect(cluster_cfg.model_dump()) as client:
-            executor = task_executor(task, client)
-            synthesised, evaluated, budget = _compute(task, inputs, units, cache, executor, progress, history)
-        cluster_started = True
+    # the checks' warnings (each unit keeps its own: pipeline.notices) are told with the units'
+    with notices.collected() as at_checks:
+        if reused is not None:
+            synthesised, evaluated, budget = _reuse(task, inputs, units, reused, cache, local, progress, history)
+            cluster_started = False
+        else:
+            with connect(cluster_cfg.model_dump()) as client:
+                executor = task_executor(task, client)
+                synthesised, evaluated, budget = _compute(task, inputs, units, cache, executor, progress, history)
+            cluster_started = True
     tables = []
     summaries: dict[str, Any] = {}
     timings: dict[str, dict[str, Any]] = {}
@@ -208,11 +212,15 @@ def _execute(
     ]
     for u, output in done:
         tables.append(_with_unit_columns(output.table, task, run_id, u))
-        summaries[u.label] = output.summary
+        summaries[u.label] = (
+            {**output.summary, "warnings": list(output.warnings)} if output.warnings else output.summary
+        )
         timings[u.label] = {"seconds": round(output.seconds, 4), "cached": output.cached, "fingerprint": u.fingerprint}
         # the IPF fit's own time (not a row: tables of two runs compare equal); a partial synthesis has no fit
         if isinstance(u, SynthesisUnit) and "fit" in output.summary:
             timings[u.label]["ipf_elapsed_s"] = round(float(output.summary["fit"]["elapsed_s"]), 4)
+    warned = run_warnings({u.label: out.warnings for u, out in done}, at_checks)
+    tell_warnings(warned)
     releases = {
         releases_to / s.dataset / s.source / f"rep{s.repetition}": synthesis_folder(cache, s) / "release"
         for s in inputs.syntheses
@@ -236,6 +244,8 @@ def _execute(
         # per dataset with a holdout: file or split settings, record counts, fingerprint (no values)
         "holdouts": inputs.holdout_records,
         "rows": len(results),
+        # every warning of the run with the units that raised it (pipeline.notices; no values)
+        "warnings": warned,
     }
     return RunOutcome(run_id, out, results, summaries, manifest, inputs, releases)
 
@@ -406,9 +416,16 @@ def run_task(
     return outcome
 
 
-def validate_task(
-    task: LoadedTask, out_dir: str | Path | None = None, force: bool = False
-) -> list[Unit | SynthesisUnit]:
+class ValidatedUnits(list[Unit | SynthesisUnit]):
+    """The units of a valid task (syntheses first) and the plan of each synthesised source for
+    people (``"<dataset>/<source>"`` -> lines; :meth:`~pipeline.synth.base.Synthesiser.plan_lines`)."""
+
+    def __init__(self, units: list[Unit | SynthesisUnit], plans: dict[str, list[str]]) -> None:
+        super().__init__(units)
+        self.plans = plans
+
+
+def validate_task(task: LoadedTask, out_dir: str | Path | None = None, force: bool = False) -> ValidatedUnits:
     """Check a task without running it; return its units (syntheses first).
 
     Reads the data of file and demo sources and runs every measure unit's checks — the same as
@@ -416,6 +433,8 @@ def validate_task(
     have (:meth:`~pipeline.synth.base.Synthesiser.schema`), so nothing is synthesised. The
     task's privacy-budget cap is checked against its history, and its run folder (``out_dir``,
     default the task's) as a run with ``force`` would check it.
+
+    The units carry the plan of each synthesised source (:class:`ValidatedUnits`).
 
     Raises
     ------
@@ -433,7 +452,7 @@ def validate_task(
     return _validate(task, out_dir, force)
 
 
-def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> list[Unit | SynthesisUnit]:
+def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> ValidatedUnits:
     out = Path(out_dir) if out_dir is not None else default_out_dir(task)
     check_run_folder(out, task, force, run_names(out, out / "synthesis", [], ["report.html"]))
     executor = task_executor(task)
@@ -446,7 +465,11 @@ def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> list
     planned_spend(task, inputs, task.spec.history)
     stand_in_syntheses(task, inputs, executor)
     validate_units(task, units, inputs, executor, {s.key for s in inputs.syntheses})
-    return [*inputs.syntheses, *units]
+    plans = {
+        f"{s.dataset}/{s.source}": s.synthesiser.plan_lines(inputs.originals[s.dataset].schema)
+        for s in inputs.syntheses
+    }
+    return ValidatedUnits([*inputs.syntheses, *units], {where: lines for where, lines in plans.items() if lines})
 
 
 def synthesise_task(

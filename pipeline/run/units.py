@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipeline import notices
 from pipeline.data.dataset import Dataset
+from pipeline.data.schema import Schema
 from pipeline.errors import PipelineError, TaskError
 from pipeline.evaluation import baseline
 from pipeline.evaluation.base import Measure, Row, canonical_json, setting_text
-from pipeline.evaluation.data import EvalData, as_eval_data
+from pipeline.evaluation.data import EvalData, Frame, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.results import check_tidy, jsonable
 from pipeline.run.cache import (
@@ -127,9 +129,10 @@ def evaluated(unit: Unit, data: EvalData, executor: Executor) -> UnitOutput:
     summary rows over its synthetic sets (:func:`pipeline.evaluation.baseline.evaluate`).
     """
     t0 = time.perf_counter()
-    result = baseline.evaluate(unit.measure, data, executor, unit.baseline)
+    with notices.collected() as raised:
+        result = baseline.evaluate(unit.measure, data, executor, unit.baseline)
     seconds = time.perf_counter() - t0
-    return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds)
+    return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds, warnings=tuple(raised))
 
 
 def evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Executor) -> UnitOutput:
@@ -141,8 +144,19 @@ def evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Executo
     return store_output(evaluated(unit, unit_eval_data(unit, inputs), executor), *paths)
 
 
-def synthesis_output(unit: SynthesisUnit, result: SynthesisOutput, seconds: float) -> UnitOutput:
-    return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds)
+def synthesise_unit(
+    unit: SynthesisUnit, frame: Frame, schema: Schema, executor: Executor
+) -> tuple[SynthesisOutput, UnitOutput]:
+    """Synthesise ``frame``: the result and the unit's output (rows, summary, seconds, the
+    warnings the synthesis raised)."""
+    t0 = time.perf_counter()
+    with notices.collected() as raised:
+        result = unit.synthesiser.synthesise_frame(frame, schema, executor)
+    seconds = time.perf_counter() - t0
+    output = UnitOutput(
+        unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds, warnings=tuple(raised)
+    )
+    return result, output
 
 
 def run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor: Executor) -> UnitOutput:
@@ -150,6 +164,4 @@ def run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor:
     cached = cached_output(*synthesis_paths(cache, unit))
     if cached is not None:
         return cached
-    t0 = time.perf_counter()
-    result = unit.synthesiser.synthesise(original, executor)
-    return store_synthesis(unit, result, synthesis_output(unit, result, time.perf_counter() - t0), cache)
+    return store_synthesis(unit, *synthesise_unit(unit, original.frame, original.schema, executor), cache)

@@ -149,6 +149,12 @@ class Synthesiser(ABC):
 
         return self.synthesise_frame(original.frame, original.schema, executor or Executor.current())
 
+    def plan_lines(self, schema: Schema) -> list[str]:
+        """The plan of the synthesis of data with ``schema`` for people (``validate`` prints it,
+        the report shows it): for a partial synthesis one line per synthesised variable with its
+        method and predictors. None by default."""
+        return []
+
     @abstractmethod
     def schema_of(self, original: Dataset, executor: Executor) -> Schema:
         """:meth:`schema` with the executor given."""

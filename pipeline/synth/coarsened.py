@@ -11,7 +11,6 @@ their levels and n, which is the method's guarantee.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pipeline import notices
 from pipeline.data.dataset import Dataset
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
@@ -241,7 +241,7 @@ def synthesise_frame(
         released, dp_record, priorn = _noisy_release(gt_tables, n, params, seed)
     unnamed = rare_levels(layout, gt_tables, params.limit)
     for name, positions in unnamed.items():
-        warnings.warn(
+        notices.warn(
             f"synthesis: variable {name!r} has {len(positions)} level(s) held by fewer than {params.limit} records; "
             "the release names every level of the schema (its margins and synthetic sets need them): merge such "
             f"levels first (sdc: [{{step: merge_levels, variable: {name}, min_count: {params.limit}}}]) if their "

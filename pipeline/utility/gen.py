@@ -18,7 +18,6 @@ Execution (the executor's policy decides where the data are):
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pipeline import notices
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData
@@ -613,7 +613,7 @@ def _assemble(
             cols["S_pMSE"] = cols["pMSE"] / cols["pMSEExp"]
     stats = pd.DataFrame(cols, index=pd.Index(range(1, m + 1), name="synthetic"))
     for n in notes:
-        warnings.warn(n, stacklevel=3)
+        notices.warn(n, stacklevel=3)
     return UtilityGenResult(
         method=settings.method,
         resamp_method=resamp_method,

@@ -43,10 +43,8 @@ offered; of synthpop's smoothings only ``density``.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -57,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from pipeline import notices
 from pipeline.data.dataset import Dataset
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
@@ -72,8 +71,6 @@ from pipeline.synth.release import write_release
 
 if TYPE_CHECKING:
     from pipeline.rmodels.rpart import Tree
-
-log = logging.getLogger("pipeline")
 
 #: synthpop's ``collinear.out`` threshold of |correlation|
 COLLINEAR = 0.99999
@@ -197,15 +194,7 @@ def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
         else:
             chosen = {p for p in visit if position[p] < position[v]}
         predictors[v] = tuple(p for p in variables if p in chosen)
-    if any(meth == "" for meth in method.values()):
-        # synthpop's default predictor matrix gives a variable only those visited before it: a
-        # synthesised first column is then drawn with no regard to any kept variable
-        notes += [
-            f"{v!r} is synthesised with no predictors (drawn independently of the kept variables); "
-            f"visit the kept ones first (visit_sequence: kept_first) or name its predictors"
-            for v, preds in predictors.items()
-            if not preds and method[v] != "sample"
-        ]
+    notes += _few_kept_predictors(method, predictors, set(params.predictors or ()))
     for v, preds in predictors.items():
         for p in (v, *preds):
             var = schema[p]
@@ -217,15 +206,42 @@ def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
     return Plan(tuple(variables), method, tuple(visit), predictors, dropped, tuple(notes))
 
 
-@functools.cache
-def _warn_once(note: str) -> None:
-    log.warning(note)
+def _few_kept_predictors(method: dict[str, str], predictors: dict[str, tuple[str, ...]], given: set[str]) -> list[str]:
+    """A note for every synthesised variable whose default predictors hold fewer than half of the
+    kept variables: synthpop's default predictor matrix gives a variable only those visited
+    before it, so a synthesised early column is drawn with little regard to the kept variables
+    (and its disclosure risk understated). Variables drawn by ``sample`` or with their predictors
+    named are as the user asked."""
+    kept = [v for v, meth in method.items() if meth == ""]
+    notes = []
+    for v, preds in predictors.items():
+        used = [p for p in preds if p in kept]
+        if method[v] == "sample" or v in given or 2 * len(used) >= len(kept):
+            continue
+        what = (
+            "no predictors (drawn independently of the kept variables)"
+            if not preds
+            else f"{len(used)} of the {len(kept)} kept variables as predictors ({', '.join(used) or 'none'})"
+        )
+        notes.append(
+            f"{v!r} is synthesised with {what}; visit the kept ones first (visit_sequence: kept_first) "
+            "or name its predictors"
+        )
+    return notes
 
 
 def warn_plan(plan: Plan) -> None:
-    """Log the plan's notes, each once per process (the repetitions of a study share their plan)."""
+    """Warn the plan's notes (:func:`pipeline.notices.warn`)."""
     for note in plan.notes:
-        _warn_once(note)
+        notices.warn(note)
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """The predictor matrix for people: one line per synthesised variable, in visit order."""
+    return [
+        f"{v} ({plan.method[v]}) <- {', '.join(plan.predictors.get(v, ())) or 'no predictors'}"
+        for v in plan.synthesised
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -574,7 +590,7 @@ def collinear(plan: Plan, cols: dict[str, np.ndarray], codings: dict[str, _Codin
         if not new or len(group) < 2 or any(v not in position for v in group):
             continue
         first = min(group, key=position.__getitem__)
-        log.warning("variables %s are collinear: those visited after %s are derived from it", ", ".join(group), first)
+        notices.warn(f"variables {', '.join(group)} are collinear: those visited after {first} are derived from it")
         for v in group:
             if v != first:
                 method[v] = "collinear"
@@ -644,6 +660,7 @@ class PartialSynthesisResult(Result):
             "seed": self.seed,
             "params": self.params.model_dump(mode="json"),
             **self.plan.to_dict(),
+            "warnings": list(self.plan.notes),
             "trees": {c: {"nodes": n, "leaves": k} for c, (n, k) in self.tree_sizes.items()},
         }
 
@@ -671,6 +688,7 @@ def synthesise_partial_frame(
     """:func:`synthesise_partial` on a frame in ``schema``'s in-memory form."""
     executor = executor or Executor.current()
     plan = plan_synthesis(schema, params)
+    warn_plan(plan)
     data = executor.collect(EvalData((frame,), schema))
     original = data.original
     if len(original) == 0:
@@ -712,7 +730,6 @@ def synthesise_partial(
     ParameterError
         See :func:`plan_synthesis`; an empty original.
     """
-    warn_plan(plan_synthesis(original.schema, params))
     return synthesise_partial_frame(original.frame, original.schema, params, executor)
 
 
@@ -728,6 +745,9 @@ class PartialSynthesiser(Synthesiser):
 
     def schema_of(self, original: Dataset, executor: Executor) -> Schema:
         return partial_schema(original, self.params)
+
+    def plan_lines(self, schema: Schema) -> list[str]:
+        return plan_lines(plan_synthesis(schema, self.params))
 
     def synthesise_frame(self, frame: Frame, schema: Schema, executor: Executor) -> PartialSynthesisResult:
         return synthesise_partial_frame(frame, schema, self.params, executor)
