@@ -54,6 +54,7 @@ from pipeline.run.folder import (
     check_writable_folder,
     claim_folder,
     default_out_dir,
+    folder_owner,
     run_folder_for,
     run_names,
     write_run,
@@ -452,8 +453,25 @@ def validate_task(task: LoadedTask, out_dir: str | Path | None = None, force: bo
     return _validate(task, out_dir, force)
 
 
+def _folder_to_validate(task: LoadedTask) -> Path:
+    """The task's run folder (``output``), or tonight's, ``<output>/<date>/``, when it holds the
+    nightly run folders of the task (a nightly task writes one per date, not ``<output>`` itself)."""
+    out = default_out_dir(task)
+    nights = out.is_dir() and any(
+        _is_date(p.name) and folder_owner(p) == task.spec.name for p in out.iterdir() if p.is_dir()
+    )
+    return out / dt.datetime.now(dt.UTC).date().isoformat() if nights else out
+
+
+def _is_date(name: str) -> bool:
+    try:
+        return dt.date.fromisoformat(name).isoformat() == name
+    except ValueError:
+        return False
+
+
 def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> ValidatedUnits:
-    out = Path(out_dir) if out_dir is not None else default_out_dir(task)
+    out = Path(out_dir) if out_dir is not None else _folder_to_validate(task)
     check_run_folder(out, task, force, run_names(out, out / "synthesis", [], ["report.html"]))
     executor = task_executor(task)
     inputs = read_inputs(task, executor)

@@ -282,6 +282,14 @@ class TaskSpec(_Spec):
             unknown = [n for n in m.datasets or [] if n not in names]
             if unknown:
                 raise ValueError(f"measure {m.label!r}: unknown dataset(s) {unknown}; the task has {names}")
+        if not any(d.holdout is not None for d in self.datasets):
+            # a baseline row exists only for a dataset with a holdout: the gate would fail after the run
+            for g in self.gates:
+                if g.baseline is not None:
+                    raise ValueError(
+                        f"gate on {g.measure!r} with baseline: {g.baseline}: no dataset of the task has a holdout; "
+                        "give one (holdout: {fraction: 0.2} or {path: ...}) or drop the gate's 'baseline'"
+                    )
         return self
 
 

@@ -73,3 +73,119 @@ def test_a_warning_raised_on_a_worker_reaches_the_terminal_summary_and_manifest(
     assert {"warning": NO_PREDICTORS, "units": ["synthesise ce/partial"]} in manifest["warnings"]
     report = json.loads((folder / "ce" / "partial" / "rep0" / "synthesis_report.json").read_text(encoding="utf-8"))
     assert report["predictor_matrix"]["Income"] == [] and NO_PREDICTORS in report["warnings"]
+
+
+def _validate_in_process(task: Path, *args: str):
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    return CliRunner().invoke(main, ["validate", str(task), *args])
+
+
+def _one_error_line(res) -> str:
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, res.output
+    return lines[0]
+
+
+CHARACTER_PREDICTOR = """
+name: char
+output: out
+datasets:
+  - name: d
+    original: {path: d.csv, schema: d.schema.json}
+    synthetic:
+      - name: partial
+        synthesise: {kind: partial, method: {income: cart}, visit_sequence: kept_first}
+measures:
+  - type: profile
+"""
+
+
+def test_validate_refuses_a_character_predictor_of_a_partial_synthesis(tmp_path):
+    from pipeline.data.schema import Schema, Variable
+
+    frame = pd.DataFrame({"income": [1.0, 2.0, 3.0] * 20, "age": [20.0, 30.0, 40.0] * 20, "note": ["a", "b", "c"] * 20})
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    Schema((Variable("income", "numeric"), Variable("age", "numeric"), Variable("note", "character"))).to_json(
+        tmp_path / "d.schema.json"
+    )
+    (tmp_path / "task.yaml").write_text(CHARACTER_PREDICTOR, encoding="utf-8")
+    line = _one_error_line(_validate_in_process(tmp_path / "task.yaml"))
+    assert "'note' (character) cannot be used as a predictor of 'income'" in line and "kind 'factor'" in line
+
+
+UTILITY_GEN = """
+name: big_model
+output: out
+datasets:
+  - name: d
+    original: {path: d.csv, schema: d.schema.json}
+    synthetic:
+      - name: partial
+        synthesise: {kind: partial, method: {x: cart}, visit_sequence: kept_first}
+measures:
+  - type: utility_gen
+    params: {method: logit}
+"""
+
+
+def test_validate_refuses_a_logit_model_over_max_params_before_any_synthesis(tmp_path):
+    import numpy as np
+
+    from pipeline.data.schema import Schema, Variable
+
+    rng = np.random.default_rng(36)
+    levels = [f"l{i}" for i in range(30)]
+    frame = pd.DataFrame({f"f{j}": rng.choice(levels, 600) for j in range(4)} | {"x": rng.normal(size=600)})
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    Schema(tuple(Variable(f"f{j}", "factor", tuple(levels)) for j in range(4)) + (Variable("x", "numeric"),)).to_json(
+        tmp_path / "d.schema.json"
+    )
+    (tmp_path / "task.yaml").write_text(UTILITY_GEN, encoding="utf-8")
+    line = _one_error_line(_validate_in_process(tmp_path / "task.yaml"))
+    # 4 factors of 30 levels and x, maxorder 1: 1 + 4 * 29 + 1 + 6 * 29 * 29 + 4 * 29 = 5280 parameters
+    assert "the logit model would have at least 5280 parameters, more than max_params = 400" in line
+
+
+BASELINE_GATE = """
+name: gated
+output: out
+datasets:
+  - name: sd
+    original: {demo: sd2011_subset}
+    synthetic:
+      - {name: cart, demo: sd2011_cart}
+measures:
+  - type: profile
+gates:
+  - {measure: repU, baseline: excess, above: 1}
+"""
+
+
+def test_validate_refuses_a_baseline_gate_on_a_task_without_a_holdout(tmp_path):
+    (tmp_path / "task.yaml").write_text(BASELINE_GATE, encoding="utf-8")
+    line = _one_error_line(_validate_in_process(tmp_path / "task.yaml"))
+    assert "gate on 'repU' with baseline: excess: no dataset of the task has a holdout" in line
+
+
+def test_validate_of_a_nightly_task_after_a_night_has_run(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    task = tmp_path / "nightly.yaml"
+    task.write_text(
+        BASELINE_GATE.replace("output: out", "output: runs\nhistory: history")
+        .replace("{measure: repU, baseline: excess, above: 1}", "{measure: unique_records_pct, above: 100}")
+        .replace("type: profile", "type: key_blocks\n    params: {keys: [sex, age]}"),
+        encoding="utf-8",
+    )
+    (tmp_path / "local.yaml").write_text("type: local\nn_workers: 1\nprocesses: false\n", encoding="utf-8")
+    night = CliRunner().invoke(main, ["nightly", str(task), "--cluster", "local.yaml", "--date", "2026-11-01"])
+    assert night.exit_code == 0, night.output
+    res = _validate_in_process(task)
+    assert res.exit_code == 0, res.output

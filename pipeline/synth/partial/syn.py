@@ -198,6 +198,13 @@ def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
     for v, preds in predictors.items():
         for p in (v, *preds):
             var = schema[p]
+            if not (var.is_factor or var.is_numeric):
+                role = "synthesised" if p == v else f"used as a predictor of {v!r}"
+                raise ParameterError(
+                    f"{p!r} ({var.kind}) cannot be {role}: a model takes factors and numbers; give it kind "
+                    f"'factor' in the schema{'' if p == v else ', or leave it out of the predictors (predictors: '}"
+                    f"{'' if p == v else f'{{{v}: [...]}} or a visit_sequence without it)'}"
+                )
             if var.is_factor and len(var.levels or ()) > MAX_FACTOR_LEVELS:
                 raise ParameterError(
                     f"{p!r} has {len(var.levels or ())} levels; a factor in a model may have at most "
@@ -499,8 +506,6 @@ def prepare(frame: pd.DataFrame, schema: Schema, plan: Plan, params: PartialPara
         c = _coding(v, frame[v], schema)
         if c.kind == "padded" and v not in used:
             c = _Coding(v, "numeric")  # padMis applies only to variables in a model
-        if c.kind == "other" and v in used:
-            raise ParameterError(f"{v!r} ({schema[v].kind}) cannot be synthesised or used as a predictor")
         codings[v] = c
         if c.kind != "other":
             cols.update(_encode(frame[v], c))
