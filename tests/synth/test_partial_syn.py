@@ -362,4 +362,3 @@ def test_a_variable_predicted_by_fewer_than_half_of_the_kept_ones_is_noted():
     named = partial_params(method={"wage": "cart"}, predictors={"wage": ["parttime"]})
     assert plan_synthesis(cps.schema, named).notes == ()
     assert plan_lines(plan_synthesis(cps.schema, named)) == ["wage (cart) <- parttime"]
-

@@ -141,9 +141,8 @@ def test_validate_refuses_a_logit_model_over_max_params_before_any_synthesis(tmp
     levels = [f"l{i}" for i in range(30)]
     frame = pd.DataFrame({f"f{j}": rng.choice(levels, 600) for j in range(4)} | {"x": rng.normal(size=600)})
     frame.to_csv(tmp_path / "d.csv", index=False)
-    Schema(tuple(Variable(f"f{j}", "factor", tuple(levels)) for j in range(4)) + (Variable("x", "numeric"),)).to_json(
-        tmp_path / "d.schema.json"
-    )
+    factors = [Variable(f"f{j}", "factor", tuple(levels)) for j in range(4)]
+    Schema((*factors, Variable("x", "numeric"))).to_json(tmp_path / "d.schema.json")
     (tmp_path / "task.yaml").write_text(UTILITY_GEN, encoding="utf-8")
     line = _one_error_line(_validate_in_process(tmp_path / "task.yaml"))
     # 4 factors of 30 levels and x, maxorder 1: 1 + 4 * 29 + 1 + 6 * 29 * 29 + 4 * 29 = 5280 parameters
