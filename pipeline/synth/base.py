@@ -75,7 +75,7 @@ class SynthesisParams(BaseModel):
 class SynthesisOutput(Protocol):
     """What :meth:`Synthesiser.synthesise` returns: the sets, their schema, rows, a release."""
 
-    synthetic: tuple[pd.DataFrame, ...]
+    synthetic: list[pd.DataFrame]
     schema: Schema
 
     def rows(self) -> list[Row]: ...

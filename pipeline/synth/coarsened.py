@@ -60,7 +60,7 @@ class SynthesisResult(Result):
 
     Attributes
     ----------
-    synthetic : tuple of pandas DataFrame
+    synthetic : list of pandas DataFrame
         The m synthetic sets, in the output ``schema``'s in-memory form.
     schema : Schema
     margins : ControlledMargins
@@ -82,7 +82,7 @@ class SynthesisResult(Result):
         The privacy budget the release spent and the noise of each margin.
     """
 
-    synthetic: tuple[pd.DataFrame, ...]
+    synthetic: list[pd.DataFrame]
     schema: Schema
     margins: ControlledMargins
     fit: FitReport
@@ -267,7 +267,7 @@ def synthesise_frame(
     k = params.k or n
     frames, codes, out_schema, seed = draw_synthetic(fit, sdc, k, params.m, seed, params.numeric_output)
     return SynthesisResult(
-        synthetic=tuple(frames),
+        synthetic=list(frames),
         schema=out_schema,
         margins=released,
         fit=fit.report,

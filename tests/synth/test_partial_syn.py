@@ -362,3 +362,15 @@ def test_a_variable_predicted_by_fewer_than_half_of_the_kept_ones_is_noted():
     named = partial_params(method={"wage": "cart"}, predictors={"wage": ["parttime"]})
     assert plan_synthesis(cps.schema, named).notes == ()
     assert plan_lines(plan_synthesis(cps.schema, named)) == ["wage (cart) <- parttime"]
+
+
+def test_synthesise_partial_takes_a_pandas_frame_and_keyword_settings():
+    """Issue 36: a notebook user passes a pandas frame (its schema inferred, as the measures'
+    functions do) and the settings as keywords; the sets are a list, as synthpop's syn()$syn."""
+    frame = _cps_like(300).to_pandas()
+    res = synthesise_partial(frame, method={"wage": "cart"}, visit_sequence="kept_first", m=2, seed=5)
+    assert isinstance(res.synthetic, list) and len(res.synthetic) == 2
+    assert list(res.synthetic[0].columns) == list(frame.columns) and len(res.synthetic[0]) == 300
+    assert res.synthetic[0]["education"].equals(frame["education"])  # kept variables unchanged
+    with pytest.raises(ParameterError, match="either as params or as keywords"):
+        synthesise_partial(frame, partial_params(method={"wage": "cart"}), m=2)

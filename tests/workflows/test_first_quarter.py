@@ -188,3 +188,32 @@ def test_validate_of_a_nightly_task_after_a_night_has_run(tmp_path, monkeypatch)
     assert night.exit_code == 0, night.output
     res = _validate_in_process(task)
     assert res.exit_code == 0, res.output
+
+
+ALIGN = """
+name: aligned
+output: out
+datasets:
+  - name: sd
+    original: {demo: sd2011_subset}
+    synthetic:
+      - {name: s, paths: [syn.csv], compatibility: align}
+measures:
+  - type: profile
+"""
+
+
+def test_align_takes_a_new_level_without_the_source_s_own_schema_and_names_no_value(tmp_path):
+    syn = pd.read_csv(demo_path("sd2011_cart_syn1.csv"))
+    syn.loc[:4, "sex"] = "PLANTED_LEVEL"
+    syn.to_csv(tmp_path / "syn.csv", index=False)
+    (tmp_path / "task.yaml").write_text(ALIGN, encoding="utf-8")
+    res = _validate_in_process(tmp_path / "task.yaml")
+    assert res.exit_code == 0, res.output
+    assert "variable 'sex': 1 level(s) only in the synthetic data" in res.output
+    assert "PLANTED_LEVEL" not in res.output
+    # strict: the error counts the unknown levels and says how to align them
+    (tmp_path / "task.yaml").write_text(ALIGN.replace(", compatibility: align", ""), encoding="utf-8")
+    line = _one_error_line(_validate_in_process(tmp_path / "task.yaml"))
+    assert "variable 'sex' has 5 record(s)" in line and "(1 unknown level(s))" in line
+    assert "compatibility: align" in line and "PLANTED_LEVEL" not in line

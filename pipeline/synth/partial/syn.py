@@ -47,7 +47,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,7 +60,7 @@ from pipeline.data.dataset import Dataset
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
-from pipeline.evaluation.data import EvalData, Frame
+from pipeline.evaluation.data import EvalData, Frame, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.synth.base import OutputFormat, Synthesiser
 from pipeline.synth.partial.lindep import lindep_keep
@@ -625,7 +625,7 @@ class PartialSynthesisResult(Result):
 
     Attributes
     ----------
-    synthetic : tuple of pandas DataFrame
+    synthetic : list of pandas DataFrame
         The m sets in ``schema``'s in-memory form (kept columns identical to the original).
     schema : Schema
     plan : Plan
@@ -636,7 +636,7 @@ class PartialSynthesisResult(Result):
     params : PartialParams
     """
 
-    synthetic: tuple[pd.DataFrame, ...]
+    synthetic: list[pd.DataFrame]
     schema: Schema
     plan: Plan
     tree_sizes: dict[str, tuple[int, int]]
@@ -703,7 +703,7 @@ def synthesise_partial_frame(
     entropy = int(root.entropy)
     sets = executor.map_tasks(synthetic_set, [(entropy, i) for i in range(params.m)], shared=[prepared])
     return PartialSynthesisResult(
-        synthetic=tuple(sets),
+        synthetic=list(sets),
         schema=prepared.schema,
         plan=prepared.plan,
         tree_sizes=prepared.tree_sizes(),
@@ -714,17 +714,27 @@ def synthesise_partial_frame(
 
 
 def synthesise_partial(
-    original: Dataset, params: PartialParams, executor: Executor | None = None
+    original: Dataset | Frame,
+    params: PartialParams | Mapping[str, Any] | None = None,
+    executor: Executor | None = None,
+    *,
+    schema: Schema | None = None,
+    **settings: Any,
 ) -> PartialSynthesisResult:
     """Partially synthetic versions of ``original`` with synthpop ``syn()`` semantics.
 
     Parameters
     ----------
-    original : Dataset
-    params : PartialParams
+    original : Dataset or pandas/Dask DataFrame
+        A frame is cast to ``schema`` (a pandas frame without one: the schema inferred, as the
+        measures' functions do: :func:`~pipeline.evaluation.data.as_eval_data`).
+    params : PartialParams or mapping, optional
+        The settings; else given as keywords (``method={"Income": "cart"}, m=5, seed=1``).
     executor : Executor, optional
         Makes the m sets as parallel tasks on its cluster (the original is collected into
         memory: the models need all records); default :meth:`Executor.current`.
+    schema : Schema, optional
+        The schema of a frame (a Dataset carries its own).
 
     Returns
     -------
@@ -733,9 +743,15 @@ def synthesise_partial(
     Raises
     ------
     ParameterError
-        See :func:`plan_synthesis`; an empty original.
+        See :func:`plan_synthesis`; settings given both as ``params`` and as keywords; an empty original.
     """
-    return synthesise_partial_frame(original.frame, original.schema, params, executor)
+    if params is not None and settings:
+        raise ParameterError("give the settings either as params or as keywords, not both")
+    params = PartialSynthesiser.parse(params if params is not None else settings)
+    if isinstance(original, Dataset) and schema is None:
+        return synthesise_partial_frame(original.frame, original.schema, params, executor)
+    data = as_eval_data(original, schema=schema, require_synthetic=False)
+    return synthesise_partial_frame(data.original, data.schema, params, executor)
 
 
 class PartialSynthesiser(Synthesiser):
