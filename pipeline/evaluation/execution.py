@@ -590,8 +590,15 @@ class Executor:
         """
         if self.client is None or len(jobs) < 2:
             return [fn(*shared, *job) for job in jobs]
-        handles = [dask.delayed(s, traverse=False) for s in shared]
+        handles = [self._sent(s) for s in shared]
         return self.compute(*[dask.delayed(fn)(*handles, *job) for job in jobs])
+
+    def _sent(self, value: Any) -> Any:
+        """``value`` on the cluster (scattered: a graph embedding a data set is slow to send and
+        makes Dask warn about its size), else as a delayed value."""
+        if self.client is None:
+            return dask.delayed(value, traverse=False)
+        return self.client.scatter([value], hash=False)[0]
 
     def map_frame_tasks(
         self, fn: Callable[..., Any], jobs: Sequence[tuple], frames: Sequence[Frame], shared: Sequence[Any] = ()
@@ -608,10 +615,10 @@ class Executor:
         whole = [
             dask.delayed(_concat_parts)(*_stored_parts(f))
             if dask.is_dask_collection(f)
-            else dask.delayed(f, traverse=False)
+            else self._sent(f)
             for f in frames
         ]
-        handles = [dask.delayed(s, traverse=False) for s in shared]
+        handles = [self._sent(s) for s in shared]
         return self.compute(*[dask.delayed(fn)(*handles, [whole[i] for i in job[0]], *job[1:]) for job in jobs])
 
     def key_blocks(
