@@ -103,6 +103,8 @@ def read_raw(path: str | Path, encoding: str = DEFAULT_ENCODING) -> tuple[dd.Dat
     if not p.exists():
         raise DataError(f"data file not found: {p}")
     suffix = _suffix(p)
+    if p.is_file() and p.stat().st_size == 0:
+        raise DataError(f"{p}: the file is empty (0 bytes): no header line and no records")
     try:
         if suffix in CSV_SUFFIXES:
             encoding = _without_bom(p, encoding)
