@@ -49,6 +49,9 @@ from pipeline.run.cache import (
     unit_paths,
 )
 from pipeline.run.folder import (
+    CACHE,
+    LOCK_FILE,
+    OWNER_FILE,
     RunOutcome,
     check_run_folder,
     check_writable_folder,
@@ -69,7 +72,7 @@ from pipeline.run.inputs import (
     read_inputs,
     stand_in_syntheses,
 )
-from pipeline.run.integrity import check_inputs, inputs_checked, record_checked
+from pipeline.run.integrity import CHECKED_FILE, check_inputs, inputs_checked, record_checked
 from pipeline.run.notices import run_warnings, tell_warnings
 from pipeline.run.schedule import Batch, Progress, run_all
 from pipeline.run.units import evaluate_unit, run_synthesis, validate_units
@@ -166,7 +169,23 @@ def execute_task(
     out = Path(out_dir) if out_dir is not None else default_out_dir(task)
     releases_to = Path(release_dir) if release_dir is not None else out / "synthesis"
     with run_folder_for(task, out, force, releases_to):
-        return _execute(task, cluster, out, progress, measures, releases_to, history)
+        claimed = (out / CACHE / OWNER_FILE).exists()
+        try:
+            return _execute(task, cluster, out, progress, measures, releases_to, history)
+        except BaseException:
+            if not claimed:
+                _unclaim_unused(out / CACHE)
+            raise
+
+
+def _unclaim_unused(cache: Path) -> None:
+    """After a failed run that claimed the folder: its claim and its record of checked inputs
+    removed when no unit finished (nothing to resume), so that the folder it made goes with its
+    lock (no partial output); finished units stay with the claim that lets a rerun reuse them."""
+    marks = (cache / OWNER_FILE, cache / CHECKED_FILE)
+    if cache.is_dir() and all(p.name in {LOCK_FILE, *(m.name for m in marks)} for p in cache.iterdir()):
+        for mark in marks:
+            mark.unlink(missing_ok=True)
 
 
 def _execute(

@@ -613,9 +613,7 @@ class Executor:
         if self.client is None and not any(dask.is_dask_collection(f) for f in frames):
             return [fn(*shared, [frames[i] for i in job[0]], *job[1:]) for job in jobs]
         whole = [
-            dask.delayed(_concat_parts)(*_stored_parts(f))
-            if dask.is_dask_collection(f)
-            else self._sent(f)
+            dask.delayed(_concat_parts)(*_stored_parts(f)) if dask.is_dask_collection(f) else self._sent(f)
             for f in frames
         ]
         handles = [self._sent(s) for s in shared]

@@ -217,3 +217,33 @@ def test_align_takes_a_new_level_without_the_source_s_own_schema_and_names_no_va
     line = _one_error_line(_validate_in_process(tmp_path / "task.yaml"))
     assert "variable 'sex' has 5 record(s)" in line and "(1 unknown level(s))" in line
     assert "compatibility: align" in line and "PLANTED_LEVEL" not in line
+
+
+FAILING = """
+name: failing
+output: out
+datasets:
+  - name: sd
+    original: {demo: sd2011_subset}
+    synthetic:
+      - {name: cart, demo: sd2011_cart}
+measures:
+  - type: utility_gen
+    params: {cont_na: {income: -77777}}
+"""
+
+
+@pytest.mark.slow
+def test_a_run_failing_before_any_unit_finished_leaves_no_folder(tmp_path):
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    (tmp_path / "task.yaml").write_text(FAILING, encoding="utf-8")
+    (tmp_path / "local.yaml").write_text("type: local\nn_workers: 1\nprocesses: false\n", encoding="utf-8")
+    res = CliRunner().invoke(
+        main,
+        ["run", str(tmp_path / "task.yaml"), "--cluster", str(tmp_path / "local.yaml"), "--out", str(tmp_path / "out")],
+    )
+    assert res.exit_code == 2 and "-77777 given in cont_na for 'income' does not occur" in res.output
+    assert not (tmp_path / "out").exists()  # no .units/lock, task.json or inputs-checked.json
