@@ -117,7 +117,7 @@ def run(
     task = _load_task(task_file)
     from pipeline.runner import check_writable_folder, run_task
 
-    hist = history or task.spec.history
+    hist = history or task.history
     if hist is not None:
         check_writable_folder(hist, "history")
     outcome = run_task(task, cluster=cluster, out_dir=out, report=not no_report, history=hist, force=force)

@@ -289,7 +289,7 @@ def _reuse(
     checked = inputs_checked(cache, task, inputs)
     if not checked:
         check_inputs(task, inputs, executor)
-    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
+    budget = planned_spend(task, inputs, history if history is not None else task.history, record=True)
     claim_folder(cache, task)
     if not checked:
         record_checked(cache, task, inputs)
@@ -325,7 +325,7 @@ def _compute(
         stand_in_syntheses(task, inputs, executor)
         validate_units(task, todo, inputs, executor, {s.key for s in inputs.syntheses})
     # the cap checked and this run's DP spend recorded once every check has passed, before any release
-    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
+    budget = planned_spend(task, inputs, history if history is not None else task.history, record=True)
     claim_folder(cache, task)
     if not checked:
         record_checked(cache, task, inputs)
@@ -499,7 +499,7 @@ def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> Vali
     units = list(expand(task, inputs.hashes))
     if not units:
         raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
-    planned_spend(task, inputs, task.spec.history)
+    planned_spend(task, inputs, task.history)
     stand_in_syntheses(task, inputs, executor)
     validate_units(task, units, inputs, executor, {s.key for s in inputs.syntheses})
     plans = {

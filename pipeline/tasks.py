@@ -307,6 +307,17 @@ class LoadedTask:
         q = Path(p).expanduser()
         return q if q.is_absolute() else (self.base / q)
 
+    @property
+    def output(self) -> Path:
+        """The run folder: ``output`` (default ``results/<name>``), relative to the task file's
+        folder like every path in the task file."""
+        return self.resolve(self.spec.output or f"results/{self.spec.name}")
+
+    @property
+    def history(self) -> Path | None:
+        """The results history (``history``), relative to the task file's folder; None without one."""
+        return self.resolve(self.spec.history) if self.spec.history else None
+
     def source_paths(self, src: SourceSpec) -> list[Path]:
         out: list[Path] = []
         for pattern in src.paths or []:

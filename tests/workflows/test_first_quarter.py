@@ -247,3 +247,21 @@ def test_a_run_failing_before_any_unit_finished_leaves_no_folder(tmp_path):
     )
     assert res.exit_code == 2 and "-77777 given in cont_na for 'income' does not occur" in res.output
     assert not (tmp_path / "out").exists()  # no .units/lock, task.json or inputs-checked.json
+
+
+def test_output_and_history_are_relative_to_the_task_file_like_data_paths(tmp_path, monkeypatch):
+    from pipeline.runner import default_out_dir
+    from pipeline.tasks import load_task
+
+    (tmp_path / "tasks").mkdir()
+    task_file = tmp_path / "tasks" / "task.yaml"
+    task_file.write_text(BASELINE_GATE.replace("gates:\n  - {measure: repU, baseline: excess, above: 1}\n", ""))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the working directory does not matter
+    task = load_task(task_file)
+    assert default_out_dir(task) == tmp_path / "tasks" / "out" and task.history is None
+    task_file.write_text(task_file.read_text().replace("output: out", "history: ../hist"))
+    task = load_task(task_file)
+    assert default_out_dir(task) == tmp_path / "tasks" / "results" / "gated"
+    assert task.history == tmp_path / "tasks" / ".." / "hist"
