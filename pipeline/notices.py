@@ -30,6 +30,11 @@ def warn(message: str, stacklevel: int = 2) -> None:
         kept.append(message)
 
 
+def so_far() -> list[str]:
+    """What :func:`collected` has kept in this thread so far (none outside it)."""
+    return list(getattr(_local, "kept", None) or ())
+
+
 @contextmanager
 def collected() -> Iterator[list[str]]:
     """The warnings :func:`warn` is given in this thread inside the block (each text once)."""

@@ -213,15 +213,17 @@ def _execute(
         raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
     cache = out / ".units"
     reused = cached_outputs(inputs.syntheses, units, cache)
-    # the checks' warnings (each unit keeps its own: pipeline.notices) are told with the units'
+    # warnings outside the units (each keeps its own: pipeline.notices); those of the checks are
+    # told before the work starts
+    told: list[str] = []
     with notices.collected() as at_checks:
         if reused is not None:
-            synthesised, evaluated, budget = _reuse(task, inputs, units, reused, cache, local, progress, history)
+            synthesised, evaluated, budget = _reuse(task, inputs, units, reused, cache, local, progress, history, told)
             cluster_started = False
         else:
             with connect(cluster_cfg.model_dump()) as client:
                 executor = task_executor(task, client)
-                synthesised, evaluated, budget = _compute(task, inputs, units, cache, executor, progress, history)
+                synthesised, evaluated, budget = _compute(task, inputs, units, cache, executor, progress, history, told)
             cluster_started = True
     tables = []
     summaries: dict[str, Any] = {}
@@ -241,7 +243,7 @@ def _execute(
         if isinstance(u, SynthesisUnit) and "fit" in output.summary:
             timings[u.label]["ipf_elapsed_s"] = round(float(output.summary["fit"]["elapsed_s"]), 4)
     warned = run_warnings({u.label: out.warnings for u, out in done}, at_checks)
-    tell_warnings(warned)
+    tell_warnings([w for w in warned if w["warning"] not in told])
     releases = {
         releases_to / s.dataset / s.source / f"rep{s.repetition}": synthesis_folder(cache, s) / "release"
         for s in inputs.syntheses
@@ -282,10 +284,12 @@ def _reuse(
     executor: Executor,
     progress: bool,
     history: str | Path | None,
+    told: list[str],
 ) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]]]:
     """A run whose every unit is cached, without a cluster: the checks of the data as a whole
     (unless the folder records that these inputs passed them; a source's ``control`` counts) on
-    ``executor``'s local threads, the privacy-budget record, the cached outputs.
+    ``executor``'s local threads, the privacy-budget record, the cached outputs. The checks'
+    warnings are told and added to ``told``.
 
     The units' own checks are not repeated: they passed, with this code, on these data and
     params (all in the fingerprints), when the cached units ran."""
@@ -296,6 +300,7 @@ def _reuse(
     claim_folder(cache, task)
     if not checked:
         record_checked(cache, task, inputs)
+    _tell_checks(told)
     synthesised, evaluated = reused
     count = Progress(len(synthesised) + len(evaluated), progress)
     for s in inputs.syntheses:
@@ -303,6 +308,12 @@ def _reuse(
     for u in units:
         count.report(u.label, evaluated[u.index].seconds, cached=True)
     return synthesised, evaluated, budget
+
+
+def _tell_checks(told: list[str]) -> None:
+    """Tell the warnings of the checks (the plan's among them) before the work starts."""
+    told.extend(notices.so_far())
+    tell_warnings(run_warnings({}, told))
 
 
 def _compute(
@@ -313,9 +324,11 @@ def _compute(
     executor: Executor,
     progress: bool,
     history: str | Path | None,
+    told: list[str],
 ) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]]]:
     """Run the units not cached yet on ``executor``'s cluster (reusing the others): the data they
-    read kept in cluster memory, every check, the syntheses, groups and measure units."""
+    read kept in cluster memory, every check (its warnings told before the work and added to
+    ``told``), the syntheses, groups and measure units."""
     todo = [u for u in units if not is_cached(unit_paths(cache, u))]
     to_synthesise = [s for s in inputs.syntheses if not is_cached(synthesis_paths(cache, s))]
     # only what a unit still to run reads goes to the cluster (synthesised sources: after their synthesis)
@@ -333,6 +346,7 @@ def _compute(
     claim_folder(cache, task)
     if not checked:
         record_checked(cache, task, inputs)
+    _tell_checks(told)
     count = Progress(len(inputs.syntheses) + len(units), progress)
 
     def report(u: Unit | SynthesisUnit, out: UnitOutput) -> None:
