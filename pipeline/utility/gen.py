@@ -611,7 +611,8 @@ def _separations(
         pmse, expected = cols["pMSE"][j], cols["pMSEExp"][j]
         rest = total - records
         without = (pmse * total - records_sq) / rest if rest > 0 else 0.0
-        sep = Separation(records, tuple(fit.separating_terms()), float(pmse / expected), float(without / expected))
+        with np.errstate(divide="ignore", invalid="ignore"):  # no null expectation: S_pMSE NaN, no flag
+            sep = Separation(records, tuple(fit.separating_terms()), float(pmse / expected), float(without / expected))
         out[j] = sep
         if sep.moves_pmse:
             notes.append(
