@@ -90,17 +90,19 @@ def _one_error_line(res) -> str:
     return lines[0]
 
 
-CHARACTER_PREDICTOR = """
-name: char
+def _partial_task(synthesised: str, measure: str) -> str:
+    """A task on ``d.csv`` (with its schema) synthesising ``synthesised`` after every kept variable."""
+    return f"""
+name: t
 output: out
 datasets:
   - name: d
-    original: {path: d.csv, schema: d.schema.json}
+    original: {{path: d.csv, schema: d.schema.json}}
     synthetic:
       - name: partial
-        synthesise: {kind: partial, method: {income: cart}, visit_sequence: kept_first}
+        synthesise: {{kind: partial, method: {{{synthesised}: cart}}, visit_sequence: kept_first}}
 measures:
-  - type: profile
+  - {measure}
 """
 
 
@@ -112,24 +114,9 @@ def test_validate_refuses_a_character_predictor_of_a_partial_synthesis(tmp_path)
     Schema((Variable("income", "numeric"), Variable("age", "numeric"), Variable("note", "character"))).to_json(
         tmp_path / "d.schema.json"
     )
-    (tmp_path / "task.yaml").write_text(CHARACTER_PREDICTOR, encoding="utf-8")
+    (tmp_path / "task.yaml").write_text(_partial_task("income", "type: profile"), encoding="utf-8")
     line = _one_error_line(_validate_in_process(tmp_path / "task.yaml"))
     assert "'note' (character) cannot be used as a predictor of 'income'" in line and "kind 'factor'" in line
-
-
-UTILITY_GEN = """
-name: big_model
-output: out
-datasets:
-  - name: d
-    original: {path: d.csv, schema: d.schema.json}
-    synthetic:
-      - name: partial
-        synthesise: {kind: partial, method: {x: cart}, visit_sequence: kept_first}
-measures:
-  - type: utility_gen
-    params: {method: logit}
-"""
 
 
 def test_validate_refuses_a_logit_model_over_max_params_before_any_synthesis(tmp_path):
@@ -143,7 +130,9 @@ def test_validate_refuses_a_logit_model_over_max_params_before_any_synthesis(tmp
     frame.to_csv(tmp_path / "d.csv", index=False)
     factors = [Variable(f"f{j}", "factor", tuple(levels)) for j in range(4)]
     Schema((*factors, Variable("x", "numeric"))).to_json(tmp_path / "d.schema.json")
-    (tmp_path / "task.yaml").write_text(UTILITY_GEN, encoding="utf-8")
+    (tmp_path / "task.yaml").write_text(
+        _partial_task("x", "{type: utility_gen, params: {method: logit}}"), encoding="utf-8"
+    )
     line = _one_error_line(_validate_in_process(tmp_path / "task.yaml"))
     # 4 factors of 30 levels and x, maxorder 1: 1 + 4 * 29 + 1 + 6 * 29 * 29 + 4 * 29 = 5280 parameters
     assert "the logit model would have at least 5280 parameters, more than max_params = 400" in line
