@@ -208,18 +208,10 @@ def test_align_takes_a_new_level_without_the_source_s_own_schema_and_names_no_va
     assert "compatibility: align" in line and "PLANTED_LEVEL" not in line
 
 
-FAILING = """
-name: failing
-output: out
-datasets:
-  - name: sd
-    original: {demo: sd2011_subset}
-    synthetic:
-      - {name: cart, demo: sd2011_cart}
-measures:
-  - type: utility_gen
-    params: {cont_na: {income: -77777}}
-"""
+FAILING = BASELINE_GATE.replace("name: gated", "name: failing").replace(
+    "  - type: profile\ngates:\n  - {measure: repU, baseline: excess, above: 1}\n",
+    "  - {type: utility_gen, params: {cont_na: {income: -77777}}}\n",
+)
 
 
 @pytest.mark.slow
