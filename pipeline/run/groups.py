@@ -33,7 +33,7 @@ from pipeline.run.cache import (
     unit_paths,
 )
 from pipeline.run.inputs import SourceKey, TaskInputs
-from pipeline.run.units import check_unit, evaluated, synthesise_unit, unit_context
+from pipeline.run.units import check_unit, evaluated, synthesis_output, unit_context
 from pipeline.synth.base import SynthesisOutput
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit
 
@@ -119,7 +119,9 @@ def repetition_task(
     sets = frames[len(frames) - given :]
     if not given:
         with _named(f"{synthesis.where}: synthesise"):
-            result, synthesised = synthesise_unit(synthesis, original, schema, executor)
+            result, synthesised = synthesis_output(
+                synthesis, lambda: synthesis.synthesiser.synthesise_frame(original, schema, executor)
+            )
         sets = list(result.synthetic)
     outputs: list[UnitOutput] = []
     try:

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from pipeline import notices
 from pipeline.data.dataset import Dataset
-from pipeline.data.schema import Schema
 from pipeline.errors import PipelineError, TaskError
 from pipeline.evaluation import baseline
 from pipeline.evaluation.base import Measure, Row, canonical_json, setting_text
-from pipeline.evaluation.data import EvalData, Frame, as_eval_data
+from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.results import check_tidy, jsonable
 from pipeline.run.cache import (
@@ -144,19 +143,17 @@ def evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Executo
     return store_output(evaluated(unit, unit_eval_data(unit, inputs), executor), *paths)
 
 
-def synthesise_unit(
-    unit: SynthesisUnit, frame: Frame, schema: Schema, executor: Executor
+def synthesis_output(
+    unit: SynthesisUnit, synthesise: Callable[[], SynthesisOutput]
 ) -> tuple[SynthesisOutput, UnitOutput]:
-    """Synthesise ``frame``: the result and the unit's output (rows, summary, seconds, the
-    warnings the synthesis raised)."""
+    """Run a synthesis (``synthesise``): its result and the unit's output (rows, summary,
+    seconds, the warnings it raised)."""
     t0 = time.perf_counter()
     with notices.collected() as raised:
-        result = unit.synthesiser.synthesise_frame(frame, schema, executor)
+        result = synthesise()
     seconds = time.perf_counter() - t0
-    output = UnitOutput(
-        unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds, warnings=tuple(raised)
-    )
-    return result, output
+    summary = jsonable(result.public_dict())
+    return result, UnitOutput(unit_table(result.rows(), unit), summary, seconds, warnings=tuple(raised))
 
 
 def run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor: Executor) -> UnitOutput:
@@ -164,4 +161,5 @@ def run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor:
     cached = cached_output(*synthesis_paths(cache, unit))
     if cached is not None:
         return cached
-    return store_synthesis(unit, *synthesise_unit(unit, original.frame, original.schema, executor), cache)
+    result, output = synthesis_output(unit, lambda: unit.synthesiser.synthesise(original, executor))
+    return store_synthesis(unit, result, output, cache)

@@ -73,6 +73,11 @@ def as_task(example: Any) -> dict[str, Any]:
         task["datasets"][0]["synthetic"].append({"name": "synth", **example})
     else:  # task-level settings (gates, history, privacy budget, ...)
         task.update(example)
+        if any("baseline" in g for g in example.get("gates", [])):
+            # a baseline gate needs a dataset with a holdout (refused at load otherwise)
+            from pipeline.datasets import demo_path
+
+            task["datasets"][0]["holdout"] = {"path": str(demo_path("sd2011_subset.csv"))}
     return task
 
 
