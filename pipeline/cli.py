@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,7 @@ import click
 
 from pipeline.errors import PipelineError, brief
 from pipeline.interrupts import sigint_for_this_process_only
+from pipeline.notices import show_briefly
 
 if TYPE_CHECKING:
     from pipeline.tasks import LoadedTask
@@ -33,6 +35,8 @@ EXIT_INTERRUPTED = 128
 
 def _quiet_libraries() -> None:
     logging.getLogger("bokeh").setLevel(logging.ERROR)
+    # a warning is its message on one line, not the package's source line that raised it
+    warnings.showwarning = show_briefly
 
 
 def _load_task(task_file: Path) -> LoadedTask:
@@ -120,7 +124,7 @@ def run(
     task = _load_task(task_file)
     from pipeline.runner import check_writable_folder, run_task
 
-    hist = history or task.spec.history
+    hist = history or task.history
     if hist is not None:
         check_writable_folder(hist, "history")
     outcome = run_task(task, cluster=cluster, out_dir=out, report=not no_report, history=hist, force=force)
@@ -234,6 +238,10 @@ def validate(task_file: Path, out: Path | None, force: bool) -> None:
     units = validate_task(task, out_dir=out, force=force)
     for u in units:
         click.echo(f"{u.fingerprint}  {u.label}")
+    for where, lines in units.plans.items():
+        click.echo(f"plan of {where} (variable (method) <- predictors):")
+        for line in lines:
+            click.echo(f"  {line}")
     click.echo(f"{task_file}: valid, {len(units)} unit(s)")
 
 

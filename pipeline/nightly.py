@@ -184,7 +184,7 @@ def run_nightly(
     from pipeline.run.folder import run_folder_for
     from pipeline.runner import check_writable_folder, default_out_dir, execute_task, write_run
 
-    hist_path = history or task.spec.history
+    hist_path = history or task.history
     if hist_path is None:
         raise TaskError(f"{task.path}: a nightly run needs a history folder ('history:' in the task or --history)")
     check_writable_folder(hist_path, "history")

@@ -293,6 +293,14 @@ class TaskSpec(_Spec):
             unknown = [n for n in m.datasets or [] if n not in names]
             if unknown:
                 raise ValueError(f"measure {m.label!r}: unknown dataset(s) {unknown}; the task has {names}")
+        if not any(d.holdout is not None for d in self.datasets):
+            # a baseline row exists only for a dataset with a holdout: the gate would fail after the run
+            for g in self.gates:
+                if g.baseline is not None:
+                    raise ValueError(
+                        f"gate on {g.measure!r} with baseline: {g.baseline}: no dataset of the task has a holdout; "
+                        "give one (holdout: {fraction: 0.2} or {path: ...}) or drop the gate's 'baseline'"
+                    )
         return self
 
 
@@ -309,6 +317,17 @@ class LoadedTask:
         """A path from the task file, relative to the task file's folder."""
         q = Path(p).expanduser()
         return q if q.is_absolute() else (self.base / q)
+
+    @property
+    def output(self) -> Path:
+        """The run folder: ``output`` (default ``results/<name>``), relative to the task file's
+        folder like every path in the task file."""
+        return self.resolve(self.spec.output or f"results/{self.spec.name}")
+
+    @property
+    def history(self) -> Path | None:
+        """The results history (``history``), relative to the task file's folder; None without one."""
+        return self.resolve(self.spec.history) if self.spec.history else None
 
     def source_paths(self, src: SourceSpec) -> list[Path]:
         out: list[Path] = []

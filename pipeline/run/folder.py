@@ -83,7 +83,7 @@ class RunOutcome:
 
 
 def default_out_dir(task: LoadedTask) -> Path:
-    return Path(task.spec.output) if task.spec.output else Path("results") / task.spec.name
+    return task.output
 
 
 def folder_owner(out: Path) -> str | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,14 +18,13 @@ from typing import Any
 
 import pandas as pd
 
+from pipeline import notices
 from pipeline.data.compare import align_synthetic
 from pipeline.data.dataset import DEFAULT_ENCODING, Dataset, read_dataset, read_raw
 from pipeline.errors import PipelineError, TaskError
 from pipeline.evaluation.execution import Executor
 from pipeline.synth.split import MIN_HOLDOUT_RECORDS, HoldoutSplit
 from pipeline.tasks import DatasetSpec, LoadedTask, SourceSpec, SynthesisUnit, content_hash, synthesis_units
-
-log = logging.getLogger("pipeline")
 
 #: (dataset, source, repetition)
 SourceKey = tuple[str, str, int]
@@ -182,13 +180,17 @@ def _read_source(
         schema = task.resolve(src.schema_file) if src.schema_file else original.schema
         codes = original.schema.cont_na if src.schema_file else None
         encoding = src.encoding or (None if src.schema_file else _original_encoding(task, original))
+        # aligned to the original: a level the sets hold and the original lacks is aligned, not refused
+        widen = src.compatibility == "align" and not src.schema_file
         sets = [
-            read_dataset(p, schema=schema, name=f"{src.name}_{i + 1}", missing_codes=codes, encoding=encoding)
+            read_dataset(
+                p, schema=schema, name=f"{src.name}_{i + 1}", missing_codes=codes, encoding=encoding, new_levels=widen
+            )
             for i, p in enumerate(task.source_paths(src))
         ]
     original, sets, changes = align_synthetic(original, sets, src.compatibility)
     for c in changes:
-        log.warning("aligned: %s", c)
+        notices.warn(f"aligned: {c}")
     return original, sets
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from pipeline import notices
 from pipeline.data.dataset import Dataset
 from pipeline.errors import PipelineError, TaskError
 from pipeline.evaluation import baseline
@@ -130,9 +131,10 @@ def evaluated(unit: Unit, data: EvalData, executor: Executor) -> UnitOutput:
     summary rows over its synthetic sets (:func:`pipeline.evaluation.baseline.evaluate`).
     """
     t0 = time.perf_counter()
-    result = baseline.evaluate(unit.measure, data, executor, unit.baseline)
+    with notices.collected() as raised:
+        result = baseline.evaluate(unit.measure, data, executor, unit.baseline)
     seconds = time.perf_counter() - t0
-    return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds)
+    return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds, warnings=tuple(raised))
 
 
 def evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Executor) -> UnitOutput:
@@ -145,14 +147,24 @@ def evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Executo
 
 
 def synthesis_output(
-    unit: SynthesisUnit, result: SynthesisOutput, seconds: float, original_hashes: np.ndarray
-) -> UnitOutput:
-    """A synthesis's output: its rows and, per set, ``overlap_share`` — the share of the set's
-    records equal to an original record (``original_hashes``: :func:`record_hashes` of the original
-    over the sets' variables)."""
-    overlaps = [Row(str(i), "overlap_share", overlap_share(original_hashes, set_hashes(s)), {})
+    unit: SynthesisUnit,
+    synthesise: Callable[[], SynthesisOutput],
+    original_hashes: Callable[[SynthesisOutput], np.ndarray],
+) -> tuple[SynthesisOutput, UnitOutput]:
+    """Run a synthesis (``synthesise``): its result and the unit's output — its rows and, per set,
+    ``overlap_share`` (the share of the set's records equal to an original record;
+    ``original_hashes(result)``: :func:`record_hashes` of the original over the sets' variables),
+    its summary, seconds and the warnings it raised."""
+    t0 = time.perf_counter()
+    with notices.collected() as raised:
+        result = synthesise()
+    seconds = time.perf_counter() - t0
+    hashes = original_hashes(result)
+    overlaps = [Row(str(i), "overlap_share", overlap_share(hashes, set_hashes(s)), {})
                 for i, s in enumerate(result.synthetic, start=1)]  # fmt: skip
-    return UnitOutput(unit_table([*result.rows(), *overlaps], unit), jsonable(result.public_dict()), seconds)
+    summary = jsonable(result.public_dict())
+    output = UnitOutput(unit_table([*result.rows(), *overlaps], unit), summary, seconds, warnings=tuple(raised))
+    return result, output
 
 
 def run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor: Executor) -> UnitOutput:
@@ -160,8 +172,10 @@ def run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor:
     cached = cached_output(*synthesis_paths(cache, unit))
     if cached is not None:
         return cached
-    t0 = time.perf_counter()
-    result = unit.synthesiser.synthesise(original, executor)
-    seconds = time.perf_counter() - t0
-    (hashes,) = record_hashes([original.select(list(result.schema.names))], executor)
-    return store_synthesis(unit, result, synthesis_output(unit, result, seconds, hashes), cache)
+
+    def original_hashes(result: SynthesisOutput) -> np.ndarray:
+        (hashes,) = record_hashes([original.select(list(result.schema.names))], executor)
+        return hashes
+
+    result, output = synthesis_output(unit, lambda: unit.synthesiser.synthesise(original, executor), original_hashes)
+    return store_synthesis(unit, result, output, cache)

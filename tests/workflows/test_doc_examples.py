@@ -87,6 +87,13 @@ def as_task(example: Any) -> dict[str, Any]:
         task.update(example)
         if isinstance(example, dict) and "gates" in example:  # measures whose rows the gates judge
             task["measures"] += GATED_MEASURES
+        if any("baseline" in g for g in example.get("gates", [])):
+            # a baseline gate needs a dataset with a holdout (refused at load otherwise): records of
+            # SD2011's variables that are not the original's (a holdout equal to the training data
+            # is refused by the overlap check)
+            from pipeline.datasets import demo_path
+
+            task["datasets"][0]["holdout"] = {"path": str(demo_path("sd2011_cart_syn1.csv"))}
     return task
 
 
