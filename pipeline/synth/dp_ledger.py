@@ -46,7 +46,6 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.blocks import key_hash
 from pipeline.errors import DataError, TaskError
 
 if TYPE_CHECKING:
@@ -89,6 +88,10 @@ class Spend:
 
 def _column_sums(frame: pd.DataFrame) -> np.ndarray:
     """Per column, the sum (mod 2**64) of the hashes of its values; the number of records last."""
+    # imported here: pipeline.blocks loads Dask, and a task file (which names a BudgetCap) is read
+    # and its mistakes reported before Dask is loaded
+    from pipeline.blocks import key_hash
+
     sums = [key_hash(frame, [c]).view(np.uint64).sum(dtype=np.uint64) for c in frame.columns]
     return np.array([*sums, len(frame)], dtype=np.uint64)
 
