@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -257,6 +258,8 @@ class FittedModel:
         return np.sqrt(np.diag(self.vcov))
 
 
+#: the objective and its gradient at a point
+Evaluation = tuple[float, np.ndarray]
 #: what a fit asks for: the model whose records to read, the pass, its parameters
 Request = tuple[RegressionSpec, str, np.ndarray | None]
 
@@ -395,7 +398,7 @@ def _multinom_information(x: np.ndarray, b: np.ndarray) -> dict[str, Any]:
 
 def vmmin(
     b: np.ndarray, maxit: int, abstol: float, reltol: float
-) -> Generator[np.ndarray, tuple[float, np.ndarray], tuple[np.ndarray, float, int, int]]:
+) -> Generator[np.ndarray, Evaluation, tuple[np.ndarray, float, int, int]]:
     """R's ``vmmin`` (the BFGS of ``optim`` and of nnet), as a generator.
 
     It yields each point where the objective is needed and receives ``(value, gradient)`` there
@@ -633,7 +636,7 @@ class PolrFit(OptimFit):
         a[pc:, pc:] = jac
         zeta = np.cumsum(np.concatenate([theta[:1], np.exp(theta[1:])]))
         levels = self.spec.response_levels or ()
-        names = (*self.spec.x_names, *(f"{lo}|{hi}" for lo, hi in zip(levels[:-1], levels[1:], strict=True)))
+        names = (*self.spec.x_names, *(f"{lo}|{hi}" for lo, hi in pairwise(levels)))
         coef = np.concatenate([self.par[:pc], zeta])
         self.result = FittedModel(names, coef, a @ vc @ a.T, int(res["n"]), None, self.facts)
 
