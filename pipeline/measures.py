@@ -114,6 +114,13 @@ _ENTRIES = [
         "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null",
     ),
     MeasureEntry(
+        "compare_fit",
+        "compare_fit",
+        "pipeline.compare_fit.measure:CompareFitMeasure",
+        "pipeline.compare_fit.params:CompareFitParams",
+        "synthpop glm/lm/multinom/polr.synds + compare.fit.synds: CI overlap, std. differences, lack of fit",
+    ),
+    MeasureEntry(
         "dcr",
         "distance",
         "pipeline.risk.distance.measure:DCRMeasure",

@@ -21,7 +21,7 @@ class CompareFitMeasure(Measure):
     type = "compare_fit"
     family = "compare_fit"
     params_model = CompareFitParams
-    description = "synthpop compare.fit.synds: glm/lm/multinom/polr fits, CI overlap, std. differences, lack of fit"
+    description = "synthpop glm/lm/multinom/polr.synds + compare.fit.synds: CI overlap, std. differences, lack of fit"
 
     def check(self, data: EvalData) -> None:
         super().check(data)

@@ -25,6 +25,7 @@ FAMILY_TITLES = {
     "disclosure": "Disclosure risk (synthpop identity and attribute measures)",
     "identification_risk": "Identification risk (Hornby & Hu)",
     "utility": "Utility",
+    "compare_fit": "Model-based utility (synthpop compare.fit.synds)",
     "synthesis": "Synthesis",
 }
 #: the synthesis family has one section per synthesiser kind (the rows' ``type``)
