@@ -114,6 +114,13 @@ _ENTRIES = [
         "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null",
     ),
     MeasureEntry(
+        "compare",
+        "utility",
+        "pipeline.utility.measure:UtilityCompareMeasure",
+        "pipeline.utility.params:UtilityCompareParams",
+        "synthpop compare.synds(): per-variable distributions (bar data) and utility.tab per variable",
+    ),
+    MeasureEntry(
         "compare_fit",
         "compare_fit",
         "pipeline.compare_fit.measure:CompareFitMeasure",
