@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipeline.compare_fit.inference import combine, compare
+from pipeline.compare_fit.names import written_names
 from pipeline.compare_fit.result import CompareFitResult
 from pipeline.errors import DataError
 from pipeline.evaluation.data import source_name
@@ -77,7 +78,11 @@ def evaluate_compare_fit(params: CompareFitParams, data: EvalData, executor: Exe
         fits = [f.result for f in fit_all(spec, data, executor)]
     except ModelDataError as e:  # raised by a kernel (the set is not known there)
         raise DataError(str(e)) from None
+    (counts,) = executor.compute(
+        executor.map_reduce(data.original, model_pass, combine_model_passes, spec, "levels", None)
+    )
     summary = combine(fits[1:], n, k, params.population_inference, incomplete, params.proper)
     comparison = compare(fits[1:], fits[0], n, k, params.population_inference, incomplete, params.proper,
                          params.ci_level)  # fmt: skip
-    return CompareFitResult(params, fits[0], tuple(fits[1:]), summary, comparison, n, k, incomplete)
+    written = written_names(spec, counts["levels"])
+    return CompareFitResult(params, fits[0], tuple(fits[1:]), summary, comparison, n, k, incomplete, written)

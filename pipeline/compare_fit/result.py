@@ -35,6 +35,9 @@ class CompareFitResult(Result):
     incomplete : bool
         synthpop's ``incomplete`` as the fit object records it (the summary and comparison may
         override it: population inference with m = 1).
+    written : tuple of str
+        The coefficient names the rows carry: R's, with levels of fewer than 10 complete
+        original records coarsened (:mod:`pipeline.compare_fit.names`).
     """
 
     params: CompareFitParams
@@ -45,6 +48,7 @@ class CompareFitResult(Result):
     n: int
     k: int
     incomplete: bool
+    written: tuple[str, ...]
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -64,7 +68,7 @@ class CompareFitResult(Result):
 
         def coef_rows(label: str, measure: str, values: np.ndarray) -> None:
             out.extend(Row(label, measure, float(v), {**base, "coefficient": c})
-                       for c, v in zip(self.names, values, strict=True))  # fmt: skip
+                       for c, v in zip(self.written, values, strict=True))  # fmt: skip
 
         for label, fit in [("original", self.original), *((str(i), f) for i, f in enumerate(self.fits, start=1))]:
             coef_rows(label, "coef", fit.coefficients)
@@ -102,7 +106,7 @@ class CompareFitResult(Result):
             "k": self.k,
             "incomplete": c.incomplete,
             "population_inference": self.params.population_inference,
-            "coefficients": list(self.names),
+            "coefficients": list(self.written),
             "mean_ci_overlap": c.mean_ci_overlap,
             "mean_abs_std_diff": c.mean_abs_std_diff,
             "lack_of_fit": c.lack_of_fit,

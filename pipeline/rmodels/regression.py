@@ -104,16 +104,9 @@ class RegressionSpec:
         return len(self.response_levels or ())
 
 
-def model_arrays(part: pd.DataFrame, spec: RegressionSpec) -> tuple[np.ndarray, np.ndarray]:
-    """The model matrix and response of one partition's complete records (R's ``na.omit``).
-
-    A factor response becomes its 0-based level code (binomial: 1 for every level but the
-    first, R's "first level is failure"); a numeric one is transformed first (``log``), and a
-    record whose response or predictor is missing (or ``log`` of a negative number, NaN in R as
-    here) is dropped.  Infinite values are an error, as in ``lm.fit`` / ``glm.fit``.
-    """
-    n = len(part)
-    ok = np.ones(n, dtype=bool)
+def _columns(part: pd.DataFrame, spec: RegressionSpec) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """The predictors (factor codes or values), the response and which records are complete."""
+    ok = np.ones(len(part), dtype=bool)
     cols = []
     for p in spec.design.predictors:
         if p.is_factor:
@@ -127,17 +120,30 @@ def model_arrays(part: pd.DataFrame, spec: RegressionSpec) -> tuple[np.ndarray, 
     if spec.response_levels is not None:
         y = part[spec.response].cat.codes.to_numpy().astype(float)
         ok &= y >= 0
-        if spec.kind == "logit":
-            y = (y >= spec.split).astype(float)
     else:
         y = part[spec.response].to_numpy(dtype=float)
         if spec.transform == "log":
             with np.errstate(divide="ignore", invalid="ignore"):
                 y = np.log(y)
         ok &= ~np.isnan(y)
+    return cols, y, ok
+
+
+def model_arrays(part: pd.DataFrame, spec: RegressionSpec) -> tuple[np.ndarray, np.ndarray]:
+    """The model matrix and response of one partition's complete records (R's ``na.omit``).
+
+    A factor response becomes its 0-based level code (binomial: 1 for the levels from
+    ``spec.split`` on — R's "first level is failure"); a numeric one is transformed first
+    (``log``), and a record whose response or predictor is missing (or ``log`` of a negative
+    number, NaN in R as here) is dropped.  Infinite values are an error, as in ``lm.fit`` /
+    ``glm.fit``.
+    """
+    cols, y, ok = _columns(part, spec)
     if not ok.all():
         cols = [c[ok] for c in cols]
         y = y[ok]
+    if spec.kind == "logit" and spec.response_levels is not None:
+        y = (y >= spec.split).astype(float)
     for p, c in zip(spec.design.predictors, cols, strict=True):
         if not p.is_factor and not np.isfinite(c).all():
             raise ModelDataError(f"predictor {p.name!r} has infinite values")
@@ -147,6 +153,17 @@ def model_arrays(part: pd.DataFrame, spec: RegressionSpec) -> tuple[np.ndarray, 
     if spec.kind == "polr":
         x = x[:, 1:]
     return x, y
+
+
+def level_counts(part: pd.DataFrame, spec: RegressionSpec) -> np.ndarray:
+    """Complete records per level of each factor predictor, then of a factor response (one array,
+    in that order): what a written coefficient name may reveal about rare levels."""
+    cols, y, ok = _columns(part, spec)
+    factors = [(c, len(p.levels)) for p, c in zip(spec.design.predictors, cols, strict=True) if p.is_factor]
+    if spec.response_levels is not None:
+        factors.append((y.astype(np.int64), len(spec.response_levels)))
+    counts = [np.bincount(c[ok], minlength=n) for c, n in factors]
+    return np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,11 +218,13 @@ def model_pass(part: pd.DataFrame, spec: RegressionSpec, mode: str, theta: np.nd
     """The sums one partition contributes to the requested pass.
 
     ``mode``: ``"qr"`` (lm: the R factor of ``[X | y]``; glm: of ``sqrt(W) [X | z]`` at ``theta``
-    or at R's start when ``theta`` is ``None``, with the deviance there),
-    ``"multinom_objective"`` (nnet's criterion, minus the log-likelihood, and its gradient at
-    ``theta``), ``"multinom_information"`` (the Hessian of that criterion) or ``"polr_objective"``
+    or at R's start when ``theta`` is ``None``, with the deviance there), ``"levels"``
+    (:func:`level_counts`), ``"multinom_objective"`` (nnet's criterion, minus the log-likelihood,
+    and its gradient at ``theta``), ``"multinom_information"`` (the Hessian of that criterion) or ``"polr_objective"``
     (MASS's ``fmin`` and ``gmin`` at each row of ``theta``).
     """
+    if mode == "levels":
+        return {"levels": level_counts(part, spec)}
     x, y = model_arrays(part, spec)
     out: dict[str, Any] = {"n": len(y)}
     if mode == "qr" and spec.kind == "lm":

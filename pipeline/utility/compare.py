@@ -10,6 +10,10 @@ synthetic sets (bar data of its plots) and the one-way table utility (``utility.
 * values are percentages of all records, or counts (the pooled synthetic counts divided by m);
 * ``tab.utility``: per variable, the mean over the m sets of ``utility.tab(vars = <var>)``.
 
+The rows (what is written) show a level or value held by fewer than 10 original records as
+``level <i> (<10 records)``; histogram labels are R's ``pretty`` breaks, rounded outward from the
+data's range, never a record's value unless it happens to be a round number.
+
 Two passes over every data set (distinct values and ranges; the counts), exact integer sums.
 """
 
@@ -22,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from pipeline.evaluation.public import coarsened_levels
 from pipeline.rcompat import as_character, format_breaks, hist_counts, pretty
 from pipeline.utility.params import UtilityCompareParams, UtilityTabParams, compared_variables
 from pipeline.utility.result import UtilityCompareResult
@@ -144,9 +149,12 @@ def evaluate_compare(params: UtilityCompareParams, data: EvalData, executor: Exe
     counts = executor.compute(*[executor.map_reduce(f, _count_kernel, _sum_counts, plans) for f in data.frames])
     rows = executor.rows(data)
     m = data.m
-    tables = {}
+    tables, written = {}, {}
     for i, (plan, labels) in enumerate(planned):
         obs = counts[0][i].astype(float)
+        if plan.kind != "histogram":  # factor levels and few numeric values: rare ones are not written
+            shown = coarsened_levels(labels, obs)
+            written[plan.name] = tuple(shown.get(str(lab), lab) for lab in labels)
         syn = np.sum([c[i] for c in counts[1:]], axis=0).astype(float)
         if params.stat == "percents":
             obs, syn = obs * 100 / rows[0], syn * 100 / sum(rows[1:])
@@ -160,4 +168,4 @@ def evaluate_compare(params: UtilityCompareParams, data: EvalData, executor: Exe
         utility.loc[n] = tab.stats[stats].mean(axis=0).to_numpy(dtype=float)
     kinds = {p.name: ("numeric" if p.kind == "histogram" else "factor") for p in plans}
     breaks = {p.name: p.breaks for p in plans if p.kind == "histogram"}
-    return UtilityCompareResult(params.stat, tuple(names), tables, utility, kinds, breaks, m)
+    return UtilityCompareResult(params.stat, tuple(names), tables, utility, kinds, breaks, m, written)

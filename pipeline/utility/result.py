@@ -366,6 +366,8 @@ class UtilityCompareResult(Result):
     breaks : dict
         The histogram breaks of each numeric variable.
     m : int
+    written : dict
+        Per factor-like variable, the labels the rows carry (rare levels coarsened).
     """
 
     stat: str
@@ -375,12 +377,13 @@ class UtilityCompareResult(Result):
     kinds: dict[str, str]
     breaks: dict[str, tuple[float, ...]]
     m: int
+    written: dict[str, tuple[str | None, ...]] = field(default_factory=dict)
 
     def rows(self) -> list[Row]:
         measure = "percent" if self.stat == "percents" else "count"
         out = []
         for name, (labels, obs, syn) in self.tables.items():
-            for label, o, s in zip(labels, obs, syn, strict=True):
+            for label, o, s in zip(self.written.get(name, labels), obs, syn, strict=True):
                 p = {"variable": name, "category": "NA" if label is None else label}
                 out += [Row("original", measure, float(o), p), Row("mean", measure, float(s), p)]
         for name, stats in self.tab_utility.iterrows():
