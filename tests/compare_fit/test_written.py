@@ -71,3 +71,18 @@ def test_bad_parameters(kwargs: dict, message: str) -> None:
     orig = data(100, 0, 1)
     with pytest.raises(ParameterError, match=message):
         compare_fit_synds(**{"original": orig, "synthetic": [orig], "schema": SCHEMA, **kwargs})
+
+
+def test_a_gate_below_a_mean_ci_overlap_fails() -> None:
+    from pipeline.nightly import check_gates
+    from pipeline.tasks import GateSpec
+
+    orig, syns = data(400, 20, 1), [data(400, 20, 2), data(400, 20, 3)]
+    res = compare_fit_synds("y ~ x + z", orig, syns, schema=SCHEMA, executor=Executor(policy="memory"))
+    rows = res.tidy().assign(dataset="d", source="s", measure_name="compare_fit", family="compare_fit")
+    overlap = res.comparison.mean_ci_overlap
+    gate = {"measure": "mean_ci_overlap", "family": "compare_fit", "statistic": "mean"}
+    gates = [GateSpec(**gate, below=overlap + 0.01), GateSpec(**gate, below=overlap - 0.01)]
+    failed, passed = check_gates(rows, None, gates)
+    assert failed.failed and failed.value == pytest.approx(overlap) and "<" in failed.reason
+    assert not passed.failed
