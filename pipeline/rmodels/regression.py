@@ -49,6 +49,9 @@ GLM_MAXIT = 25
 NNET_MAXIT, NNET_ABSTOL, NNET_RELTOL = 100, 1e-4, 1e-8
 #: optim's defaults (``maxit = 100`` for BFGS, ``reltol = sqrt(eps)``, ``ndeps = 1e-3``)
 OPTIM_MAXIT, OPTIM_RELTOL, OPTIM_NDEPS = 100, float(np.sqrt(np.finfo(float).eps)), 1e-3
+#: the largest condition number (estimated from the scaled Cholesky factor) at which lm and glm
+#: solve the normal equations; above it they make R's QR of the records instead
+GRAM_CONDITION = 1e8
 #: MASS::ginv's tolerance
 GINV_TOL = float(np.sqrt(np.finfo(float).eps))
 
@@ -217,8 +220,10 @@ def _stacked_r(factors: Sequence[np.ndarray], width: int) -> np.ndarray:
 def model_pass(part: pd.DataFrame, spec: RegressionSpec, mode: str, theta: np.ndarray | None) -> dict[str, Any]:
     """The sums one partition contributes to the requested pass.
 
-    ``mode``: ``"qr"`` (lm: the R factor of ``[X | y]``; glm: of ``sqrt(W) [X | z]`` at ``theta``
-    or at R's start when ``theta`` is ``None``, with the deviance there), ``"levels"``
+    ``mode``: ``"gram"`` (lm: ``X'X``, ``X'r`` and ``r'r`` for the residuals ``r`` at ``theta``,
+    or ``y`` when ``theta`` is ``None``; glm: ``X'WX`` and ``X'W(z - eta)`` at ``theta``, or
+    ``X'Wz`` at R's start when it is ``None``, with the deviance there), ``"qr"`` (lm: the R
+    factor of ``[X | y]``; glm: of ``sqrt(W) [X | z]``), ``"levels"``
     (:func:`level_counts`), ``"multinom_objective"`` (nnet's criterion, minus the log-likelihood,
     and its gradient at ``theta``), ``"multinom_information"`` (the Hessian of that criterion) or ``"polr_objective"``
     (MASS's ``fmin`` and ``gmin`` at each row of ``theta``).
@@ -227,7 +232,22 @@ def model_pass(part: pd.DataFrame, spec: RegressionSpec, mode: str, theta: np.nd
         return {"levels": level_counts(part, spec)}
     x, y = model_arrays(part, spec)
     out: dict[str, Any] = {"n": len(y)}
-    if mode == "qr" and spec.kind == "lm":
+    if mode == "gram" and spec.kind == "lm":
+        out["g"] = x.T @ x
+        residual = y if theta is None else y - x @ theta
+        out["s"] = x.T @ residual
+        out["rss"] = float(residual @ residual)
+    elif mode == "gram":
+        eta = _glm_start_eta(spec.kind, y) if theta is None else x @ theta
+        mu, me, var = _glm_pieces(spec.kind, eta)
+        w = me * me / var
+        z = (y - mu) / me  # the working response minus eta; at the start the whole of it
+        if theta is None:
+            z = z + eta
+        out["g"] = (x * w[:, None]).T @ x
+        out["s"] = x.T @ (w * z)
+        out["dev"] = _glm_deviance(spec.kind, y, mu)
+    elif mode == "qr" and spec.kind == "lm":
         out["r"] = _r_factor(np.column_stack([x, y]))
     elif mode == "qr":
         eta = _glm_start_eta(spec.kind, y) if theta is None else x @ theta
@@ -296,10 +316,11 @@ class ModelFit:
         raise NotImplementedError
 
 
-def _check_rank(r: np.ndarray, names: Sequence[str], n: int) -> None:
-    """R would report NA for an aliased coefficient; such a fit is refused here."""
-    d = np.abs(np.diag(r)) if r.shape[0] >= len(names) else np.zeros(len(names))
-    if n <= len(names) or r.shape[0] < len(names) or np.any(d <= 1e-7 * np.max(d, initial=0.0)):
+def _check_rank(diag: np.ndarray, names: Sequence[str], n: int) -> None:
+    """R would report NA for an aliased coefficient (a pivot below ``1e-7`` of the largest, on
+    columns scaled to norm 1); such a fit is refused here."""
+    d = np.abs(diag)
+    if n <= len(names) or len(d) < len(names) or np.any(d <= 1e-7 * np.max(d, initial=0.0)):
         raise ModelDataError(
             f"the model matrix ({len(names)} columns, {n} complete records) is rank deficient: "
             "a coefficient would be aliased (NA in R)"
@@ -311,43 +332,102 @@ def _chol2inv(r: np.ndarray) -> np.ndarray:
     return inv @ inv.T
 
 
+@dataclass(frozen=True)
+class GramSystem:
+    """``X'WX`` of the kept columns, factorised with its columns scaled to unit diagonal (the
+    Cholesky factor of the scaled Gram is the R factor of ``sqrt(W) X`` with unit-norm columns)."""
+
+    scale: np.ndarray
+    factor: np.ndarray
+
+    @classmethod
+    def of(cls, g: np.ndarray, names: Sequence[str], n: int) -> GramSystem | None:
+        """The system, or ``None`` when it is too ill-conditioned for the normal equations (then
+        the pass is made as a QR); rank deficiency is an error either way."""
+        diag = np.diag(g)
+        if np.any(diag <= 0):
+            _check_rank(np.zeros(len(names)), names, n)
+        scale = np.sqrt(diag)
+        try:
+            factor = sla.cholesky(g / scale[:, None] / scale[None, :], check_finite=False)
+        except np.linalg.LinAlgError:
+            return None
+        d = np.abs(np.diag(factor))
+        _check_rank(d, names, n)
+        if (d.max() / d.min()) ** 2 > GRAM_CONDITION:
+            return None
+        return cls(scale, factor)
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        return sla.cho_solve((self.factor, False), rhs / self.scale, check_finite=False) / self.scale
+
+    def inverse(self) -> np.ndarray:
+        return _chol2inv(self.factor) / self.scale[:, None] / self.scale[None, :]
+
+
 @dataclass
 class LmFit(ModelFit):
-    """``lm``: one pass (the R factor of ``[X | y]``)."""
+    """``lm``: the normal equations (one pass) refined once from the residuals (a second pass), or
+    when they are ill-conditioned the R factor of ``[X | y]`` (one pass)."""
 
     spec: RegressionSpec
     result: FittedModel | None = None
+    mode: str = "gram"
+    system: GramSystem | None = None
+    beta: np.ndarray | None = None
 
     def request(self) -> Request | None:
-        return None if self.result is not None else (self.spec, "qr", None)
+        return None if self.result is not None else (self.spec, self.mode, self.beta)
 
     def feed(self, res: dict[str, Any]) -> None:
         names = self.spec.x_names
         p, n = len(names), int(res["n"])
-        r = res["r"]
-        _check_rank(r[:p, :p], names, n)
-        beta = sla.solve_triangular(r[:p, :p], r[:p, p], check_finite=False)
-        rss = float(r[p, p] ** 2) if r.shape[0] > p else 0.0
+        if self.mode == "qr":
+            r = res["r"]
+            _check_rank(np.diag(r[:p, :p]) / np.linalg.norm(r[:p, :p], axis=0), names, n)
+            beta = sla.solve_triangular(r[:p, :p], r[:p, p], check_finite=False)
+            rss = float(r[p, p] ** 2) if r.shape[0] > p else 0.0
+            self._finish(beta, rss, _chol2inv(r[:p, :p]), n)
+        elif self.beta is None:
+            self.system = GramSystem.of(res["g"], names, n)
+            if self.system is None:
+                self.mode = "qr"
+            else:
+                self.beta = self.system.solve(res["s"])
+        else:  # corrected semi-normal equations: one refinement from the residuals
+            step = self.system.solve(res["s"])
+            rss = float(res["rss"] - 2 * res["s"] @ step + step @ res["g"] @ step)
+            self._finish(self.beta + step, rss, self.system.inverse(), n)
+
+    def _finish(self, beta: np.ndarray, rss: float, unscaled: np.ndarray, n: int) -> None:
+        p = len(beta)
         sigma2 = rss / (n - p)
         facts = {"sigma": float(np.sqrt(sigma2)), "df_residual": float(n - p), "rss": rss}
-        self.result = FittedModel(names, beta, _chol2inv(r[:p, :p]) * sigma2, n, n - p, facts)
+        self.result = FittedModel(self.spec.x_names, beta, unscaled * sigma2, n, n - p, facts)
 
 
 @dataclass
 class GlmFit(ModelFit):
-    """``glm.fit`` for the binomial (logit) and Poisson (log) families, one IRLS step per pass."""
+    """``glm.fit`` for the binomial (logit) and Poisson (log) families, one IRLS step per pass.
+
+    Each step solves the weighted least-squares problem from ``X'WX`` (Newton's increment form,
+    ``beta + (X'WX)^-1 X'W(z - eta)``: the same iterates as R's up to rounding, and the rounding
+    of the normal equations does not accumulate, each step correcting the last); a Gram too
+    ill-conditioned for that makes the fit switch to R's own QR of ``sqrt(W) [X | z]``.
+    """
 
     spec: RegressionSpec
     result: FittedModel | None = None
+    mode: str = "gram"
     beta: np.ndarray | None = None
     dev_old: float = float("nan")
     iteration: int = 0
     started: bool = False
-    last_r: np.ndarray | None = None
-    pending_r: np.ndarray | None = None
+    redo: bool = False
+    covariance: np.ndarray | None = None
 
     def request(self) -> Request | None:
-        return None if self.result is not None else (self.spec, "qr", self.beta)
+        return None if self.result is not None else (self.spec, self.mode, self.beta)
 
     def feed(self, res: dict[str, Any]) -> None:
         names = self.spec.x_names
@@ -356,23 +436,35 @@ class GlmFit(ModelFit):
             raise ModelDataError(f"the {self.spec.kind} fit of {self.spec.response!r} has a non-finite deviance")
         if not self.started:
             self.started, self.dev_old = True, dev
-        else:
+        elif not self.redo:
             self.iteration += 1
             converged = abs(dev - self.dev_old) / (abs(dev) + 0.1) < GLM_EPSILON
             if converged or self.iteration >= GLM_MAXIT:
                 self._finish(n, dev, converged)
                 return
             self.dev_old = dev
-        r = res["r"]
-        _check_rank(r[:p, :p], names, n)
-        self.last_r = r[:p, :p]
-        self.beta = sla.solve_triangular(r[:p, :p], r[:p, p], check_finite=False)
+        self.redo = False
+        if self.mode == "qr":
+            r = res["r"]
+            _check_rank(np.diag(r[:p, :p]) / np.linalg.norm(r[:p, :p], axis=0), names, n)
+            self.covariance = _chol2inv(r[:p, :p])
+            self.beta = sla.solve_triangular(r[:p, :p], r[:p, p], check_finite=False)
+            return
+        system = GramSystem.of(res["g"], names, n)
+        if system is None:  # the same pass again, as a QR
+            self.mode = "qr"
+            self.started = self.beta is not None
+            self.redo = self.beta is not None
+            return
+        self.covariance = system.inverse()
+        step = system.solve(res["s"])
+        self.beta = step if self.beta is None else self.beta + step
 
     def _finish(self, n: int, dev: float, converged: bool) -> None:
         names = self.spec.x_names
         facts = {"deviance": dev, "iter": float(self.iteration), "converged": float(converged),
                  "df_residual": float(n - len(names))}  # fmt: skip
-        self.result = FittedModel(names, self.beta, _chol2inv(self.last_r), n, None, facts)
+        self.result = FittedModel(names, self.beta, self.covariance, n, None, facts)
 
 
 def ginv(a: np.ndarray, tol: float = GINV_TOL) -> tuple[np.ndarray, int]:

@@ -142,3 +142,20 @@ def test_summary_and_compare(case_id: str, population_inference: bool) -> None:
         df = [test["df"]] if "df" in test else [test["df1"], test["df2"]]
         assert list(c.lof_df) == df
         assert c.lof_rank == test["rank_used_by_ginv"]
+
+
+@pytest.mark.parametrize("case_id", ["CF01", "CF02", "CF05"])
+def test_the_qr_fallback_gives_the_same_fits(case_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every Gram deemed ill-conditioned, lm and glm solve from R's QR of the records."""
+    from pipeline.rmodels import regression
+
+    monkeypatch.setattr(regression, "GRAM_CONDITION", 1.0)
+    d = case(case_id)
+    got = run(case_id, False)
+    obs = matrix(d["result"]["original_fit"]["coefficients"])
+    close(got.original.coefficients, obs[:, 0], 1e-8)
+    close(got.original.se, obs[:, 1], 1e-8)
+    for fit, analysis in zip(got.fits, d["result"]["fit"]["analyses"], strict=True):
+        close(fit.coefficients, matrix(analysis["coefficients"])[:, 0], 1e-8)
+        if "iter" in analysis:
+            assert fit.facts["iter"] == analysis["iter"]
