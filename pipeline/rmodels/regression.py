@@ -7,11 +7,15 @@ Every fit is a small state machine (:class:`LmFit`, :class:`GlmFit`, :class:`Mul
 partitions' results in partition order; :meth:`feed` advances with the sum.  A driver runs the
 passes of many fits together, one round at a time.
 
-* ``lm`` and ``glm`` solve their least-squares problems from the R factor of the weighted design
-  augmented with the (working) response: a QR per partition, the factors stacked and
-  re-factorised (a tall-skinny QR).  The R factor is R's own up to the signs of its rows, which
-  change neither the solution, ``chol2inv(R)`` nor the residual norm, so the numbers are R's to
-  rounding (``lm.fit`` / ``glm.fit`` use a Householder QR of the same matrix).
+* ``lm`` and ``glm`` solve their least-squares problems from ``X'WX`` summed over partitions,
+  factorised with its columns scaled to unit norm (the Cholesky factor is then the R factor of
+  the scaled design, whose diagonal decides rank deficiency as R's pivoting does).  lm refines
+  its solution once from the residuals (a second pass: the corrected semi-normal equations);
+  glm takes Newton's increment form, so the rounding of one step is corrected by the next.
+  When the scaled Gram is too ill-conditioned (:data:`GRAM_CONDITION`) the fit makes R's own
+  computation instead: a QR per partition of ``[X | y]`` / ``sqrt(W) [X | z]``, the R factors
+  stacked and re-factorised (unique up to the signs of their rows, which change neither the
+  solution, ``chol2inv(R)`` nor the residual norm).
 * ``glm`` follows ``glm.fit`` step by step: R's starting values (``mustart``), one weighted
   least-squares fit per round, R's convergence rule ``|dev - devold| / (|dev| + 0.1) < 1e-8``,
   and the covariance ``chol2inv(R)`` of the *last* least-squares fit (whose weights are those
