@@ -1,15 +1,19 @@
 """``compare_fit``: the model fitted to the original and to every synthetic set, by rounds of
 passes over their partitions, then synthpop's combining rules and comparison.
 
-Each fit (:mod:`pipeline.rmodels.regression`) asks for one pass at a time; every round sends
-the passes of all unfinished fits together (``map_combine`` over each set's partitions, sums in
-partition order), so the records never leave their partitions: lm needs one round, a GLM one
-per IRLS step, multinom and polr one per evaluation of their BFGS.
+Each lm or glm fit (:mod:`pipeline.rmodels.regression`) asks for one pass at a time; every
+round sends the passes of all unfinished fits together (``map_combine`` over each set's
+partitions, sums in partition order), so the records never leave their partitions: lm needs two
+rounds, a GLM one per IRLS step.  multinom and polr run R's BFGS, which would need a round per
+function evaluation and whose path depends on the order of the sums at the 1e-7 level: each of
+their data sets is fitted whole, in one task on a worker (``map_frame_tasks``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+import pandas as pd
 
 from pipeline.compare_fit.inference import combine, compare
 from pipeline.compare_fit.names import written_names
@@ -19,8 +23,8 @@ from pipeline.evaluation.data import source_name
 from pipeline.rmodels.design import Predictor
 from pipeline.rmodels.glm import single_threaded_blas
 from pipeline.rmodels.regression import (
+    FittedModel,
     ModelDataError,
-    ModelFit,
     RegressionSpec,
     combine_model_passes,
     model_pass,
@@ -48,14 +52,41 @@ def model_spec(params: CompareFitParams, schema: Schema) -> RegressionSpec:
     return RegressionSpec.build(kind, response, transform, tuple(target.levels) if target.is_factor else None, preds)
 
 
-def fit_all(spec: RegressionSpec, data: EvalData, executor: Executor) -> list[ModelFit]:
-    """The model fitted to every data set of ``data`` (original first), rounds of passes together."""
+#: fits whose optimiser (R's BFGS, whose line search amplifies the rounding of sums taken in
+#: another order to ~1e-7) read each data set whole, on a worker: their rows then do not depend
+#: on the partitioning
+WHOLE_SET_KINDS = frozenset({"multinom", "polr"})
+
+
+def fit_whole(spec: RegressionSpec, frames: list[pd.DataFrame]) -> FittedModel | str:
+    """The fit of one whole data set (a worker task), or the message of a :class:`ModelDataError`."""
+    fit = new_fit(spec)
+    try:
+        with single_threaded_blas():
+            while (req := fit.request()) is not None:
+                fit.feed(combine_model_passes([model_pass(frames[0], *req)]))
+    except ModelDataError as e:
+        return str(e)
+    return fit.result
+
+
+def fit_all(spec: RegressionSpec, data: EvalData, executor: Executor) -> list[FittedModel]:
+    """The model fitted to every data set of ``data`` (original first): lm and glm by rounds of
+    passes over the partitions (the passes of all sets together), multinom and polr one task per
+    whole data set (:data:`WHOLE_SET_KINDS`)."""
+    if spec.kind in WHOLE_SET_KINDS:
+        jobs = [((i,),) for i in range(len(data.frames))]
+        fitted = executor.map_frame_tasks(fit_whole, jobs, data.frames, (spec,))
+        for i, f in enumerate(fitted):
+            if isinstance(f, str):
+                raise DataError(f"{source_name(i)}: {f}")
+        return fitted
     parts = [executor.partitions(f) for f in data.frames]
     fits = [new_fit(spec) for _ in data.frames]
     while True:
         todo = [(i, req) for i, f in enumerate(fits) if (req := f.request()) is not None]
         if not todo:
-            return fits
+            return [f.result for f in fits]
         rounds = [executor.map_combine(parts[i], model_pass, combine_model_passes, None, *req) for i, req in todo]
         with single_threaded_blas():
             for (i, _), res in zip(todo, executor.compute(*rounds), strict=True):
@@ -75,7 +106,7 @@ def evaluate_compare_fit(params: CompareFitParams, data: EvalData, executor: Exe
     rows = executor.rows(data)
     n, k = rows[0], rows[1]
     try:
-        fits = [f.result for f in fit_all(spec, data, executor)]
+        fits = fit_all(spec, data, executor)
     except ModelDataError as e:  # raised by a kernel (the set is not known there)
         raise DataError(str(e)) from None
     (counts,) = executor.compute(
