@@ -156,10 +156,27 @@ def model_arrays(part: pd.DataFrame, spec: RegressionSpec) -> tuple[np.ndarray, 
             raise ModelDataError(f"predictor {p.name!r} has infinite values")
     if not np.isfinite(y).all():
         raise ModelDataError(f"response {spec.response!r} has infinite values (after {spec.transform})")
-    x = spec.design.matrix([np.asarray(c) for c in cols]) if len(y) else np.zeros((0, spec.design.n_columns))
+    x = _main_effects(spec.design, cols, len(y))
     if spec.kind == "polr":
         x = x[:, 1:]
     return x, y
+
+
+def _main_effects(design: Design, cols: Sequence[np.ndarray], n: int) -> np.ndarray:
+    """``model.matrix`` of a main-effects design (:meth:`Design.matrix`'s columns), built directly:
+    a treatment-coded factor sets one 1 per record instead of indexing its contrast matrix."""
+    x = np.zeros((n, design.n_columns))
+    x[:, 0] = 1.0
+    rows = np.arange(n)
+    for p, c, (start, stop) in zip(design.predictors, cols, design.blocks, strict=True):
+        if not p.is_factor:
+            x[:, start] = c
+        elif p.ordered:
+            x[:, start:stop] = p.basis()[0][c]
+        else:
+            coded = c > 0
+            x[rows[coded], start + c[coded].astype(np.int64) - 1] = 1.0
+    return x
 
 
 def level_counts(part: pd.DataFrame, spec: RegressionSpec) -> np.ndarray:
