@@ -21,6 +21,7 @@ from pipeline.compare_fit.result import CompareFitResult
 from pipeline.errors import DataError
 from pipeline.evaluation.data import source_name
 from pipeline.rmodels.design import Predictor
+from pipeline.rmodels.fitting import new_fit
 from pipeline.rmodels.glm import single_threaded_blas
 from pipeline.rmodels.regression import (
     FittedModel,
@@ -28,7 +29,6 @@ from pipeline.rmodels.regression import (
     RegressionSpec,
     combine_model_passes,
     model_pass,
-    new_fit,
 )
 
 if TYPE_CHECKING:

@@ -147,9 +147,9 @@ def test_summary_and_compare(case_id: str, population_inference: bool) -> None:
 @pytest.mark.parametrize("case_id", ["CF01", "CF02", "CF05"])
 def test_the_qr_fallback_gives_the_same_fits(case_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """With every Gram deemed ill-conditioned, lm and glm solve from R's QR of the records."""
-    from pipeline.rmodels import regression
+    from pipeline.rmodels import fitting
 
-    monkeypatch.setattr(regression, "GRAM_CONDITION", 1.0)
+    monkeypatch.setattr(fitting, "GRAM_CONDITION", 1.0)
     d = case(case_id)
     got = run(case_id, False)
     obs = matrix(d["result"]["original_fit"]["coefficients"])
