@@ -38,7 +38,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg as sla
@@ -314,10 +314,16 @@ def vmmin(
 class OptimFit(ModelFit):
     """A fit whose optimiser (:func:`vmmin`) asks for the objective one point at a time."""
 
+    #: the optimiser's iteration limit (R's ``maxit``)
+    maxit: ClassVar[int]
+
     spec: RegressionSpec
     result: FittedModel | None = None
     steps: Generator | None = None
     point: np.ndarray | None = None
+    #: the optimiser's result and facts (deviance, counts of evaluations, converged)
+    par: np.ndarray | None = None
+    facts: dict[str, float] = field(default_factory=dict)
 
     def _drive(self, res: dict[str, Any] | None) -> None:
         """Advance the optimiser with an evaluation (``None``: start it)."""
@@ -325,11 +331,10 @@ class OptimFit(ModelFit):
             self.point = next(self.steps) if res is None else self.steps.send((float(res["value"]), res["grad"]))
         except StopIteration as stop:
             self.point = None
-            self._optimised(*stop.value)
-
-    @abstractmethod
-    def _optimised(self, par: np.ndarray, value: float, fcount: int, gcount: int) -> None:
-        """Take the optimiser's result: its parameters, minimum and evaluation counts."""
+            par, value, fcount, gcount = stop.value
+            self.par = par
+            self.facts = {"deviance": 2 * value, "fn_evals": float(fcount), "gr_evals": float(gcount),
+                          "converged": float(gcount < self.maxit)}  # fmt: skip
 
 
 @dataclass
@@ -337,8 +342,7 @@ class MultinomFit(OptimFit):
     """``nnet::multinom(Hess = TRUE)``: nnet's BFGS from zero weights (``maxit = 100``,
     ``abstol = 1e-4``, ``reltol = 1e-8``), then the analytic Hessian at the result."""
 
-    par: np.ndarray | None = None
-    facts: dict[str, float] = field(default_factory=dict)
+    maxit = NNET_MAXIT
 
     def request(self) -> Request | None:
         if self.result is not None:
@@ -360,11 +364,6 @@ class MultinomFit(OptimFit):
         vcov, _ = ginv(res["info"])
         self.result = FittedModel(names, self.par, vcov, int(res["n"]), None, self.facts)
 
-    def _optimised(self, par: np.ndarray, value: float, fcount: int, gcount: int) -> None:
-        self.par = par
-        self.facts = {"deviance": 2 * value, "fn_evals": float(fcount), "gr_evals": float(gcount),
-                      "converged": float(gcount < NNET_MAXIT)}  # fmt: skip
-
 
 def _difference_points(s: np.ndarray, h: float) -> np.ndarray:
     """``s``, then ``s + h e_i`` and ``s - h e_i`` for each parameter (optimHess's order)."""
@@ -384,9 +383,8 @@ class PolrFit(OptimFit):
     """``MASS::polr(Hess = TRUE)`` (logistic): MASS's start (a logit of the middle cut by
     ``glm.fit``), ``optim``'s BFGS in MASS's parametrisation, ``optimHess``, ``vcov.polr``."""
 
+    maxit = OPTIM_MAXIT
     start: GlmFit | None = None
-    par: np.ndarray | None = None
-    facts: dict[str, float] = field(default_factory=dict)
 
     def request(self) -> Request | None:
         if self.result is not None:
@@ -422,11 +420,6 @@ class PolrFit(OptimFit):
         spacing = np.log(k / (1 - k))
         gammas = -coefs[0] + spacing - spacing[q1 - 1]
         return np.concatenate([coefs[1:], gammas[:1], np.log(np.diff(gammas))])
-
-    def _optimised(self, par: np.ndarray, value: float, fcount: int, gcount: int) -> None:
-        self.par = par
-        self.facts = {"deviance": 2 * value, "fn_evals": float(fcount), "gr_evals": float(gcount),
-                      "converged": float(gcount < OPTIM_MAXIT)}  # fmt: skip
 
     def _finish(self, res: dict[str, Any]) -> None:
         pc = len(self.spec.x_names)
