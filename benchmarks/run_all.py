@@ -230,7 +230,36 @@ def run_disclosure(bench: Bench, sd: ScaledData, n: int, repeat: int, judged: bo
                   f"pMSE {float(res['pMSE'][0]):.6g}")  # fmt: skip
         rows.append(row)
         print_row(row)
+    if "compare_fit" in sections:
+        rows += run_compare_fit(bench, orig, syn, schema, n, repeat, judged)
     bench.client.cancel([orig, syn])
+    return rows
+
+
+#: compare_fit's models (18 coefficients each), fitted to the original and 5 synthetic sets
+COMPARE_FIT = {
+    "glm": ("smoke ~ sex + age + edu + income + marital + placesize + depress", {"family": "binomial"}),
+    "lm": ("income ~ sex + age + edu + marital + placesize + depress + smoke", {}),
+}
+
+
+def run_compare_fit(bench: Bench, orig: Any, syn: Any, schema: Any, n: int, repeat: int, judged: bool) -> list[Row]:
+    """compare_fit (logit, lm) on N + 5 x N records: the synthetic set read five times over, each
+    fit by rounds of per-partition sums (the goal: < 60 s at 5M + 5 x 5M on 2 workers)."""
+    from pipeline.compare_fit import compare_fit_synds
+
+    rows = []
+    ex = Executor(bench.client)
+    for model, (formula, extra) in COMPARE_FIT.items():
+        m, res = bench.time(lambda f=formula, mo=model, e=extra: compare_fit_synds(
+            f, orig, [syn] * 5, fitting_function=mo, schema=schema, executor=ex, **e),
+            inputs=[orig, syn], repeat=repeat)  # fmt: skip
+        note = (f"{m.cpu / (6 * n / 1e6):.2f} CPU-s per million records; "
+                f"mean CI overlap {res.comparison.mean_ci_overlap:.4f}")  # fmt: skip
+        row = Row(f"compare_fit {model} {len(res.names)} coefficients, N + 5 x N records", 6 * n, _m(m), "-", None,
+                  "< 60 s at 5M + 5 x 5M", [("wall s", m.wall, 60.0)], judged, note)  # fmt: skip
+        rows.append(row)
+        print_row(row)
     return rows
 
 
@@ -463,7 +492,17 @@ def run_ipf(big: bool) -> list[Row]:
     return rows
 
 
-SURVEY_SECTIONS = ["disclosure", "multi_disclosure", "utility", "idrisk", "idrisk3", "idrisk50k", "scaling", "ipf"]
+SURVEY_SECTIONS = [
+    "disclosure",
+    "multi_disclosure",
+    "utility",
+    "compare_fit",
+    "idrisk",
+    "idrisk3",
+    "idrisk50k",
+    "scaling",
+    "ipf",
+]
 SECTIONS = SURVEY_SECTIONS + REGISTER_SECTIONS
 
 
@@ -496,7 +535,7 @@ def main() -> None:
     print("| work | records | now: wall / CPU (driver + workers) | peak RSS per worker MiB | load | anchor | goal |"
           " anchor/now | goal met |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
     rows: list[Row] = []
-    if sections & {"disclosure", "multi_disclosure", "utility", "idrisk", "idrisk3", "idrisk50k"}:
+    if sections & {"disclosure", "multi_disclosure", "utility", "compare_fit", "idrisk", "idrisk3", "idrisk50k"}:
         with bench_client(args.workers, args.memory_limit) as client:
             bench = Bench(client)
             warm = write_scaled(args.data, "sd2011", 20_000)  # imports, numba and first shuffle: not timed

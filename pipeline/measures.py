@@ -116,6 +116,20 @@ _ENTRIES = [
         "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null",
     ),
     MeasureEntry(
+        "compare",
+        "utility",
+        "pipeline.utility.measure:UtilityCompareMeasure",
+        "pipeline.utility.params:UtilityCompareParams",
+        "synthpop compare.synds(): per-variable distributions (bar data) and utility.tab per variable",
+    ),
+    MeasureEntry(
+        "compare_fit",
+        "compare_fit",
+        "pipeline.compare_fit.measure:CompareFitMeasure",
+        "pipeline.compare_fit.params:CompareFitParams",
+        "synthpop glm/lm/multinom/polr.synds + compare.fit.synds: CI overlap, std. differences, lack of fit",
+    ),
+    MeasureEntry(
         "dcr",
         "distance",
         "pipeline.risk.distance.measure:DCRMeasure",

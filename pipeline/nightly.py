@@ -2,7 +2,7 @@
 
 A gate (``gates:`` in the task file) names a measure (optionally its family) and fails when,
 for any dataset × source × measure entry × params (the rows' structured parameters, not the
-display setting), the statistic over the synthetic sets (``max`` or ``mean``) is ``above`` a
+display setting), the statistic over the synthetic sets (``max`` or ``mean``) is ``above`` (or ``below``) a
 threshold, or has risen by more than ``rise_above`` since the previous run in the history.
 It judges the measure's own rows, or with ``summary``/``baseline`` the rows of that summary
 over sets or holdout-baseline role (``repU upper95 above 1``: the upper bound of repU's interval;
@@ -91,6 +91,8 @@ def check_gates(current: pd.DataFrame, previous: pd.DataFrame | None, gates: lis
             reasons = []
             if gate.above is not None and value > gate.above:
                 reasons.append(f"{gate.statistic} {_gate_label(gate)} = {value:.6g} > {gate.above:g}")
+            if gate.below is not None and value < gate.below:
+                reasons.append(f"{gate.statistic} {_gate_label(gate)} = {value:.6g} < {gate.below:g}")
             if gate.rise_above is not None and prev is not None and value - prev > gate.rise_above:
                 reasons.append(
                     f"{_gate_label(gate)} rose by {value - prev:.6g} (from {prev:.6g}) > {gate.rise_above:g}"

@@ -376,3 +376,82 @@ def normalise_cont_na(cont_na: Mapping[str, Any] | None) -> dict[str, tuple[floa
             codes.append(float(v))
         out[str(name)] = tuple(dict.fromkeys(codes))
     return out
+
+
+# ---- pretty() and hist() -------------------------------------------------------------------
+def pretty(lo: float, hi: float, n: int = 5, min_n: int | None = None) -> np.ndarray:
+    """R's ``pretty(c(lo, hi), n, min.n)`` (``R_pretty`` in ``src/appl/pretty.c``, R 4.2's
+    ``rounding_eps = 1e-10``, default biases ``high.u.bias = 1.5``, ``u5.bias = 2.75``)."""
+    min_n = n // 3 if min_n is None else min_n
+    h, h5, shrink, rounding_eps = 1.5, 0.5 + 1.5 * 1.5, 0.75, 1e-10
+    eps = np.finfo(float).eps
+    dx = hi - lo
+    if dx == 0 and hi == 0:
+        cell, small = 1.0, True
+    else:
+        cell = max(abs(lo), abs(hi))
+        u = 1 + (1 / (1 + h) if h5 >= 1.5 * h + 0.5 else 1.5 / (1 + h5))
+        u *= max(1, n) * eps
+        small = dx < cell * u * 3
+    if small:
+        if cell > 10:
+            cell = 9 + cell / 10
+        cell *= shrink
+        if min_n > 1:
+            cell /= min_n
+    else:
+        cell = dx
+        if n > 1:
+            cell /= n
+    base = 10.0 ** math.floor(math.log10(cell))
+    unit = base
+    if 2 * base - cell < h * (cell - unit):
+        unit = 2 * base
+        if 5 * base - cell < h5 * (cell - unit):
+            unit = 5 * base
+            if 10 * base - cell < h * (cell - unit):
+                unit = 10 * base
+    ns = math.floor(lo / unit + rounding_eps)
+    nu = math.ceil(hi / unit - rounding_eps)
+    while ns * unit > lo + rounding_eps * unit:
+        ns -= 1
+    while nu * unit < hi - rounding_eps * unit:
+        nu += 1
+    k = int(0.5 + nu - ns)
+    if k < min_n:
+        k = min_n - k
+        if ns >= 0:
+            nu += k // 2
+            ns -= k // 2 + k % 2
+        else:
+            ns -= k // 2
+            nu += k // 2 + k % 2
+        ndiv = min_n
+    else:
+        ndiv = k
+    out = np.linspace(ns * unit, nu * unit, ndiv + 1)  # seq.int(l, u, length.out = n + 1)
+    if ndiv:
+        out[np.abs(out) < 1e-14 * (nu * unit - ns * unit) / ndiv] = 0.0
+    return out
+
+
+def hist_counts(values: np.ndarray, breaks: np.ndarray) -> np.ndarray:
+    """``hist(values, breaks)$counts``: right-closed bins, the first closed, with R's fuzz
+    (``1e-7`` of the median bin width) so that values on a break fall as R puts them."""
+    fuzz = 1e-7 * float(np.median(np.diff(breaks)))
+    fuzzy = breaks + np.concatenate([[-fuzz], np.full(len(breaks) - 1, fuzz)])
+    idx = np.searchsorted(fuzzy, values, side="left") - 1
+    if len(values) and (idx.min() < 0 or idx.max() >= len(breaks) - 1):
+        raise ValueError("some values are outside the histogram's breaks")
+    return np.bincount(idx, minlength=len(breaks) - 1)
+
+
+def format_breaks(breaks: np.ndarray) -> list[str]:
+    """``format(breaks, scientific = FALSE, trim = TRUE, drop0trailing = TRUE)``: one number of
+    decimals for all (up to 7 significant digits, R's default), trailing zeros dropped."""
+    decimals = 0
+    for x in breaks:
+        text = f"{x:.7g}"
+        if "e" not in text and "." in text:
+            decimals = max(decimals, len(text.split(".")[1]))
+    return [_drop0(f"{x + 0.0:.{decimals}f}") if decimals else f"{x + 0.0:.0f}" for x in breaks]

@@ -225,6 +225,7 @@ class GateSpec(_Spec):
     Without ``summary``/``baseline`` it judges the measure's own rows; with them, the rows of that
     summary over sets (``summary: upper95``: the 95 % interval's upper bound) and/or holdout
     baseline (``baseline: excess``) — e.g. ``{measure: repU, summary: upper95, above: 1}``.
+    ``below`` is for figures where higher is better (``{measure: mean_ci_overlap, below: 0.5}``).
     """
 
     measure: str
@@ -233,13 +234,14 @@ class GateSpec(_Spec):
     #: the role of the rows judged (``normalised_excess``: the name ``residual`` had before 0.x)
     baseline: Literal["training", "holdout", "excess", "residual", "normalised_excess"] | None = None
     above: float | None = None
+    below: float | None = None
     rise_above: float | None = None
     statistic: Literal["max", "mean"] = "max"
 
     @model_validator(mode="after")
     def _some_threshold(self) -> GateSpec:
-        if self.above is None and self.rise_above is None:
-            raise ValueError(f"gate on {self.measure!r}: give 'above' and/or 'rise_above'")
+        if self.above is None and self.below is None and self.rise_above is None:
+            raise ValueError(f"gate on {self.measure!r}: give 'above', 'below' and/or 'rise_above'")
         return self
 
 

@@ -26,6 +26,7 @@ FAMILY_TITLES = {
     "disclosure": "Disclosure risk (synthpop identity and attribute measures)",
     "identification_risk": "Identification risk (Hornby & Hu)",
     "utility": "Utility",
+    "compare_fit": "Model-based utility (synthpop compare.fit.synds)",
     "synthesis": "Synthesis",
     "distance": "Distance to the closest record (DCR, NNDR)",
     "attacks": "Attacks (anonymeter: singling out, linkability, inference)",

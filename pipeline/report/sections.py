@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from pipeline.report.attacks import attack_section
 from pipeline.report.distance import distance_section
+from pipeline.report.compare_fit import compare_fit_section
 from pipeline.report.glossary import SYNTHESIS_TERMS, glossary_table, plain_name
 from pipeline.report.markup import figure_html, table_html
 from pipeline.results import per_set
@@ -32,7 +33,7 @@ from pipeline.risk.idrisk.plots import (
     utility_points,
 )
 from pipeline.row_params import UNIT, param_columns, unit_groups, value_text
-from pipeline.utility.plots import plot_spmse_by_set, plot_utility_tables
+from pipeline.utility.plots import plot_compare_rows, plot_spmse_by_set, plot_utility_tables
 
 RUN_GROUP = ["dataset", "source", "repetition", "measure_name"]
 
@@ -219,6 +220,13 @@ def utility_section(results: pd.DataFrame, outcome: Any) -> list[str]:
     out += _table_heat_maps(per_set(results[results["measure_name"].isin(tables)]))
     synds = [name for name, kind in measure_types(outcome).items() if kind == "utility_synds"]
     out += utility_synds_tables(results[results["measure_name"].isin(synds)])
+    compares = [name for name, kind in measure_types(outcome).items() if kind == "compare"]
+    for (dataset, name, source, rep), sub in results[results["measure_name"].isin(compares)].groupby(
+        ["dataset", "measure_name", "source", "repetition"], sort=False
+    ):
+        title = _title(dataset, source, rep, name)
+        out.append(figure_html(f"{title}: distributions of the original and the pooled synthetic sets",
+                               plot_compare_rows, sub, title))  # fmt: skip
     return out
 
 
@@ -379,4 +387,5 @@ SECTIONS = {
     "synthesis": synthesis_section,
     "attacks": attack_section,
     "distance": distance_section,
+    "compare_fit": compare_fit_section,
 }

@@ -21,8 +21,14 @@ from pipeline.data.schema import Schema
 from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.utility.gen import UtilityGenResult
-from pipeline.utility.measure import UtilityGenMeasure, UtilitySyndsMeasure, UtilityTablesMeasure, UtilityTabMeasure
-from pipeline.utility.result import UtilitySyndsResult, UtilityTablesResult, UtilityTabResult
+from pipeline.utility.measure import (
+    UtilityCompareMeasure,
+    UtilityGenMeasure,
+    UtilitySyndsMeasure,
+    UtilityTablesMeasure,
+    UtilityTabMeasure,
+)
+from pipeline.utility.result import UtilityCompareResult, UtilitySyndsResult, UtilityTablesResult, UtilityTabResult
 
 
 def utility_gen(
@@ -218,3 +224,44 @@ def utility_synds(
     """
     params: Mapping[str, Any] = {"method": method, **kwargs}
     return UtilitySyndsMeasure(params).run(as_eval_data(original, synthetic, schema), executor or Executor.current())
+
+
+def compare_synds(
+    original: Any,
+    synthetic: Any,
+    *,
+    vars: Sequence[str] | None = None,
+    stat: str = "percents",
+    breaks: int = 20,
+    ngroups: int = 5,
+    utility_stats: Sequence[str] | str | None = ("pMSE", "S_pMSE", "df"),
+    utility_for_plot: str | None = "S_pMSE",
+    cont_na: Mapping[str, Any] | None = None,
+    schema: Schema | None = None,
+    executor: Executor | None = None,
+) -> UtilityCompareResult:
+    """Per-variable comparison of the original and the pooled synthetic sets (synthpop's ``compare.synds``).
+
+    Parameters
+    ----------
+    original, synthetic
+        The original and one synthetic set or a list of m sets (frames or Datasets).
+    vars : sequence of str, optional
+        Default: every variable they share.
+    stat : {"percents", "counts"}
+        Percentages of all records, or counts (the pooled synthetic counts divided by m).
+    breaks : int
+        Number of histogram cells asked of R's ``pretty`` for numeric variables.
+    ngroups : int
+        Groups of numeric variables in the per-variable ``utility.tab``.
+    utility_stats : sequence of str, "all" or None
+        The ``utility.tab`` statistics of ``tab_utility`` (``utility_for_plot`` is added).
+    utility_for_plot : str or None
+        The statistic shown in the plots' titles.
+    """
+    stats = list(utility_stats) if utility_stats is not None and not isinstance(utility_stats, str) else utility_stats
+    measure = UtilityCompareMeasure(
+        vars=None if vars is None else list(vars), stat=stat, breaks=breaks, ngroups=ngroups,
+        utility_stats=stats, utility_for_plot=utility_for_plot,
+    )  # fmt: skip
+    return measure.run(as_eval_data(original, synthetic, schema, cont_na), executor or Executor.current())

@@ -7,6 +7,7 @@ task ``type``       measure                         synthpop function (wrapper i
 ``utility_tab``     :class:`UtilityTabMeasure`      ``utility.tab`` -> ``utility_tab``
 ``utility_tables``  :class:`UtilityTablesMeasure`   ``utility.tables`` -> ``utility_tables``
 ``utility_synds``   :class:`UtilitySyndsMeasure`    ``utility.synds`` (1.2-1) -> ``utility_synds``
+``compare``         :class:`UtilityCompareMeasure`  ``compare.synds`` -> ``compare_synds``
 ==================  ==============================  ================================================
 
 Each measure has one parameter model (:mod:`pipeline.utility.params`, the only validation),
@@ -26,6 +27,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
 from pipeline.utility.params import (
+    UtilityCompareParams,
     UtilityGenParams,
     UtilitySyndsParams,
     UtilityTablesParams,
@@ -44,7 +46,12 @@ from pipeline.utility.params import (
 if TYPE_CHECKING:
     from pipeline.evaluation.execution import Executor
     from pipeline.utility.gen import UtilityGenResult
-    from pipeline.utility.result import UtilitySyndsResult, UtilityTablesResult, UtilityTabResult
+    from pipeline.utility.result import (
+        UtilityCompareResult,
+        UtilitySyndsResult,
+        UtilityTablesResult,
+        UtilityTabResult,
+    )
 
 
 class _UtilityMeasure(Measure):
@@ -52,7 +59,7 @@ class _UtilityMeasure(Measure):
     into the data's schema once, through the data boundary, for the checks and the evaluation."""
 
     family = "utility"
-    params: UtilityGenParams | UtilityTabParams | UtilityTablesParams
+    params: UtilityGenParams | UtilityTabParams | UtilityTablesParams | UtilityCompareParams
 
     def coded(self, data: EvalData) -> EvalData:
         return with_cont_na(data, self.params.cont_na)
@@ -156,3 +163,20 @@ class UtilitySyndsMeasure(Measure):
         from pipeline.utility.compute import evaluate_synds
 
         return evaluate_synds(self.params, data, executor)
+
+
+class UtilityCompareMeasure(_UtilityMeasure):
+    """Per-variable distributions and one-way table utility (synthpop's ``compare.synds``)."""
+
+    type = "compare"
+    params_model = UtilityCompareParams
+    description = "synthpop compare.synds(): per-variable distributions (bar data) and utility.tab per variable"
+    params: UtilityCompareParams
+
+    def check_coded(self, data: EvalData) -> None:
+        compared_variables(self.params.vars, data)
+
+    def evaluate(self, data: EvalData, executor: Executor) -> UtilityCompareResult:
+        from pipeline.utility.compare import evaluate_compare
+
+        return evaluate_compare(self.params, self.coded(data), executor)

@@ -203,6 +203,39 @@ def with_cont_na(data: EvalData, cont_na: CodeMap | None) -> EvalData:
     return as_eval_data(data.original, list(data.synthetic), data.schema, cont_na)
 
 
+class UtilityCompareParams(Params):
+    """Parameters of synthpop's ``compare.synds`` (task type ``compare``; R names are aliases).
+
+    ``vars`` default: every variable of the original the synthetic sets have.  The m synthetic
+    sets are pooled for the tables (synthpop's ``msel = NULL``).
+    """
+
+    vars: list[str] | None = None
+    stat: Literal["percents", "counts"] = "percents"
+    breaks: int = Field(20, ge=1)
+    ngroups: int = Field(5, ge=2)
+    utility_stats: list[TabStat] | Literal["all"] | None = Field(  # type: ignore[valid-type]
+        default_factory=lambda: ["pMSE", "S_pMSE", "df"], alias="utility.stats"
+    )
+    utility_for_plot: TabStat | None = Field("S_pMSE", alias="utility.for.plot")  # type: ignore[valid-type]
+    cont_na: CodeMap | None = None
+
+    unique_names = field_validator("vars", mode="before")(_names)
+
+    @property
+    def stats(self) -> list[str]:
+        """The utility statistics of the table: synthpop's ``utility.stats`` ("all": every one but
+        ``dfG``), with ``utility.for.plot`` added."""
+        every = [s for s in TAB_STATS if s != "dfG"]
+        chosen = every if self.utility_stats == "all" else list(self.utility_stats or [])
+        if self.utility_for_plot is not None and self.utility_for_plot not in chosen:
+            chosen.append(self.utility_for_plot)
+        return chosen
+
+    def variables(self) -> list[str]:
+        return _declared(self.vars, list(self.cont_na or {}))
+
+
 class UtilitySyndsParams(Params):
     """Parameters of ``utility_synds`` (synthpop 1.2-1's ``utility.synds``; R names are aliases).
 

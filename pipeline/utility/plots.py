@@ -15,6 +15,7 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
 from pipeline.errors import ParameterError
+from pipeline.row_params import param_columns
 from pipeline.utility.result import UtilityTablesResult
 
 _TITLES = {
@@ -128,4 +129,37 @@ def plot_spmse_by_set(labels: Sequence[str], values: Sequence[np.ndarray], title
     ax.set_xlabel("S_pMSE (1 = as expected for a correct synthesis model)")
     ax.set_title(title)
     ax.invert_yaxis()
+    return fig
+
+
+def plot_compare_rows(rows: pd.DataFrame, title: str = "", ncol: int = 2) -> Figure:
+    """synthpop ``compare.synds``'s bar charts from a ``compare`` entry's rows: per variable the
+    original's and the pooled synthetic sets' percentages (or counts) of each category or bin,
+    titled with the variable's ``S_pMSE`` when the rows have it."""
+    table = param_columns(rows, "variable", "category")
+    bars = table[table["measure"].isin(["percent", "count"])]
+    utility = table[(table["measure"] == "S_pMSE") & table["category"].isna()].set_index("variable")["value"]
+    names = list(dict.fromkeys(bars["variable"]))
+    nrow = max(1, -(-len(names) // ncol))
+    fig = Figure(figsize=(5.5 * ncol, 2.8 * nrow))
+    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    for ax, name in zip(axes, names, strict=False):
+        sub = bars[bars["variable"] == name]
+        cats = list(dict.fromkeys(sub["category"]))
+        x = np.arange(len(cats))
+        for offset, label, color in ((-0.2, "original", "#1A3C5A"), (0.2, "mean", "#4187BF")):
+            vals = sub[sub["synthetic"] == label].set_index("category")["value"].reindex(cats)
+            ax.bar(x + offset, vals.to_numpy(dtype=float), width=0.4, color=color,
+                   label="observed" if label == "original" else "synthetic")  # fmt: skip
+        ax.set_xticks(x, [str(c) for c in cats], rotation=-30, ha="left", fontsize=7)
+        head = f"{name}: S_pMSE = {utility[name]:.2f}" if name in utility.index else str(name)
+        ax.set_title(head, fontsize=9)
+        ax.set_ylabel(sub["measure"].iloc[0].capitalize(), fontsize=8)
+    for ax in axes[len(names) :]:
+        ax.set_visible(False)
+    if len(axes):
+        axes[0].legend(fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
     return fig

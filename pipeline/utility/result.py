@@ -344,3 +344,55 @@ def format_r_matrix(frame: pd.DataFrame) -> str:
     for i, r in enumerate(rnames):
         lines.append(r.ljust(rw) + "".join(" " + col[i].rjust(w) for col, w in zip(cols, widths, strict=True)))
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class UtilityCompareResult(Result):
+    """Output of :func:`~pipeline.utility.api.compare_synds` (synthpop's ``compare.synds``).
+
+    Attributes
+    ----------
+    stat : {"percents", "counts"}
+    vars : tuple of str
+    tables : dict
+        Per variable ``(labels, observed, synthetic)``: the column labels (``None`` = NA) and
+        the values of the original and of the pooled synthetic sets.
+    tab_utility : DataFrame
+        One row per variable, one column per utility statistic (mean over the m sets).
+    kinds : dict
+        ``"factor"`` or ``"numeric"`` (histogram) per variable.
+    breaks : dict
+        The histogram breaks of each numeric variable.
+    m : int
+    written : dict
+        Per factor-like variable, the labels the rows carry (rare levels coarsened).
+    """
+
+    stat: str
+    vars: tuple[str, ...]
+    tables: dict[str, tuple[tuple[str | None, ...], np.ndarray, np.ndarray]]
+    tab_utility: pd.DataFrame
+    kinds: dict[str, str]
+    breaks: dict[str, tuple[float, ...]]
+    m: int
+    written: dict[str, tuple[str | None, ...]] = field(default_factory=dict)
+
+    def rows(self) -> list[Row]:
+        measure = "percent" if self.stat == "percents" else "count"
+        out = []
+        for name, (labels, obs, syn) in self.tables.items():
+            for label, o, s in zip(self.written.get(name, labels), obs, syn, strict=True):
+                p = {"variable": name, "category": "NA" if label is None else label}
+                out += [Row("original", measure, float(o), p), Row("mean", measure, float(s), p)]
+        for name, stats in self.tab_utility.iterrows():
+            out += [Row("mean", str(k), float(v), {"variable": str(name)}) for k, v in stats.items()]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stat": self.stat,
+            "m": self.m,
+            "vars": list(self.vars),
+            "kinds": dict(self.kinds),
+            "tab_utility": {str(v): {str(k): float(x) for k, x in r.items()} for v, r in self.tab_utility.iterrows()},
+        }

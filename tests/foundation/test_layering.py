@@ -9,7 +9,7 @@ the layers below it, never one above:
 foundation   errors, rcompat, config_io, worker_log, results, row_params, gates, data/,
              datasets/, rmodels/ (the R model ports)
 contract     evaluation/ (EvalData, Executor, Params/Measure/Result), blocks
-families     profile, risk/disclosure/, risk/idrisk/, utility/, synth/, measures (the registry)
+families     profile, risk/disclosure/, risk/idrisk/, utility/, compare_fit/, synth/, measures (the registry)
 report       report/
 run          tasks, store, cluster, runner, run/, nightly
 cli          cli
@@ -51,6 +51,7 @@ LAYERS = {
     "pipeline.profile": 2,
     "pipeline.risk": 2,
     "pipeline.utility": 2,
+    "pipeline.compare_fit": 2,
     "pipeline.synth": 2,
     "pipeline.measures": 2,
     "pipeline.synthesisers": 2,
@@ -72,6 +73,7 @@ FAMILIES = [
     "pipeline/risk/distance",
     "pipeline/risk/attacks",
     "pipeline/utility",
+    "pipeline/compare_fit",
 ]
 #: the files every family has, by role (docs/contributing.md, "Add a family")
 FAMILY_FILES = {

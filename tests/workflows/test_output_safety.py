@@ -40,6 +40,10 @@ measures:
   - type: disclosure
     params: {keys: [sex, agegr], targets: [income, age, socprof]}
   - type: profile
+  - type: compare
+    params: {vars: [income, age, socprof], breaks: 30}
+  - type: compare_fit
+    params: {formula: "income ~ sex + age", model: lm}
 """
 
 

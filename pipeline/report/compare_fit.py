@@ -1,0 +1,48 @@
+"""The report's model-based utility section (``compare_fit``): per entry and model, synthpop's
+coefficient plot and a table of the comparison per coefficient, with the lack-of-fit test.
+
+Fed by tidy rows only (fitted coefficients and statistics: aggregates).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from pipeline.compare_fit.plots import plot_coefficients
+from pipeline.report.markup import figure_html, number_text, table_html
+from pipeline.row_params import param_columns, unit_groups
+
+#: the per-coefficient columns of the table: (row measure, column title)
+COEFFICIENT_COLUMNS = [
+    ("std_diff", "std. coef diff"),
+    ("ci_overlap", "CI overlap"),
+    ("compare_z", "synthetic z"),
+]
+
+
+def compare_fit_section(results: pd.DataFrame, outcome: Any) -> list[str]:
+    """Per dataset, source, repetition, entry and model: the coefficient plot and the table."""
+    out = []
+    rows = param_columns(results, "formula", "coefficient")
+    for (dataset, source, rep, name, formula), unit, sub in unit_groups(
+        rows, ["dataset", "source", "repetition", "measure_name", "formula"]
+    ):
+        title = f"{name}: {dataset} / {source}" + (f" (repetition {rep})" if rep else "") + f" — {formula}"
+        if unit:
+            title += f" [{unit}]"
+        out.append(figure_html(f"{title}: z values of the original and synthetic fits", plot_coefficients, sub))
+        mean = sub[sub["synthetic"] == "mean"]
+        per_coef = mean[mean["coefficient"].notna()]
+        table = per_coef.pivot_table(index="coefficient", columns="measure", values="value", sort=False)
+        shown = pd.DataFrame({"coefficient": table.index})
+        for measure, label in COEFFICIENT_COLUMNS:
+            shown[label] = [number_text(v) for v in table.get(measure, pd.Series(index=table.index)).to_numpy()]
+        scalars = mean[mean["coefficient"].isna()].set_index("measure")["value"]
+        facts = [f"{k}: {number_text(scalars[k])}" for k in ("mean_ci_overlap", "mean_abs_std_diff", "lack_of_fit",
+                                                               "lof_pvalue") if k in scalars]  # fmt: skip
+        if "lack_of_fit" not in scalars:
+            facts.append("no lack-of-fit test (incomplete synthesis with fewer syntheses than coefficients)")
+        out.append(f"<h3>{title}</h3><p>{'; '.join(facts)}</p>" + table_html(shown))
+    return out
