@@ -63,35 +63,43 @@ def global_risk(risk: np.ndarray) -> dict[str, float]:
     return {"global_risk_ER": er, "global_risk": mean, "global_risk_pct": 100.0 * mean}
 
 
-def risk_threshold(risk: np.ndarray, max_global_risk: float = 0.01) -> float:
+def risk_threshold(risk: np.ndarray, max_global_risk: float = 0.01, counts: np.ndarray | None = None) -> float:
     """The individual-risk threshold whose release keeps the global risk below ``max_global_risk``
     (sdcMicro's ``measure_threshold``, micro-Argus 4.1 eq. 17); NaN where sdcMicro gives NA (the
     file is already safe, or the threshold is the smallest risk itself).
 
     Records are taken from the highest risk down; at each new risk value ``r`` after ``j``
     records, the threshold is ``r`` once ``(sum of the remaining risks) + r * j`` falls below
-    ``max_global_risk * n``; none found gives 0.
+    ``max_global_risk * n``; none found gives 0.  ``counts`` gives each risk's number of
+    records (default 1 each).
     """
-    r = np.sort(np.asarray(risk, dtype=float))[::-1]
-    er = max_global_risk * len(r)
-    total = r.sum()
+    r = np.asarray(risk, dtype=float)
+    n = np.ones(len(r)) if counts is None else np.asarray(counts, dtype=float)
+    values, inverse = np.unique(r, return_inverse=True)
+    values, per_value = values[::-1], np.bincount(inverse, weights=n)[::-1]
+    er = max_global_risk * n.sum()
+    total = float(np.sum(r * n))
     if total < er:
         return float("nan")
-    changes = np.flatnonzero(r[1:] != r[:-1]) + 1
-    remaining = total - np.cumsum(r)[changes - 1]
-    found = np.flatnonzero(remaining + r[changes] * changes < er)
+    before = np.cumsum(per_value) - per_value  # records with a higher risk
+    remaining = total - (np.cumsum(values * per_value) - values * per_value)
+    found = np.flatnonzero((remaining + values * before < er)[1:]) + 1
     if found.size == 0:
-        return 0.0 if r[-1] != 0.0 else float("nan")
-    return float(r[changes[found[0]]])
+        return 0.0 if values[-1] != 0.0 else float("nan")
+    return float(values[found[0]])
 
 
-def household_risk(risk: np.ndarray, household: np.ndarray) -> np.ndarray:
-    """Each record's household risk: ``1 - prod(1 - r)`` over the records of its household."""
+def household_risk(risk: np.ndarray, household: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
+    """Each record's household risk: ``1 - prod(1 - r)`` over the records of its household
+    (``counts``: rows standing for several records of one household with one risk)."""
     codes, inverse = np.unique(household, return_inverse=True)
     order = np.argsort(inverse, kind="stable")
     starts = np.searchsorted(inverse[order], np.arange(len(codes)))
+    safe_each = 1.0 - np.asarray(risk, dtype=float)
+    if counts is not None:
+        safe_each = safe_each ** np.asarray(counts, dtype=float)
     # a product in record order within each household, as R's prod()
-    safe = np.multiply.reduceat(1.0 - np.asarray(risk, dtype=float)[order], starts)
+    safe = np.multiply.reduceat(safe_each[order], starts)
     return (1.0 - safe)[inverse]
 
 
