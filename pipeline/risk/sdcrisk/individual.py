@@ -56,10 +56,12 @@ def _exact_more(fk: np.ndarray, pk: np.ndarray) -> np.ndarray:
     return out
 
 
-def global_risk(risk: np.ndarray) -> dict[str, float]:
-    """Expected re-identifications (the sum of the risks), the global risk (their mean) and its percent."""
-    er = float(np.nansum(risk))
-    mean = er / len(risk)
+def global_risk(risk: np.ndarray, counts: np.ndarray | None = None) -> dict[str, float]:
+    """Expected re-identifications (the sum of the risks), the global risk (their mean) and its
+    percent; ``counts`` gives each risk's number of records (default 1 each)."""
+    n = np.ones(len(risk)) if counts is None else np.asarray(counts, dtype=float)
+    er = float(np.nansum(np.asarray(risk, dtype=float) * n))
+    mean = er / float(n.sum())
     return {"global_risk_ER": er, "global_risk": mean, "global_risk_pct": 100.0 * mean}
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import AliasChoices, Field, FiniteFloat, StrictBool, model_validator
 
 from pipeline.evaluation.base import Params
@@ -37,6 +39,11 @@ class SdcRiskParams(Params):
     missing_dimension : int or None
         The largest MSU size searched; None: all sizes (as sdcMicro); smaller is faster and gives
         lower scores than sdcMicro's.
+    modrisk : list of str
+        modRisk's methods to estimate (``default``, ``CE``, ``PML``, ``weightedLLM``, ``IPF``);
+        empty: none.  The model is the keys' main effects (sdcMicro's ``formulaM = ~ keys``).
+    bound : float
+        modRisk's ``bound``: cells with more records are left out of its estimates.
     """
 
     keys: list[str] = Field(min_length=1, validation_alias=AliasChoices("keys", "keyVars"))
@@ -51,6 +58,8 @@ class SdcRiskParams(Params):
     dis_fraction: FiniteFloat = Field(0.01, gt=0.0, lt=1.0, validation_alias=AliasChoices("dis_fraction", "DisFraction"))
     original_scores: StrictBool = True
     missing_dimension: int | None = Field(None, ge=1)
+    modrisk: list[Literal["default", "CE", "PML", "weightedLLM", "IPF"]] = Field(default_factory=list)
+    bound: float = Field(float("inf"), gt=0.0)
 
     @model_validator(mode="after")
     def _roles_apart(self) -> SdcRiskParams:
