@@ -70,6 +70,7 @@ FAMILIES = [
     "pipeline/risk/idrisk",
     "pipeline/risk/distance",
     "pipeline/risk/attacks",
+    "pipeline/risk/sdcrisk",
     "pipeline/utility",
 ]
 #: the files every family has, by role (docs/contributing.md, "Add a family")
