@@ -16,7 +16,7 @@ import pandas as pd
 from pipeline.data.schema import Schema
 from pipeline.risk.sdcrisk.frequencies import FK, FK_WEIGHTED, matched_frequencies
 from pipeline.risk.sdcrisk.individual import global_risk, household_risk, individual_risk, risk_threshold
-from pipeline.risk.sdcrisk.ldiversity import ldiversity
+from pipeline.risk.sdcrisk.diversity import ldiversity
 from pipeline.risk.sdcrisk.modrisk import ModelRisk, model_risks
 from pipeline.risk.sdcrisk.params import SdcRiskParams
 from pipeline.risk.sdcrisk.suda import integer_values, suda2

@@ -12,7 +12,7 @@ Flow:
    frequencies with sdcMicro's missing-value matching
    (:mod:`~pipeline.risk.sdcrisk.frequencies`), individual, global and household risk and
    k-anonymity (:mod:`~pipeline.risk.sdcrisk.individual`), l-diversity
-   (:mod:`~pipeline.risk.sdcrisk.ldiversity`), SUDA2 (:mod:`~pipeline.risk.sdcrisk.suda`) and the
+   (:mod:`~pipeline.risk.sdcrisk.diversity`), SUDA2 (:mod:`~pipeline.risk.sdcrisk.suda`) and the
    log-linear risk (:mod:`~pipeline.risk.sdcrisk.modrisk`).
 
 Memory: the driver holds one table per file with at most one row per record (fewer when key

@@ -27,8 +27,9 @@ def individual_risk(fk: np.ndarray, Fk: np.ndarray, weighted: bool = True, metho
     if not weighted:
         return 1.0 / fk
     pk = fk / np.asarray(Fk, dtype=float)
-    ratio = pk / (1.0 - pk)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # pk = 1 (weights summing to the count) is replaced by 1 / fk below
+        ratio = pk / (1.0 - pk)
         one = ratio * np.log(1.0 / pk)
         two = ratio - ratio**2 * np.log(1.0 / pk)
         more = pk / (fk - (1.0 - pk)) if method == "approx" else _exact_more(fk, pk)

@@ -125,8 +125,9 @@ def suda_records(file: FileRisk, frame: pd.DataFrame, schema: Schema) -> Suda2:
 
 
 def _level_label(schema: Schema, variable: str, code: float) -> str | float:
+    """A factor's level label, or the number itself (as R's sort(unique(x)) shows them)."""
     levels = schema[variable].levels
-    return levels[int(code) - 1] if levels else code
+    return levels[int(code) - 1] if levels else float(code)
 
 
 __all__ = ["FreqCalc", "IndivRisk", "MeasureRisk", "Suda2", "freq_calc", "ldiversity_records", "measure_risk_records", "suda_records"]
