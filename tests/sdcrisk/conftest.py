@@ -31,5 +31,7 @@ def case_data(path: Path) -> tuple[dict, pd.DataFrame, object]:
     frame["w"] = np.asarray(case["data_preparation"]["weights"]["values"], dtype=float)
     frame["w1"] = 1.0
     frame["hh"] = (np.arange(n) // 3 + 1).astype(float)  # the reference's artificial households
-    extended = Schema(variables=(*schema, Variable("w", "numeric"), Variable("w1", "numeric"), Variable("hh", "numeric")))
+    extended = Schema(
+        variables=(*schema, Variable("w", "numeric"), Variable("w1", "numeric"), Variable("hh", "numeric"))
+    )
     return case, frame, extended

@@ -108,7 +108,9 @@ def test_suda2(path, original_scores):
     lost = [r is None for r in levels["attribute"]]
     numeric = [schema[v].is_numeric for v in levels["variable"]]
     assert all(n for n, gone in zip(numeric, lost, strict=True) if gone)
-    assert [g for g, gone in zip(labels, lost, strict=True) if not gone] == [r for r in levels["attribute"] if r is not None]
+    assert [g for g, gone in zip(labels, lost, strict=True) if not gone] == [
+        r for r in levels["attribute"] if r is not None
+    ]
     np.testing.assert_allclose(
         got.attribute_level_contributions["contribution"], _num(levels["contribution"]), rtol=RTOL, equal_nan=True
     )
@@ -118,7 +120,9 @@ MODRISK = [(p, v) for p in CASES for v in ("unweighted", "weighted") if "modRisk
 
 
 @pytest.mark.parametrize("method", ["default", "CE", "PML", "weightedLLM", "IPF"])
-@pytest.mark.parametrize(("path", "variant"), MODRISK, ids=[f"{p.stem.removeprefix('sdcmicro_')}-{v}" for p, v in MODRISK])
+@pytest.mark.parametrize(
+    ("path", "variant"), MODRISK, ids=[f"{p.stem.removeprefix('sdcmicro_')}-{v}" for p, v in MODRISK]
+)
 def test_modrisk(path, variant, method):
     case, frame, schema = case_data(path)
     keys = case["args"]["keyVars"]

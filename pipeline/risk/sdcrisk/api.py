@@ -33,7 +33,9 @@ from pipeline.risk.sdcrisk.records import (
 from pipeline.risk.sdcrisk.result import SdcRiskResult
 
 
-def _run(x: Any, params: dict[str, Any], schema: Schema | None, executor: Executor | None) -> tuple[SdcRiskResult, pd.DataFrame, Schema]:
+def _run(
+    x: Any, params: dict[str, Any], schema: Schema | None, executor: Executor | None
+) -> tuple[SdcRiskResult, pd.DataFrame, Schema]:
     data = as_eval_data(x, (), schema, require_synthetic=False)
     ex = executor or Executor.current()
     result = SdcRiskMeasure({"suda": False, **params}).run(data, ex)
@@ -51,8 +53,13 @@ def sdc_risk(
     return SdcRiskMeasure(params).run(data, executor or Executor.current())
 
 
-def freqCalc(  # noqa: N802 - sdcMicro's name
-    x: Any, keyVars: Sequence[str], w: str | None = None, alpha: float = 1.0, schema: Schema | None = None, executor: Executor | None = None  # noqa: N803
+def freqCalc(
+    x: Any,
+    keyVars: Sequence[str],
+    w: str | None = None,
+    alpha: float = 1.0,
+    schema: Schema | None = None,
+    executor: Executor | None = None,
 ) -> FreqCalc:
     """sdcMicro ``freqCalc``: sample (``fk``) and weighted (``Fk``) frequencies per record; a
     missing key value matches any value (times ``alpha``)."""
@@ -60,7 +67,7 @@ def freqCalc(  # noqa: N802 - sdcMicro's name
     return freq_calc(result.original, frame, sch, alpha)
 
 
-def indivRisk(x: FreqCalc, method: str = "approx", qual: float = 1.0, survey: bool = True) -> IndivRisk:  # noqa: N802
+def indivRisk(x: FreqCalc, method: str = "approx", qual: float = 1.0, survey: bool = True) -> IndivRisk:
     """sdcMicro ``indivRisk`` of a :func:`freqCalc` result (``survey = FALSE``: ``1 / fk``)."""
     if method not in ("approx", "exact"):
         raise ValueError(f"indivRisk: method must be 'approx' or 'exact', got {method!r}")
@@ -71,7 +78,7 @@ def indivRisk(x: FreqCalc, method: str = "approx", qual: float = 1.0, survey: bo
 
 def measure_risk(
     x: Any,
-    keyVars: Sequence[str],  # noqa: N803
+    keyVars: Sequence[str],
     w: str | None = None,
     hid: str | None = None,
     max_global_risk: float = 0.01,
@@ -86,14 +93,14 @@ def measure_risk(
     return measure_risk_records(result.original, frame, sch, hid, max_global_risk)
 
 
-def kAnon_violations(obj: MeasureRisk, weighted: bool, k: int) -> int:  # noqa: N802
+def kAnon_violations(obj: MeasureRisk, weighted: bool, k: int) -> int:
     """sdcMicro ``kAnon_violations``: records whose ``fk`` (``Fk`` when ``weighted``) is below ``k``."""
     return kanon_violations(obj.Res["Fk" if weighted else "fk"].to_numpy(), k)
 
 
 def ldiversity(
     x: Any,
-    keyVars: Sequence[str],  # noqa: N803
+    keyVars: Sequence[str],
     ldiv_index: Sequence[str],
     l_recurs_c: float = 2.0,
     schema: Schema | None = None,
@@ -109,7 +116,7 @@ def ldiversity(
 def suda2(
     x: Any,
     variables: Sequence[str],
-    DisFraction: float = 0.01,  # noqa: N803
+    DisFraction: float = 0.01,
     original_scores: bool = True,
     missing_dimension: int | None = None,
     schema: Schema | None = None,
@@ -127,9 +134,9 @@ def suda2(
     return suda_records(result.original, frame, sch)
 
 
-def modRisk(  # noqa: N802
+def modRisk(
     x: Any,
-    keyVars: Sequence[str],  # noqa: N803
+    keyVars: Sequence[str],
     method: str = "default",
     weights: str | None = None,
     bound: float = np.inf,

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from pipeline.data.schema import Schema
+from pipeline.risk.sdcrisk.diversity import ldiversity
 from pipeline.risk.sdcrisk.frequencies import FK, FK_WEIGHTED, matched_frequencies
 from pipeline.risk.sdcrisk.individual import global_risk, household_risk, individual_risk, risk_threshold
-from pipeline.risk.sdcrisk.diversity import ldiversity
 from pipeline.risk.sdcrisk.modrisk import ModelRisk, model_risks
 from pipeline.risk.sdcrisk.params import SdcRiskParams
 from pipeline.risk.sdcrisk.suda import integer_values, suda2
@@ -85,13 +85,21 @@ def key_risks(table: pd.DataFrame, keys: list[str], weighted: bool, alpha: float
     return out
 
 
-def suda_table(table: pd.DataFrame, keys: list[str], params: SdcRiskParams) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame]:
+def suda_table(
+    table: pd.DataFrame, keys: list[str], params: SdcRiskParams
+) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame]:
     """SUDA2 on the file's distinct integer key combinations, with sdcMicro's attribute and
     attribute-level contributions (percent of the file's total score)."""
     values = integer_values(table, keys)[:, : len(keys)].astype(float)
     coded = pd.DataFrame(values, columns=keys).where(~table[keys].isna().to_numpy())
     combos = _sum_by(coded.assign(**{N: table[N].to_numpy()}), keys, [N])
-    got = suda2(combos, keys, dis_fraction=params.dis_fraction, original_scores=params.original_scores, max_size=params.missing_dimension)
+    got = suda2(
+        combos,
+        keys,
+        dis_fraction=params.dis_fraction,
+        original_scores=params.original_scores,
+        max_size=params.missing_dimension,
+    )
     out = combos.assign(**{SCORE: got.score, DIS_SCORE: got.dis_score})
     n = out[N].to_numpy()
     weighted_share = got.contribution.to_numpy() * (got.score * n)[:, None]
@@ -101,7 +109,11 @@ def suda_table(table: pd.DataFrame, keys: list[str], params: SdcRiskParams) -> t
     for j, v in enumerate(keys):
         by_level = pd.Series(weighted_share[:, j]).groupby(out[v].to_numpy()).sum()
         column_total = weighted_share[:, j].sum()
-        levels.append(pd.DataFrame({"variable": v, "level": by_level.index, "contribution": 100.0 * by_level.to_numpy() / column_total}))
+        levels.append(
+            pd.DataFrame(
+                {"variable": v, "level": by_level.index, "contribution": 100.0 * by_level.to_numpy() / column_total}
+            )
+        )
     for v in keys:
         out[f"{v}_contribution"] = got.contribution[v].to_numpy()
     return out, per_variable, pd.concat(levels, ignore_index=True)
@@ -139,7 +151,9 @@ def file_risk(table: pd.DataFrame, params: SdcRiskParams, schema: Schema) -> Fil
     model = ()
     if params.modrisk:
         model = model_risks(_sum_by(table, keys, [N, W, W_INV]), keys, params.modrisk, schema, params.bound)
-    return FileRisk(records, tuple(keys), weighted, kt, risk, kanon, ldiv, suda, contributions, level_contributions, model)
+    return FileRisk(
+        records, tuple(keys), weighted, kt, risk, kanon, ldiv, suda, contributions, level_contributions, model
+    )
 
 
 __all__ = ["DIS_SCORE", "RISK", "SCORE", "FileRisk", "file_risk", "key_risks", "suda_table"]

@@ -56,9 +56,7 @@ def code_columns(part: pd.DataFrame, schema: Schema, variables: Sequence[str]) -
     return pd.DataFrame(out, index=part.index)
 
 
-def tally(
-    part: pd.DataFrame, schema: Schema, columns: Sequence[str], weights: str | None, file: str
-) -> pd.DataFrame:
+def tally(part: pd.DataFrame, schema: Schema, columns: Sequence[str], weights: str | None, file: str) -> pd.DataFrame:
     """One partition's distinct combinations of ``columns`` with their record count and weight sum.
 
     Raises
@@ -106,4 +104,4 @@ def evaluate_files(data: EvalData, executor: Executor, params: SdcRiskParams) ->
     return [file_risk(table, params, data.schema) for table in tables]
 
 
-__all__ = ["N", "W", "W_INV", "code_columns", "evaluate_files", "file_labels", "merge_tallies", "tally"]
+__all__ = ["W_INV", "N", "W", "code_columns", "evaluate_files", "file_labels", "merge_tallies", "tally"]

@@ -47,7 +47,11 @@ def _categories(groups: np.ndarray, values: np.ndarray, counts: np.ndarray, miss
     )
     valued = summed[~nan]
     valued = pd.DataFrame(
-        {_GROUP: valued[_GROUP].to_numpy(), COUNT: valued[COUNT].to_numpy(), "missing": valued["v"].to_numpy() == missing}
+        {
+            _GROUP: valued[_GROUP].to_numpy(),
+            COUNT: valued[COUNT].to_numpy(),
+            "missing": valued["v"].to_numpy() == missing,
+        }
     )
     return pd.concat([valued, expanded], ignore_index=True)
 
@@ -103,7 +107,9 @@ def ldiversity(
     gid = np.full(len(table), -1, dtype=np.int64)
     gid[complete] = table.loc[complete, keys].groupby(keys, sort=True).ngroup().to_numpy()
     n_groups = int(gid.max()) + 1 if complete.any() else 0
-    size = pd.Series(np.bincount(gid[complete], weights=counts[complete], minlength=n_groups), index=np.arange(n_groups))
+    size = pd.Series(
+        np.bincount(gid[complete], weights=counts[complete], minlength=n_groups), index=np.arange(n_groups)
+    )
     out = {}
     for s in sensitive:
         values = table[s].to_numpy(dtype=float)

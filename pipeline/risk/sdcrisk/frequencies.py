@@ -65,7 +65,10 @@ def _sum_on(source: pd.DataFrame, target: pd.DataFrame, on: list[str]) -> pd.Dat
     if not on:
         totals = source[[FK, FK_WEIGHTED]].sum()
         return pd.DataFrame(
-            {FK: np.full(len(target), float(totals[FK])), FK_WEIGHTED: np.full(len(target), float(totals[FK_WEIGHTED]))},
+            {
+                FK: np.full(len(target), float(totals[FK])),
+                FK_WEIGHTED: np.full(len(target), float(totals[FK_WEIGHTED])),
+            },
             index=target.index,
         )
     summed = source.groupby(on, sort=False)[[FK, FK_WEIGHTED]].sum()

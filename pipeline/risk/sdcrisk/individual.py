@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def individual_risk(fk: np.ndarray, Fk: np.ndarray, weighted: bool = True, method: str = "approx") -> np.ndarray:  # noqa: N803
+def individual_risk(fk: np.ndarray, Fk: np.ndarray, weighted: bool = True, method: str = "approx") -> np.ndarray:
     """Benedetti–Franconi risk of each combination (or record) with frequencies ``fk``, ``Fk``.
 
     Parameters
@@ -106,7 +106,7 @@ def household_risk(risk: np.ndarray, household: np.ndarray, counts: np.ndarray |
     return (1.0 - safe)[inverse]
 
 
-def kanon_violations(frequency: np.ndarray, k: int) -> int:
+def kanon_violations(frequency: np.ndarray, k: float) -> int:
     """Records whose (sample ``fk`` or population ``Fk``) frequency is below ``k``
     (sdcMicro ``kAnon_violations``; k rounded as there)."""
     return int(np.sum(np.asarray(frequency) < round(k)))

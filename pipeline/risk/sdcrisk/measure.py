@@ -49,7 +49,9 @@ class SdcRiskMeasure(Measure):
         p = self.params
         wrong = [v for v in (*p.keys, *p.sensitive) if not (data.schema[v].is_factor or data.schema[v].is_numeric)]
         if wrong:
-            raise ParameterError(f"{self.type}: {', '.join(map(repr, wrong))}: keys and sensitive variables must be factors or numbers")
+            raise ParameterError(
+                f"{self.type}: {', '.join(map(repr, wrong))}: keys and sensitive variables must be factors or numbers"
+            )
         if p.weights is not None and not data.schema[p.weights].is_numeric:
             raise ParameterError(f"{self.type}: weights {p.weights!r} must be a numeric variable")
 

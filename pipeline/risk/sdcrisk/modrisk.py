@@ -87,7 +87,9 @@ def model_table(cells: pd.DataFrame, keys: Sequence[str], max_cells: int = MAX_C
     observed = [np.concatenate([v[np.isnan(v)][:1], v[~np.isnan(v)]]) for v in observed]
     size = int(np.prod([len(v) for v in observed], dtype=float))
     if size > max_cells:
-        raise ParameterError(f"modRisk: the table of the keys' observed values has {size:,} cells, more than {max_cells:,}")
+        raise ParameterError(
+            f"modRisk: the table of the keys' observed values has {size:,} cells, more than {max_cells:,}"
+        )
     grid = pd.DataFrame(list(product(*observed)), columns=keys) if keys else pd.DataFrame()
     # merged on columns: pandas matches missing with missing there (not on an index with NaN levels)
     sums = cells.groupby(keys, dropna=False, sort=False)[[N, W, W_INV]].sum().reset_index()
@@ -146,13 +148,15 @@ def _ipf_fit(table: pd.DataFrame, keys: Sequence[str], schema: Schema) -> tuple[
     margins, positions = [], []
     for k in keys:
         x = rows[k].to_numpy(dtype=float)
-        if schema[k].is_factor:
-            levels = np.arange(1.0, len(schema[k].levels or ()) + 1)
-        else:
-            levels = np.unique(x)
+        # xtabs: every level of a factor, the observed values of a number
+        levels = np.arange(1.0, len(schema[k].levels or ()) + 1) if schema[k].is_factor else np.unique(x)
         position = np.searchsorted(levels, x)
         margins.append(
-            MarginTable((k,), (tuple(str(v) for v in levels),), np.bincount(position, weights=rows["counts"], minlength=len(levels)))
+            MarginTable(
+                (k,),
+                (tuple(str(v) for v in levels),),
+                np.bincount(position, weights=rows["counts"], minlength=len(levels)),
+            )
         )
         positions.append(position)
     total = float(rows["counts"].sum())
@@ -186,7 +190,9 @@ def fit_model(table: pd.DataFrame, keys: Sequence[str], method: str, schema: Sch
     return out, converged
 
 
-def model_risk(table: pd.DataFrame, fitted: np.ndarray, method: str, converged: bool, bound: float = np.inf) -> ModelRisk:
+def model_risk(
+    table: pd.DataFrame, fitted: np.ndarray, method: str, converged: bool, bound: float = np.inf
+) -> ModelRisk:
     """``gr1`` and ``gr2`` from the model table and the fitted values (see the module docstring)."""
     counts = table["counts"].to_numpy()
     keep = (counts > 0) & (counts <= bound) & ~((fitted == 0) & (counts > 0))

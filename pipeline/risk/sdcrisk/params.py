@@ -49,13 +49,17 @@ class SdcRiskParams(Params):
     keys: list[str] = Field(min_length=1, validation_alias=AliasChoices("keys", "keyVars"))
     weights: str | None = Field(None, validation_alias=AliasChoices("weights", "w", "weightVar"))
     household: str | None = Field(None, validation_alias=AliasChoices("household", "hid", "hhId"))
-    sensitive: list[str] = Field(default_factory=list, max_length=5, validation_alias=AliasChoices("sensitive", "ldiv_index"))
+    sensitive: list[str] = Field(
+        default_factory=list, max_length=5, validation_alias=AliasChoices("sensitive", "ldiv_index")
+    )
     k: list[int] = Field(default_factory=lambda: [2, 3, 5], min_length=1)
     alpha: FiniteFloat = Field(1.0, ge=0.0, le=1.0)
     max_global_risk: FiniteFloat = Field(0.01, gt=0.0, lt=1.0)
     l_recurs_c: FiniteFloat = Field(2.0, ge=0.0)
     suda: StrictBool = True
-    dis_fraction: FiniteFloat = Field(0.01, gt=0.0, lt=1.0, validation_alias=AliasChoices("dis_fraction", "DisFraction"))
+    dis_fraction: FiniteFloat = Field(
+        0.01, gt=0.0, lt=1.0, validation_alias=AliasChoices("dis_fraction", "DisFraction")
+    )
     original_scores: StrictBool = True
     missing_dimension: int | None = Field(None, ge=1)
     modrisk: list[Literal["default", "CE", "PML", "weightedLLM", "IPF"]] = Field(default_factory=list)
@@ -67,7 +71,11 @@ class SdcRiskParams(Params):
             raise ValueError("keys: a variable is named twice")
         if any(k < 1 for k in self.k):
             raise ValueError("k: every k must be at least 1")
-        others = {"weights": self.weights, "household": self.household, **{f"sensitive {s!r}": s for s in self.sensitive}}
+        others = {
+            "weights": self.weights,
+            "household": self.household,
+            **{f"sensitive {s!r}": s for s in self.sensitive},
+        }
         clash = [role for role, v in others.items() if v is not None and v in self.keys]
         if clash:
             raise ValueError(f"keys: a key variable cannot also be the {', '.join(clash)}")

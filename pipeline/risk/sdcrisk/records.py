@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.data.schema import Schema
-from pipeline.risk.sdcrisk.assemble import DIS_SCORE, N, RISK, SCORE, FileRisk
+from pipeline.risk.sdcrisk.assemble import DIS_SCORE, RISK, SCORE, FileRisk, N
 from pipeline.risk.sdcrisk.frequencies import FK, FK_WEIGHTED, per_record
 from pipeline.risk.sdcrisk.individual import household_risk
 from pipeline.risk.sdcrisk.suda import integer_values
@@ -26,9 +26,9 @@ def _codes(frame: pd.DataFrame, schema: Schema, variables: Sequence[str]) -> pd.
 class FreqCalc:
     """sdcMicro ``freqCalc``: per record ``fk`` and ``Fk``; ``n1``/``n2`` records with fk 1 / 2."""
 
-    keyVars: tuple[str, ...]  # noqa: N815 - sdcMicro's name
+    keyVars: tuple[str, ...]
     fk: np.ndarray
-    Fk: np.ndarray  # noqa: N815
+    Fk: np.ndarray
     n1: int
     n2: int
     alpha: float
@@ -50,14 +50,14 @@ class IndivRisk:
 class MeasureRisk:
     """sdcMicro ``measure_risk``: ``Res`` (risk, fk, Fk[, hier_risk] per record) and the globals."""
 
-    Res: pd.DataFrame  # noqa: N815
+    Res: pd.DataFrame
     global_risk: float
-    global_risk_ER: float  # noqa: N815
+    global_risk_ER: float
     global_risk_pct: float
     global_threshold: float
     max_global_risk: float
     hier_risk: float | None = None
-    hier_risk_ER: float | None = None  # noqa: N815
+    hier_risk_ER: float | None = None
     hier_risk_pct: float | None = None
 
 
@@ -66,8 +66,8 @@ class Suda2:
     """sdcMicro ``suda2``: per record scores and contributions, and the attribute tables."""
 
     score: np.ndarray
-    disScore: np.ndarray  # noqa: N815
-    contributionPercent: pd.DataFrame  # noqa: N815
+    disScore: np.ndarray
+    contributionPercent: pd.DataFrame
     attribute_contributions: pd.DataFrame
     attribute_level_contributions: pd.DataFrame = field(repr=False)
 
@@ -87,13 +87,21 @@ def measure_risk_records(
     keys = list(file.keys)
     codes = _codes(frame, schema, [*keys, *([household] if household else [])])
     got = per_record(codes[keys], file.key_table)
-    res = pd.DataFrame({"risk": got[RISK].to_numpy(), "fk": got[FK].to_numpy(dtype=float), "Fk": got[FK_WEIGHTED].to_numpy()})
+    res = pd.DataFrame(
+        {"risk": got[RISK].to_numpy(), "fk": got[FK].to_numpy(dtype=float), "Fk": got[FK_WEIGHTED].to_numpy()}
+    )
     r = file.risk
     extra = {}
     if household is not None:
         res["hier_risk"] = household_risk(res["risk"].to_numpy(), codes[household].to_numpy())
-        extra = {"hier_risk": r["hier_risk"], "hier_risk_ER": r["hier_risk_ER"], "hier_risk_pct": 100.0 * r["hier_risk"]}
-    return MeasureRisk(res, r["global_risk"], r["global_risk_ER"], r["global_risk_pct"], r["threshold"], max_global_risk, **extra)
+        extra = {
+            "hier_risk": r["hier_risk"],
+            "hier_risk_ER": r["hier_risk_ER"],
+            "hier_risk_pct": 100.0 * r["hier_risk"],
+        }
+    return MeasureRisk(
+        res, r["global_risk"], r["global_risk_ER"], r["global_risk_pct"], r["threshold"], max_global_risk, **extra
+    )
 
 
 def ldiversity_records(file: FileRisk, frame: pd.DataFrame, schema: Schema, sensitive: Sequence[str]) -> pd.DataFrame:
@@ -109,7 +117,9 @@ def suda_records(file: FileRisk, frame: pd.DataFrame, schema: Schema) -> Suda2:
     assert file.suda is not None and file.suda_contributions is not None and file.suda_level_contributions is not None
     keys = list(file.keys)
     codes = _codes(frame, schema, keys)
-    ints = pd.DataFrame(integer_values(codes, keys)[:, : len(keys)].astype(float), columns=keys).where(codes.notna().to_numpy())
+    ints = pd.DataFrame(integer_values(codes, keys)[:, : len(keys)].astype(float), columns=keys).where(
+        codes.notna().to_numpy()
+    )
     got = ints.merge(file.suda, on=keys, how="left", sort=False)
     contribution = got[[f"{k}_contribution" for k in keys]]
     attribute = pd.DataFrame({"variable": keys, "contribution": file.suda_contributions.to_numpy()})
@@ -130,4 +140,13 @@ def _level_label(schema: Schema, variable: str, code: float) -> str | float:
     return levels[int(code) - 1] if levels else float(code)
 
 
-__all__ = ["FreqCalc", "IndivRisk", "MeasureRisk", "Suda2", "freq_calc", "ldiversity_records", "measure_risk_records", "suda_records"]
+__all__ = [
+    "FreqCalc",
+    "IndivRisk",
+    "MeasureRisk",
+    "Suda2",
+    "freq_calc",
+    "ldiversity_records",
+    "measure_risk_records",
+    "suda_records",
+]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.evaluation.base import Result, Row
-from pipeline.risk.sdcrisk.assemble import DIS_SCORE, N, SCORE, FileRisk
+from pipeline.risk.sdcrisk.assemble import DIS_SCORE, SCORE, FileRisk, N
 from pipeline.risk.sdcrisk.frequencies import FK
 
 #: the rows of the risk figures (name in the results table -> FileRisk.risk key)
@@ -88,7 +88,10 @@ class SdcRiskResult(Result):
                 Row(label, "dis_suda_max", float(dis.max(initial=0.0)), base),
             ]
             contributions = f.suda_contributions if f.suda_contributions is not None else pd.Series(dtype=float)
-            rows += [Row(label, "suda_contribution", float(v), {**base, "variable": str(var)}) for var, v in contributions.items()]
+            rows += [
+                Row(label, "suda_contribution", float(v), {**base, "variable": str(var)})
+                for var, v in contributions.items()
+            ]
         for m in f.model:
             p = {**base, "method": m.method}
             rows += [Row(label, "modrisk_gr1", m.gr1, p), Row(label, "modrisk_gr2", m.gr2, p)]
@@ -115,7 +118,9 @@ class SdcRiskResult(Result):
         if "MultiEntropy_Ldiversity" in table:
             p = {**base, "sensitive": sensitive}
             rows.append(Row(label, "ldiversity_multi_entropy_min", float(table["MultiEntropy_Ldiversity"].min()), p))
-            rows.append(Row(label, "ldiversity_multi_recursive_min", float(table["MultiRecursive_Ldiversity"].min()), p))
+            rows.append(
+                Row(label, "ldiversity_multi_recursive_min", float(table["MultiRecursive_Ldiversity"].min()), p)
+            )
         return rows
 
     def rows(self) -> list[Row]:
@@ -130,7 +135,9 @@ class SdcRiskResult(Result):
             if f.suda_contributions is not None:
                 entry["suda_contributions"] = {str(k): float(v) for k, v in f.suda_contributions.items()}
             if f.model:
-                entry["modrisk"] = {m.method: {"gr1": m.gr1, "gr2": m.gr2, "cells": m.cells, "converged": m.converged} for m in f.model}
+                entry["modrisk"] = {
+                    m.method: {"gr1": m.gr1, "gr2": m.gr2, "cells": m.cells, "converged": m.converged} for m in f.model
+                }
             out["files"][label] = entry
         return out
 
