@@ -30,6 +30,7 @@ from pipeline.risk.idrisk.plots import (
     risk_points,
     utility_points,
 )
+from pipeline.risk.sdcrisk.plots import plot_suda_contributions
 from pipeline.row_params import UNIT, param_columns, unit_groups, value_text
 from pipeline.utility.plots import plot_spmse_by_set, plot_utility_tables
 
@@ -370,6 +371,51 @@ def plot_dp_tradeoff(panels: list[tuple[str, str, pd.DataFrame, pd.Series]]) -> 
     return fig
 
 
+#: the sdc_risk table's columns: (measure, params it must have or None) -> column
+SDC_RISK_COLUMNS = {
+    "global_risk": "global risk",
+    "expected_reidentifications": "expected re-identifications",
+    "sample_uniques": "sample uniques",
+    "kanon_violations": "k-anonymity violations (k = 3)",
+    "dis_suda_mean": "DIS-SUDA (mean)",
+    "uniques_matching_original_uniques_pct": "uniques on original uniques (%)",
+}
+
+
+def sdc_risk_section(results: pd.DataFrame, outcome: Any) -> list[str]:
+    """Per dataset, measure entry and key set: which variables drive the risk (SUDA2
+    contributions, first repetition of each source) and a table of sdcMicro's risk figures of
+    the original and the synthetic sets (their mean)."""
+    out = []
+    rows = param_columns(
+        results, "keys", "k", "weighted", row_keys=["keys", "k", "weighted", "variable", "sensitive", "method"]
+    )
+    rows = rows[rows["keys"].notna() & (rows["k"].isna() | ((rows["k"] == 3) & (rows["weighted"] == False)))]  # noqa: E712
+    for (dataset, name, keys), unit, sub in unit_groups(rows, ["dataset", "measure_name", "keys"]):
+        about = f"keys: {value_text(keys)}" + (f"; {unit}" if unit else "")
+        for source, first in sub[sub["repetition"] == 0].groupby("source", sort=False):
+            if (first["measure"] == "suda_contribution").any():
+                title = f"{name}: {dataset} / {source} ({about})"
+                out.append(figure_html(f"{title}: which variables drive the risk", plot_suda_contributions, first))
+        table = []
+        for (source, rep), cell in sub.groupby(["source", "repetition"], sort=False):
+            for file, values in (
+                ("original", cell[cell["synthetic"] == "original"]),
+                ("synthetic (mean)", per_set(cell)),
+            ):
+                means = values.groupby("measure")["value"].mean()
+                table.append(
+                    {
+                        "source": source,
+                        "repetition": rep,
+                        "file": file,
+                        **{c: means.get(m) for m, c in SDC_RISK_COLUMNS.items()},
+                    }
+                )
+        out.append(f"<h3>{name}: {dataset} ({about})</h3>" + table_html(pd.DataFrame(table)))
+    return out
+
+
 SECTIONS = {
     "profile": profile_section,
     "disclosure": disclosure_section,
@@ -377,4 +423,5 @@ SECTIONS = {
     "utility": utility_section,
     "synthesis": synthesis_section,
     "attacks": attack_section,
+    "sdcrisk": sdc_risk_section,
 }

@@ -37,16 +37,17 @@ class SdcRiskMeasure(Measure):
     type = "sdc_risk"
     family = "sdcrisk"
     params_model = SdcRiskParams
-    needs_synthetic = False
     description = "sdcMicro freqCalc/measure_risk/kAnon/ldiversity/suda2/modRisk of every file"
     #: synthetic records that are sample uniques on an original sample unique (percent)
     baseline_measures: ClassVar[Mapping[str, float | None]] = {"uniques_matching_original_uniques_pct": 100.0}
     params: SdcRiskParams
 
     def check(self, data: EvalData) -> None:
-        """The keys and sensitive variables are factors or numbers; the weights are numbers."""
-        super().check(data)
+        """The variables; the keys and sensitive variables are factors or numbers, the weights
+        numbers.  A task gives the synthetic sets; the Python API assesses one file alone, so no
+        synthetic set is required (the base check's only other rule)."""
         p = self.params
+        data.require(p.variables())
         wrong = [v for v in (*p.keys, *p.sensitive) if not (data.schema[v].is_factor or data.schema[v].is_numeric)]
         if wrong:
             raise ParameterError(

@@ -69,6 +69,11 @@ class SdcRiskParams(Params):
     def _roles_apart(self) -> SdcRiskParams:
         if len(set(self.keys)) != len(self.keys):
             raise ValueError("keys: a variable is named twice")
+        if self.modrisk and self.weights is None:
+            raise ValueError(
+                "modrisk: needs weights (sdcMicro sets missing weights to 1, which makes both estimates NaN: "
+                "give a column of ones as weights for that)"
+            )
         if any(k < 1 for k in self.k):
             raise ValueError("k: every k must be at least 1")
         others = {
