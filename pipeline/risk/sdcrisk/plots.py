@@ -23,7 +23,9 @@ RISK_BINS = (0.0, 0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
 def plot_suda_contributions(rows: pd.DataFrame) -> Figure:
     """Each key's contribution to the SUDA scores (percent), one bar per file, from the rows of
     the results table (measure ``suda_contribution``)."""
-    got = param_columns(rows[rows["measure"] == "suda_contribution"], "variable")
+    got = param_columns(rows[rows["measure"] == "suda_contribution"], "variable", "summary", "baseline")
+    # the files' own rows (not the summaries over sets or the holdout baselines beside them)
+    got = got[got["summary"].isna() & got["baseline"].isna() & (got["synthetic"] != "mean")]
     table = got.pivot_table(index="variable", columns="synthetic", values="value", aggfunc="first", sort=False)
     files = ["original", *sorted((c for c in table.columns if c != "original"), key=str)]
     table = table[[f for f in files if f in table.columns]]
@@ -37,7 +39,7 @@ def plot_suda_contributions(rows: pd.DataFrame) -> Figure:
     ax.invert_yaxis()
     ax.set_xlabel("Contribution to the SUDA scores (%)")
     ax.set_title("Which variables drive the risk (SUDA2 contributions)", fontsize=10)
-    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
