@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from pipeline.risk.sdcrisk.assemble import N, RISK
+from pipeline.risk.sdcrisk.assemble import RISK, N
 from pipeline.risk.sdcrisk.result import SdcRiskResult
 from pipeline.row_params import param_columns
 
