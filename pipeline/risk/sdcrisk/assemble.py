@@ -15,7 +15,7 @@ import pandas as pd
 
 from pipeline.data.schema import Schema
 from pipeline.risk.sdcrisk.diversity import ldiversity
-from pipeline.risk.sdcrisk.frequencies import FK, FK_WEIGHTED, matched_frequencies
+from pipeline.risk.sdcrisk.frequencies import FK, FK_WEIGHTED, group_sum, matched_frequencies
 from pipeline.risk.sdcrisk.individual import global_risk, household_risk, individual_risk, risk_threshold
 from pipeline.risk.sdcrisk.modrisk import ModelRisk, model_risks
 from pipeline.risk.sdcrisk.params import SdcRiskParams
@@ -73,7 +73,10 @@ class FileRisk:
 
 
 def _sum_by(table: pd.DataFrame, columns: list[str], values: list[str]) -> pd.DataFrame:
-    return table.groupby(columns, dropna=False, sort=True)[values].sum().reset_index()
+    """``values`` summed per combination of ``columns`` (the tally itself when it has no other column)."""
+    if set(columns) | set(values) | {N, W, W_INV} == set(table.columns):
+        return table[[*columns, *values]]
+    return group_sum(table, columns, values)
 
 
 def key_risks(table: pd.DataFrame, keys: list[str], weighted: bool, alpha: float) -> pd.DataFrame:

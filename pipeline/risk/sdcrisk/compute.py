@@ -32,6 +32,7 @@ from pipeline.errors import DataError
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
 from pipeline.risk.sdcrisk.assemble import FileRisk, file_risk
+from pipeline.risk.sdcrisk.frequencies import group_sum
 from pipeline.risk.sdcrisk.params import SdcRiskParams
 
 #: the record count and weight sum columns of a tally
@@ -75,15 +76,14 @@ def tally(part: pd.DataFrame, schema: Schema, columns: Sequence[str], weights: s
     codes[N] = np.ones(len(part), dtype=np.int64)
     codes[W] = w
     codes[W_INV] = 1.0 / w
-    return codes.groupby(list(columns), dropna=False, sort=False)[[N, W, W_INV]].sum().reset_index()
+    return group_sum(codes, columns, [N, W, W_INV])
 
 
 def merge_tallies(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Partitions' tallies as one, sorted by the combination (the same table however the file
     was partitioned)."""
     columns = [c for c in parts[0].columns if c not in (N, W, W_INV)]
-    joined = pd.concat(parts, ignore_index=True)
-    return joined.groupby(columns, dropna=False, sort=True)[[N, W, W_INV]].sum().reset_index()
+    return group_sum(pd.concat(parts, ignore_index=True), columns, [N, W, W_INV])
 
 
 def file_labels(m: int) -> list[str]:

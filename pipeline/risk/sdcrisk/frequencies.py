@@ -35,6 +35,12 @@ FK = "fk"
 FK_WEIGHTED = "Fk"
 
 
+def group_sum(frame: pd.DataFrame, columns: Sequence[str], values: Sequence[str]) -> pd.DataFrame:
+    """``values`` summed per distinct combination of ``columns`` (missing values kept as a
+    value), one row per combination in sorted order (missing last) whatever the row order."""
+    return frame.groupby(list(columns), dropna=False, sort=True)[list(values)].sum().reset_index()
+
+
 def key_table(codes: pd.DataFrame, weights: np.ndarray | None = None) -> pd.DataFrame:
     """The distinct combinations of ``codes`` (missing = NaN kept as a value) with ``fk`` and ``Fk``.
 
@@ -48,7 +54,7 @@ def key_table(codes: pd.DataFrame, weights: np.ndarray | None = None) -> pd.Data
     keys = list(codes.columns)
     w = np.ones(len(codes)) if weights is None else np.asarray(weights, dtype=float)
     frame = codes.assign(**{FK: np.ones(len(codes), dtype=np.int64), FK_WEIGHTED: w})
-    return frame.groupby(keys, dropna=False, sort=True, observed=True)[[FK, FK_WEIGHTED]].sum().reset_index()
+    return group_sum(frame, keys, [FK, FK_WEIGHTED])
 
 
 def merge_key_tables(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
@@ -56,8 +62,7 @@ def merge_key_tables(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     partition order)."""
     first = tables[0]
     keys = [c for c in first.columns if c not in (FK, FK_WEIGHTED)]
-    joined = pd.concat(tables, ignore_index=True)
-    return joined.groupby(keys, dropna=False, sort=True)[[FK, FK_WEIGHTED]].sum().reset_index()
+    return group_sum(pd.concat(tables, ignore_index=True), keys, [FK, FK_WEIGHTED])
 
 
 def _sum_on(source: pd.DataFrame, target: pd.DataFrame, on: list[str]) -> pd.DataFrame:
@@ -121,4 +126,4 @@ def per_record(codes: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
     return codes.merge(table, on=keys, how="left", sort=False).set_axis(codes.index)
 
 
-__all__ = ["FK", "FK_WEIGHTED", "key_table", "matched_frequencies", "merge_key_tables", "per_record"]
+__all__ = ["FK", "FK_WEIGHTED", "group_sum", "key_table", "matched_frequencies", "merge_key_tables", "per_record"]
