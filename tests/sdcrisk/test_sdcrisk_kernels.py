@@ -210,3 +210,20 @@ def test_dask_file_gives_the_same_records_as_pandas():
     parted = freqCalc(dd.from_pandas(frame, npartitions=3, sort=False), keys, w="w", schema=schema, executor=EX)
     np.testing.assert_array_equal(in_memory.fk, parted.fk)
     np.testing.assert_allclose(in_memory.Fk, parted.Fk, rtol=1e-12)
+
+
+def test_report_section_from_the_results_rows():
+    from pipeline.datasets import load_demo, load_demo_synthetic
+    from pipeline.report.sections import SECTIONS
+
+    original = load_demo("sd2011_subset")
+    synthetic = load_demo_synthetic("sd2011_cart")[:2]
+    res = sdc_risk(original, synthetic, executor=EX, keys=["sex", "agegr", "edu", "marital"], k=[3])
+    rows = res.tidy().assign(dataset="sd2011", source="cart", repetition=0, measure_name="sdc_risk")
+    parts = SECTIONS["sdcrisk"](rows, None)
+    assert len(parts) == 2  # the contributions figure and the table
+    assert "which variables drive the risk" in parts[0] and "<img" in parts[0]
+    table = parts[1]
+    assert "global risk" in table and "k-anonymity violations (k = 3)" in table
+    original_risk = f"{res.original.risk['global_risk']:.4g}"[:5]
+    assert original_risk in table
