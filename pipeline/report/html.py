@@ -26,6 +26,7 @@ FAMILY_TITLES = {
     "identification_risk": "Identification risk (Hornby & Hu)",
     "utility": "Utility",
     "synthesis": "Synthesis",
+    "sdcrisk": "Agencies' risk measures (sdcMicro: frequencies, risk, k-anonymity, l-diversity, SUDA2)",
 }
 #: the synthesis family has one section per synthesiser kind (the rows' ``type``)
 SYNTHESIS_TITLES = {
