@@ -3,11 +3,12 @@
 Flow:
 
 1. one pass over the records of every file (the original and each synthetic set, each a file in
-   its own right): each partition is reduced to the distinct combinations of the keys, the
-   sensitive variables and the household id, with their record count and weight sum
-   (:func:`tally`); the partitions' tables are summed per combination (:func:`merge_tallies`:
-   integer counts, weight sums in partition order) — counts move, never records, and there is
-   no shuffle;
+   its own right): the partitions on each worker are reduced together to the distinct
+   combinations of the keys, the sensitive variables and the household id, with their record
+   count and weight sums (:func:`tally_partitions`:
+   :meth:`~pipeline.evaluation.execution.Executor.map_reduce_partials` with ``per_worker``); the
+   workers' tables are summed per combination (:func:`merge_tallies`: integer counts, weight
+   sums to rounding) — counts move, never records, and there is no shuffle;
 2. per file, in the driver, the kernels on that table and the tables summed from it:
    frequencies with sdcMicro's missing-value matching
    (:mod:`~pipeline.risk.sdcrisk.frequencies`), individual, global and household risk and
@@ -57,7 +58,7 @@ def code_columns(part: pd.DataFrame, schema: Schema, variables: Sequence[str]) -
     return pd.DataFrame(out, index=part.index)
 
 
-def tally(part: pd.DataFrame, schema: Schema, columns: Sequence[str], weights: str | None, file: str) -> pd.DataFrame:
+def tally(part: pd.DataFrame, schema: Schema, columns: Sequence[str], weights: str | None) -> pd.DataFrame:
     """One partition's distinct combinations of ``columns`` with their record count and weight sum.
 
     Raises
@@ -72,11 +73,19 @@ def tally(part: pd.DataFrame, schema: Schema, columns: Sequence[str], weights: s
         w = part[weights].to_numpy(dtype=float, na_value=np.nan)
         bad = int(np.sum(~(w > 0)))
         if bad:
-            raise DataError(f"{file}: weights variable {weights!r} has {bad} missing or non-positive values")
+            raise DataError(f"weights variable {weights!r} has {bad} missing or non-positive values")
     codes[N] = np.ones(len(part), dtype=np.int64)
     codes[W] = w
     codes[W_INV] = 1.0 / w
     return group_sum(codes, columns, [N, W, W_INV])
+
+
+def tally_partitions(
+    parts: Sequence[pd.DataFrame], schema: Schema, columns: Sequence[str], weights: str | None
+) -> pd.DataFrame:
+    """Several partitions' tally, counted together (the partitions on one worker: one table per
+    worker instead of one per partition)."""
+    return tally(pd.concat(list(parts)), schema, columns, weights)
 
 
 def merge_tallies(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
@@ -95,13 +104,21 @@ def evaluate_files(data: EvalData, executor: Executor, params: SdcRiskParams) ->
     """Every file's risk measures (original first), from one pass of counts per file."""
     columns = list(dict.fromkeys([*params.keys, *params.sensitive, *([params.household] if params.household else [])]))
     prepared = executor.prepare(data.select(params.variables()))
-    labels = file_labels(data.m)
-    deferred = [
-        executor.map_reduce(frame, tally, merge_tallies, data.schema, columns, params.weights, label)
-        for frame, label in zip(prepared.frames, labels, strict=True)
-    ]
-    tables = executor.compute(*deferred)
+    # the per-worker tables (the partials) are not needed once summed: dropped here
+    _, tables = executor.map_reduce_partials(
+        prepared.frames, tally_partitions, merge_tallies, data.schema, columns, params.weights, per_worker=True
+    )
     return [file_risk(table, params, data.schema) for table in tables]
 
 
-__all__ = ["W_INV", "N", "W", "code_columns", "evaluate_files", "file_labels", "merge_tallies", "tally"]
+__all__ = [
+    "W_INV",
+    "N",
+    "W",
+    "code_columns",
+    "evaluate_files",
+    "file_labels",
+    "merge_tallies",
+    "tally",
+    "tally_partitions",
+]
