@@ -157,6 +157,13 @@ _ENTRIES = [
         "pipeline.risk.attacks.params:SinglingOutParams",
         "anonymeter singling-out attack: main, control, baseline rates and risk",
     ),
+    MeasureEntry(
+        "sdc_risk",
+        "sdcrisk",
+        "pipeline.risk.sdcrisk.measure:SdcRiskMeasure",
+        "pipeline.risk.sdcrisk.params:SdcRiskParams",
+        "sdcMicro freqCalc/measure_risk/kAnon/ldiversity/suda2/modRisk of every file",
+    ),
 ]
 REGISTRY: dict[str, MeasureEntry] = {e.type: e for e in _ENTRIES}
 

@@ -31,6 +31,7 @@ FAMILY_TITLES = {
     "distance": "Distance to the closest record (DCR, NNDR)",
     "attacks": "Attacks (anonymeter: singling out, linkability, inference)",
     "integrity": "Overlap with the original (share of records equal to an original record)",
+    "sdcrisk": "Agencies' risk measures (sdcMicro: frequencies, risk, k-anonymity, l-diversity, SUDA2)",
 }
 #: the synthesis family has one section per synthesiser kind (the rows' ``type``)
 SYNTHESIS_TITLES = {

@@ -15,8 +15,8 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from pipeline.report.attacks import attack_section
-from pipeline.report.distance import distance_section
 from pipeline.report.compare_fit import compare_fit_section
+from pipeline.report.distance import distance_section
 from pipeline.report.glossary import SYNTHESIS_TERMS, glossary_table, plain_name
 from pipeline.report.markup import figure_html, table_html
 from pipeline.results import per_set
@@ -32,6 +32,7 @@ from pipeline.risk.idrisk.plots import (
     risk_points,
     utility_points,
 )
+from pipeline.risk.sdcrisk.plots import plot_suda_contributions
 from pipeline.row_params import UNIT, param_columns, unit_groups, value_text
 from pipeline.utility.plots import plot_compare_rows, plot_spmse_by_set, plot_utility_tables
 
@@ -379,6 +380,51 @@ def plot_dp_tradeoff(panels: list[tuple[str, str, pd.DataFrame, pd.Series]]) -> 
     return fig
 
 
+#: the sdc_risk table's columns: (measure, params it must have or None) -> column
+SDC_RISK_COLUMNS = {
+    "global_risk": "global risk",
+    "expected_reidentifications": "expected re-identifications",
+    "sample_uniques": "sample uniques",
+    "kanon_violations": "k-anonymity violations (k = 3)",
+    "dis_suda_mean": "DIS-SUDA (mean)",
+    "uniques_matching_original_uniques_pct": "uniques on original uniques (%)",
+}
+
+
+def sdc_risk_section(results: pd.DataFrame, outcome: Any) -> list[str]:
+    """Per dataset, measure entry and key set: which variables drive the risk (SUDA2
+    contributions, first repetition of each source) and a table of sdcMicro's risk figures of
+    the original and the synthetic sets (their mean)."""
+    out = []
+    rows = param_columns(
+        results, "keys", "k", "weighted", row_keys=["keys", "k", "weighted", "variable", "sensitive", "method"]
+    )
+    rows = rows[rows["keys"].notna() & (rows["k"].isna() | ((rows["k"] == 3) & (rows["weighted"] == False)))]  # noqa: E712
+    for (dataset, name, keys), unit, sub in unit_groups(rows, ["dataset", "measure_name", "keys"]):
+        about = f"keys: {value_text(keys)}" + (f"; {unit}" if unit else "")
+        for source, first in sub[sub["repetition"] == 0].groupby("source", sort=False):
+            if (first["measure"] == "suda_contribution").any():
+                title = f"{name}: {dataset} / {source} ({about})"
+                out.append(figure_html(f"{title}: which variables drive the risk", plot_suda_contributions, first))
+        table = []
+        for (source, rep), cell in sub.groupby(["source", "repetition"], sort=False):
+            for file, values in (
+                ("original", cell[cell["synthetic"] == "original"]),
+                ("synthetic (mean)", per_set(cell)),
+            ):
+                means = values.groupby("measure")["value"].mean()
+                table.append(
+                    {
+                        "source": source,
+                        "repetition": rep,
+                        "file": file,
+                        **{c: means.get(m) for m, c in SDC_RISK_COLUMNS.items()},
+                    }
+                )
+        out.append(f"<h3>{name}: {dataset} ({about})</h3>" + table_html(pd.DataFrame(table)))
+    return out
+
+
 SECTIONS = {
     "profile": profile_section,
     "disclosure": disclosure_section,
@@ -388,4 +434,5 @@ SECTIONS = {
     "attacks": attack_section,
     "distance": distance_section,
     "compare_fit": compare_fit_section,
+    "sdcrisk": sdc_risk_section,
 }

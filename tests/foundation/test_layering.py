@@ -72,6 +72,7 @@ FAMILIES = [
     "pipeline/risk/idrisk",
     "pipeline/risk/distance",
     "pipeline/risk/attacks",
+    "pipeline/risk/sdcrisk",
     "pipeline/utility",
     "pipeline/compare_fit",
 ]

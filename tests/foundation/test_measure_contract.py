@@ -47,6 +47,15 @@ EXAMPLES: dict[str, tuple[str, dict]] = {
         {"aux_cols": [["Age", "Urban"], ["Income", "Tenure"]], "n_attacks": 300, "n_neighbors": 2},
     ),
     "inference": ("sd2011", {"aux_cols": ["sex", "age", "edu"], "secret": "income", "n_attacks": 300}),
+    "sdc_risk": (
+        "sd2011",
+        {
+            "keys": ["sex", "agegr", "edu", "marital"],
+            "weights": "age",
+            "sensitive": ["ls", "smoke"],
+            "modrisk": ["default", "IPF"],
+        },
+    ),
     "singling_out": ("cedata", {"cols": ["Age", "Urban", "Tenure", "Income"], "n_attacks": 100, "n_cols": 2}),
     "utility_synds": (
         "sd2011",

@@ -74,7 +74,7 @@ def test_a_yaml_syntax_error_is_reported_before_pandas_is_loaded(tmp_path):
 def test_validate_reads_the_data_without_a_cluster_client_or_plots(tmp_path):
     status, heavy, output = _validate_in_a_fresh_process(DEMO, tmp_path / "run")
     assert status == 0, output
-    assert "valid, 27 unit(s)" in output
+    assert "valid, 30 unit(s)" in output
     # the data are read with Dask's local threads: distributed (a second of imports) is never loaded
     assert "distributed" not in heavy
     assert "sklearn" not in heavy and "matplotlib" not in heavy
@@ -98,6 +98,7 @@ def test_validate_reads_the_data_without_a_cluster_client_or_plots(tmp_path):
         ("pipeline.risk.distance.measure", ("numba", "scipy.stats")),
         ("pipeline.risk.attacks.measure", ("numba", "scipy.stats")),
         ("pipeline.compare_fit.measure", ("numba", "scipy.stats")),
+        ("pipeline.risk.sdcrisk.measure", ("numba", "scipy.stats", "matplotlib")),
         # the modules validate's aggregate checks import
         ("pipeline.risk.disclosure.checks", ("numba", "scipy.stats")),
         ("pipeline.risk.idrisk.checks", ("numba", "scipy.stats")),
