@@ -294,6 +294,10 @@ def overlap_rows(figures: Sequence[Overlap], task: str, run_id: str) -> pd.DataF
             "params": "{}",
             "synthetic": [f.synthetic for f in figures],
             "measure": [f.measure for f in figures],
+            # the measure's own figures (no holdout comparison, no summary over sets)
+            "role": pd.Series(["observed"] * len(figures), dtype="str"),
+            "summary": pd.Series([None] * len(figures), dtype="str"),
+            "method": pd.Series([None] * len(figures), dtype="str"),
             "value": np.array([f.share for f in figures], dtype="float64"),
         },
         columns=RESULT_COLUMNS,

@@ -91,7 +91,8 @@ def test_run_generates_once_and_reuses(tmp_path: Path, cache: Path) -> None:
     assert folder.name == "register_3000_s1919"
     stamp = (folder / "manifest.json").stat().st_mtime_ns
     results = pd.read_parquet(out / "results.parquet")
-    assert set(results["family"]) == {"disclosure", "identification_risk"}
+    # integrity: every run's overlap of each set with the original (issue 35)
+    assert set(results["family"]) == {"disclosure", "identification_risk", "integrity"}
     repu = results[(results["measure"] == "repU") & (results["synthetic"] == "1")]["value"]
     assert len(repu) == 2 and (repu > 0).all()  # 3,000 records over ~40,000 cells: many uniques replicated
     r = CliRunner().invoke(main, ["run", str(task), "--out", str(tmp_path / "again"), "--cluster", str(cfg)])

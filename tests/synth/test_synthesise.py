@@ -93,7 +93,7 @@ def test_v3_totals_back_to_n(sd2011_subset) -> None:
     assert all(abs(t.moved) < 1e-9 for t in res.margins.totals)
     assert res.fit.scale == "counts"
     tidy = res.tidy()  # the contract's table: rows with structured params
-    assert list(tidy.columns) == ["synthetic", "setting", "params", "measure", "value"]
+    assert list(tidy.columns) == ["synthetic", "setting", "params", "measure", "role", "summary", "method", "value"]
     assert {"ipf_iterations", "ipf_max_abs_dev_n", "margin_total_moved", "syn_margin_tvd"} <= set(tidy["measure"])
     assert set(tidy["synthetic"]) == {"original", "1"}
     per_margin = [r for r in res.rows() if r.measure == "ipf_tvd_n"]

@@ -48,6 +48,7 @@ GATED_MEASURES = [
         "datasets": ["cedata"],
         "params": {"scenarios": {"income": {"known": ["Urban", "Tenure"], "synthesised": ["Income"]}}},
     },
+    {"type": "compare_fit", "datasets": ["sd2011"], "params": {"formula": "smoke ~ sex + age", "model": "glm"}},
 ]
 
 
