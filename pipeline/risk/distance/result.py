@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from pipeline.evaluation.base import Result, Row
+from pipeline.evaluation.comparison import wilson
 from pipeline.risk.distance.compute import SetDistances
-from pipeline.risk.intervals import wilson
 
 
 def _median(x: np.ndarray) -> float:
