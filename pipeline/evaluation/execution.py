@@ -16,17 +16,13 @@ functions with the current client, if any).  It alone decides
   partitions merge depends only on their record counts and ``block_rows`` — never on the
   workers — and merging keeps the records in order;
 
-and offers the primitives measures compose their pure pandas/numpy kernels with:
-:meth:`Executor.map_reduce` (a kernel per partition, an exact combine),
-:meth:`Executor.map_reduce_partials` + :meth:`Executor.merge_buckets` (partial aggregation in
-one pass: per-partition results kept on the workers, split by a key hash and merged per
-bucket — a shuffle of partial results, never of records),
-:meth:`Executor.key_blocks` / :meth:`Blocks.map` (aligned key blocks of the original and the
-synthetic sets; :meth:`Executor.derived_key_blocks`: of frames derived per partition, such
-as counts), :meth:`Executor.keep_rows` (records selected by position),
-:meth:`Executor.partitions` + :meth:`Executor.compute` (rounds of an iterative fit such as
-IRLS: each round one map-combine over persisted partitions),
-:meth:`Executor.map_tasks` (independent fits as tasks) and :meth:`Executor.memory`.
+and offers the primitives measures compose their pure pandas/numpy kernels with, one module
+per kind of work in :mod:`pipeline.evaluation.primitives` (mixed into :class:`Executor`):
+``partials`` (:meth:`Executor.map_reduce`; partials kept on the workers and merged by key bucket
+or, on a layout, block by block), ``key_blocks`` (aligned key blocks, :class:`Blocks`),
+``layout`` (the task's key-block layout, made once and kept on the workers), ``rounds``
+(iterative fits, folds), ``tasks`` (independent fits) and ``records`` (records by position).
+Private Dask access is in :mod:`pipeline.evaluation._dask_compat` only.
 
 Measure modules never import Dask and never ask which kind of frame they hold.
 """

@@ -180,8 +180,7 @@ class Partials:
         where = self.client.who_has([p for block in blocks for p in block if is_future(p)])
         merged = []
         for block in blocks:
-            holder = _holder(where, block[0].key) if is_future(block[0]) else None
-            here = {} if holder is None else dict(workers=[holder], allow_other_workers=True)
+            here = _near(where, block[0].key) if is_future(block[0]) else {}
             merged.append(self.client.submit(merge, *block, pure=False, **here))
         return self.client.gather(merged)
 
@@ -201,8 +200,7 @@ class Partials:
         for ps in partials:
             per_set = []
             for p in ps:
-                holder = _holder(where, p.key)
-                here = {} if holder is None else dict(workers=[holder], allow_other_workers=True)
+                here = _near(where, p.key)
                 cut = client.submit(split, p, pure=False, **here)
                 per_set.append([client.submit(operator.getitem, cut, b, pure=False, **here) for b in range(n_buckets)])
             pieces.append(per_set)
@@ -246,6 +244,12 @@ def _holder(where: Mapping[Any, Any], key: Any) -> str | None:
     copies the first by address, so the choice does not depend on the order they were made)."""
     holders = where.get(key)
     return min(holders) if holders else None
+
+
+def _near(where: Mapping[Any, Any], key: Any) -> dict[str, Any]:
+    """``Client.submit`` options that run a task on the worker holding ``key`` (others allowed)."""
+    holder = _holder(where, key)
+    return {} if holder is None else {"workers": [holder], "allow_other_workers": True}
 
 
 def _on_group(parts: list[pd.DataFrame], columns: list[str] | None, kernel: Callable[..., Any], args: tuple) -> Any:
