@@ -4,12 +4,14 @@ independent draw, a small control set, all-categorical and all-numeric data; Wil
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import cache
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from pipeline.data.schema import Schema
 from pipeline.datasets import load_demo
 from pipeline.errors import ParameterError
 from pipeline.evaluation.execution import Executor
@@ -187,3 +189,21 @@ def test_block_on_exact_factors():
     assert copy["dcr_zero_pct"] == 100.0
     with pytest.raises(ParameterError, match="block_on variable\\(s\\) 'Age' must be factors"):
         dcr(train, [other], schema=schema, executor=MEMORY, block_on=["Age"])
+
+
+def test_inference_reads_missing_codes_as_missing():
+    """Since issue 32: a secret's cont.na codes (SD2011's income = -8) are missing in the guesses
+    and the true values alike, so the attack equals the one on the data with the codes set
+    missing (before, a -8 guess for a record whose income is -8 counted as wrong, against the
+    distances and singling out, which read -8 as missing)."""
+    d = load_demo("sd2011_subset")
+    frame = d.to_pandas().sample(frac=1.0, random_state=5).reset_index(drop=True)
+    assert (frame["income"] == -8).sum() > 100
+    parts = [frame.iloc[a:b].reset_index(drop=True) for a, b in ((0, 1500), (1500, 3000), (3000, 4500))]
+    params = {"aux_cols": ["sex", "age", "edu", "marital"], "secret": "income", "n_attacks": 600}
+    coded = inference(parts[0], [parts[1]], parts[2], schema=d.schema, executor=MEMORY, **params)
+    plain_schema = Schema(tuple(replace(v, missing_codes=()) for v in d.schema.variables))
+    nan = [p.assign(income=p["income"].mask(p["income"] == -8)) for p in parts]
+    plain = inference(nan[0], [nan[1]], nan[2], schema=plain_schema, executor=MEMORY, **params)
+    assert _values(coded) == _values(plain)
+    assert _values(coded)["main_successes"] > 50  # both missing counts as right

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -73,9 +73,9 @@ def _concat(parts: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate(list(parts)) if parts else np.zeros(0)
 
 
-def column_values(executor: Executor, frame: Frame, column: str) -> Deferred:
-    """A variable's values over all partitions, in record order (deferred)."""
-    return executor.map_reduce(frame[[column]], reported_values, _concat, column)
+def column_values(executor: Executor, frame: Frame, column: str, missing_codes: tuple[float, ...] = ()) -> Deferred:
+    """A variable's values over all partitions, in record order, its special missing codes as NaN (deferred)."""
+    return executor.map_reduce(frame[[column]], reported_values, _concat, column, missing_codes)
 
 
 def attack_space(
@@ -124,6 +124,9 @@ def inference_guesses(
 ) -> Deferred:
     """The secret of each target's nearest synthetic record on ``aux`` (deferred; factor: level code)."""
     space = attack_space(data, executor, aux, [syn, targets], block_on)
+    codes = data.schema[secret].missing_codes
+    if codes:  # the guesses report the secret's special missing codes as missing, as its true values do
+        space = replace(space, missing_codes={**space.missing_codes, secret: tuple(codes)})
     return nearest_neighbours(executor, targets, syn, space, 1, payload=secret)
 
 
@@ -218,9 +221,10 @@ def inference_counts(
     (on ``aux``) is the guess.  The baseline guesses the secret of a random synthetic record
     for as many random training records (at most the synthetic set's size)."""
     numeric = data.schema[secret].is_numeric
+    codes = tuple(data.schema[secret].missing_codes or ())
     targets = target_sets(data, executor, n_attacks, seed)
     n_train = sum(executor.partition_rows(data.original)[0])
-    secrets = executor.compute(*[column_values(executor, t.frame, secret) for t in targets])
+    secrets = executor.compute(*[column_values(executor, t.frame, secret, codes) for t in targets])
     sizes = executor.rows(data)[1:]
     out = []
     for i, syn in enumerate(data.synthetic, start=1):
@@ -235,8 +239,8 @@ def inference_counts(
         keep = np.zeros(sizes[i - 1], dtype=bool)
         keep[order] = True
         base_secrets, pool = executor.compute(
-            column_values(executor, base_targets.frame, secret),
-            column_values(executor, executor.keep_rows(syn, keep), secret),
+            column_values(executor, base_targets.frame, secret, codes),
+            column_values(executor, executor.keep_rows(syn, keep), secret, codes),
         )
         base_guesses = pool[np.searchsorted(np.flatnonzero(keep), order)]  # the drawn records, in draw order
         baseline = int(inference_successes(base_guesses, base_secrets, numeric, tolerance).sum())

@@ -40,7 +40,8 @@ class DistanceSpace:
     scale : float array
         ``1 / range`` per numeric variable, 0 where the range is 0 or unknown.
     missing_codes : dict
-        Special missing codes (cont.na) of numeric variables: compared as missing values.
+        Special missing codes (cont.na) of numeric variables: compared as missing values (and
+        reported as missing, for a payload variable).
     exact : int
         The first ``exact`` factors must match exactly (``block_on``): records that differ on
         one are never neighbours, and the search runs on key blocks of those factors.
@@ -59,6 +60,10 @@ class DistanceSpace:
     @property
     def variables(self) -> list[str]:
         return [*self.factors, *self.numerics]
+
+    def payload_codes(self, payload: str | None) -> tuple[float, ...]:
+        """The special missing codes of the variable neighbours report (none: ``()``)."""
+        return tuple(self.missing_codes.get(payload, ())) if payload is not None else ()
 
 
 def _min_max(part: pd.DataFrame, numerics: list[str], missing_codes: dict[str, tuple[float, ...]]) -> np.ndarray:
@@ -113,22 +118,24 @@ class PreparedReference:
     payload: np.ndarray | None
 
 
-def reported_values(part: pd.DataFrame, payload: str | None) -> np.ndarray | None:
+def reported_values(part: pd.DataFrame, payload: str | None, missing_codes: tuple[float, ...] = ()) -> np.ndarray | None:
     """A variable's values as neighbours report them: a factor's level codes (NaN missing) or
-    numeric values; None without a variable."""
+    numeric values with the variable's special missing codes (synthpop's cont.na) as NaN, as the
+    distances read them; None without a variable."""
     if payload is None:
         return None
     column = part[payload]
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes = column.cat.codes.to_numpy()
         return np.where(codes < 0, np.nan, codes.astype(np.float64))
-    return column.to_numpy(dtype=np.float64, na_value=np.nan)
+    values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+    return np.where(np.isin(values, missing_codes), np.nan, values) if missing_codes else values
 
 
 def _prepare(part: pd.DataFrame, offset: int, space: DistanceSpace, k: int, payload: str | None) -> PreparedReference:
     codes, numbers = space.encode(part)
     block = build_reference(codes, numbers, offset, space.scale)
-    return PreparedReference(block, offset, reported_values(part, payload))
+    return PreparedReference(block, offset, reported_values(part, payload, space.payload_codes(payload)))
 
 
 @dataclass
@@ -240,7 +247,7 @@ def _blocked_search(
 ) -> pd.DataFrame:
     """One key block: the k nearest reference records of each query (rows named by ``__row__``)."""
     rows = reference[ROW_COLUMN].to_numpy(dtype=np.int64)
-    reported = reported_values(reference, payload)
+    reported = reported_values(reference, payload, space.payload_codes(payload))
     codes, numbers = space.encode(queries)
     distances, positions = empty_best(len(queries), k)
     block = build_reference(*space.encode(reference), rows, space.scale)
