@@ -118,7 +118,9 @@ class PreparedReference:
     payload: np.ndarray | None
 
 
-def reported_values(part: pd.DataFrame, payload: str | None, missing_codes: tuple[float, ...] = ()) -> np.ndarray | None:
+def reported_values(
+    part: pd.DataFrame, payload: str | None, missing_codes: tuple[float, ...] = ()
+) -> np.ndarray | None:
     """A variable's values as neighbours report them: a factor's level codes (NaN missing) or
     numeric values with the variable's special missing codes (synthpop's cont.na) as NaN, as the
     distances read them; None without a variable."""
