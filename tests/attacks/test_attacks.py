@@ -66,8 +66,9 @@ def test_random_link_probability():
 def test_a_copy_of_the_training_records_has_risk_near_one(attack, params):
     train, hold, _, schema = _cedata()
     got = _values(attack(train, [train.copy()], holdout=hold, schema=schema, executor=MEMORY, **params))
-    # not every one: a record with a duplicate on one column set may be linked to the earlier twin
-    assert got["main_successes"] >= 0.95 * 400
+    # not every one: a record with a duplicate on one column set may be linked to a twin (a random
+    # one per column set since issue 32: 379 of 400 here; the earlier twin won in both before)
+    assert got["main_successes"] >= 0.93 * 400
     assert got["risk"] > 0.94 and got["risk_lower"] > 0.9
     assert got["baseline_beats_main"] == 0.0
 
@@ -207,3 +208,20 @@ def test_inference_reads_missing_codes_as_missing():
     plain = inference(nan[0], [nan[1]], nan[2], schema=plain_schema, executor=MEMORY, **params)
     assert _values(coded) == _values(plain)
     assert _values(coded)["main_successes"] > 50  # both missing counts as right
+
+
+def test_linkability_breaks_ties_at_random_and_the_same_on_partitions():
+    """Since issue 32: a synthetic set holding every training record twice ties each half of a
+    target between the two twins; the earlier twin used to win in both halves (every target
+    linked), a seeded random order per search links about half of them."""
+    import dask.dataframe as dd
+
+    train, hold, _, schema = _cedata()
+    twice = pd.concat([train, train], ignore_index=True)
+    params = {**LINK, "n_attacks": None}
+    got = _values(linkability(train, [twice], holdout=hold, schema=schema, executor=MEMORY, **params))
+    assert 0.4 * 1800 < got["main_successes"] < 0.65 * 1800
+    lazy = [dd.from_pandas(f, npartitions=3, sort=False) for f in (train, twice, hold)]
+    blocks = Executor(policy="blocks", block_rows=500)
+    again = _values(linkability(lazy[0], [lazy[1]], holdout=lazy[2], schema=schema, executor=blocks, **params))
+    assert again == got

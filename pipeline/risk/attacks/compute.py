@@ -32,8 +32,8 @@ from pipeline.risk.nearest.compute import (
     value_ranges,
 )
 
-#: roles of the random streams drawn from the seed
-MAIN, CONTROL, BASELINE_TARGETS, BASELINE_GUESSES = 0, 1, 2, 3
+#: roles of the random streams drawn from the seed (singling.py uses 4-6)
+MAIN, CONTROL, BASELINE_TARGETS, BASELINE_GUESSES, LINK_TIES = 0, 1, 2, 3, 7
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,13 @@ def attack_space(
     return space_from_ranges(factors, numerics, ranges, codes, block_on)
 
 
+def link_ties(seed: int, synthetic_set: int, target_set: int) -> tuple[list[int], list[int]]:
+    """The tie-order seeds of the two searches of a linkability attack: one random order of the
+    synthetic records per search, so a target whose halves tie between records (duplicated
+    synthetic records) links by chance, as often as those records are alike, not always."""
+    return [seed, synthetic_set, target_set, LINK_TIES, 0], [seed, synthetic_set, target_set, LINK_TIES, 1]
+
+
 def link_searches(
     data: EvalData,
     executor: Executor,
@@ -98,19 +105,30 @@ def link_searches(
     aux: tuple[list[str], list[str]],
     n_neighbors: int,
     block_on: Sequence[str] = (),
+    ties: tuple[list[int], list[int]] | None = None,
 ) -> list[Deferred]:
-    """The two searches of a linkability attack (deferred, one per column set; :func:`links` reads them)."""
+    """The two searches of a linkability attack (deferred, one per column set; :func:`links` reads
+    them); ``ties``: their tie-order seeds (:func:`link_ties`), else ties go to the earlier record."""
     return [
         nearest_neighbours(
-            executor, targets, syn, attack_space(data, executor, half, [syn, targets], block_on), n_neighbors
+            executor,
+            targets,
+            syn,
+            attack_space(data, executor, half, [syn, targets], block_on),
+            n_neighbors,
+            ties=None if ties is None else ties[h],
         )
-        for half in aux
+        for h, half in enumerate(aux)
     ]
 
 
-def links(first: Sequence, second: Sequence, n_neighbors: int) -> np.ndarray:
-    """Whether each target (in record order) is linked, from the computed :func:`link_searches`."""
-    return _linked(gather(first, n_neighbors).positions, gather(second, n_neighbors).positions)
+def links(
+    first: Sequence, second: Sequence, n_neighbors: int, ties: tuple[list[int], list[int]] | None = None
+) -> np.ndarray:
+    """Whether each target (in record order) is linked, from the computed :func:`link_searches`
+    (searched with ``ties``)."""
+    halves = [gather(found, n_neighbors, None if ties is None else ties[h]) for h, found in enumerate((first, second))]
+    return _linked(halves[0].positions, halves[1].positions)
 
 
 def inference_guesses(
@@ -167,7 +185,8 @@ def linkability_counts(
     block_on: Sequence[str] = (),
 ) -> list[AttackCounts]:
     """Linkability of every synthetic set: a target is linked when the ``n_neighbors`` nearest
-    synthetic records of its two column sets share a record.
+    synthetic records of its two column sets share a record (equally near records in a seeded
+    random order per search, :func:`link_ties`).
 
     The baseline attack links two random draws of ``n_neighbors`` distinct synthetic records;
     its number of links is drawn from the binomial law that anonymeter's random draws follow
@@ -177,14 +196,15 @@ def linkability_counts(
     sizes = executor.rows(data)[1:]
     out = []
     for i, syn in enumerate(data.synthetic, start=1):
+        ties = [link_ties(seed, i, j) for j in range(len(targets))]
         found = executor.compute(
             *[
                 search
-                for t in targets
-                for search in link_searches(data, executor, t.frame, syn, aux, n_neighbors, block_on)
+                for t, tie in zip(targets, ties, strict=True)
+                for search in link_searches(data, executor, t.frame, syn, aux, n_neighbors, block_on, tie)
             ]
         )
-        linked = [int(links(found[2 * j], found[2 * j + 1], n_neighbors).sum()) for j in range(len(targets))]
+        linked = [int(links(found[2 * j], found[2 * j + 1], n_neighbors, ties[j]).sum()) for j in range(len(targets))]
         rng = np.random.default_rng([seed, i, BASELINE_GUESSES])
         baseline = int(rng.binomial(targets[0].count, random_link_probability(sizes[i - 1], n_neighbors)))
         control = (targets[1].count, linked[1]) if len(targets) > 1 else (None, None)
