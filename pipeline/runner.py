@@ -68,6 +68,7 @@ from pipeline.run.inputs import (
     stand_in_syntheses,
 )
 from pipeline.run.integrity import check_inputs, inputs_checked, record_checked
+from pipeline.run.layout import lay_out_inputs
 from pipeline.run.schedule import Batch, Progress, run_all
 from pipeline.run.units import evaluate_unit, run_synthesis, validate_units
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit, code_version, expand
@@ -235,6 +236,8 @@ def _execute(
         "privacy_budget": budget,
         # per dataset with a holdout: file or split settings, record counts, fingerprint (no values)
         "holdouts": inputs.holdout_records,
+        # the key-block layouts made (the task's, and any a measure needed besides)
+        "layouts": inputs.layouts,
         "rows": len(results),
     }
     return RunOutcome(run_id, out, results, summaries, manifest, inputs, releases)
@@ -294,6 +297,7 @@ def _compute(
     if todo:
         stand_in_syntheses(task, inputs, executor)
         validate_units(task, todo, inputs, executor, {s.key for s in inputs.syntheses})
+        lay_out_inputs(todo, inputs, executor)
     # the cap checked and this run's DP spend recorded once every check has passed, before any release
     budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
     claim_folder(cache, task)
@@ -323,6 +327,7 @@ def _compute(
     for g, outs in zip(groups, group_outputs, strict=True):
         synthesised[g.synthesis.key] = outs[0]
         evaluated.update(zip([u.index for u in g.units], outs[1:], strict=True))
+    inputs.layouts = executor.layouts()
     return synthesised, evaluated, budget
 
 

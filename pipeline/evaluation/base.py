@@ -51,6 +51,12 @@ class Params(BaseModel):
         return []
 
 
+def common_key(keys: Sequence[Sequence[str]]) -> tuple[str, ...]:
+    """The variables every key contains, in the first key's order (the coarsest common key block;
+    :meth:`Measure.block_keys`)."""
+    return tuple(k for k in keys[0] if all(k in other for other in keys[1:])) if keys else ()
+
+
 def parse_params(model: type[Params], params: Params | Mapping[str, Any], where: str) -> Params:
     """Validate ``params`` with ``model`` (the only validation); errors name ``where``, the
     parameter and the expectation."""
@@ -255,6 +261,13 @@ class Measure(ABC):
         all missing): cheap aggregates computed with ``executor``.  A task run and ``validate``
         both call it before any unit's work; :meth:`evaluate` may make them again. None by default."""
         return None
+
+    def block_keys(self, data: EvalData) -> tuple[str, ...]:
+        """The variables whose equal values the measure's work must see together (its key blocks:
+        the task lays its data out by the keys its block-wise measures share, see
+        :meth:`~pipeline.evaluation.primitives.layout.Layouts.lay_out`); () for a measure that does
+        not work on key blocks (the default)."""
+        return ()
 
     @abstractmethod
     def evaluate(self, data: EvalData, executor: Executor) -> Result:

@@ -23,16 +23,13 @@ and counts only, so footings do not depend on partitions or workers.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from pipeline.evaluation.data import EvalData, Frame
+from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
 
 #: the observed training and holdout footings, and which records each group takes from the second
@@ -72,30 +69,6 @@ def _rng(seed: int, relabel: int) -> np.random.Generator:
     return np.random.default_rng([int(seed), int(relabel)])
 
 
-def _take(frame: Frame, keep: np.ndarray, executor: Executor) -> Frame:
-    """The records of ``frame`` at the positions where ``keep`` is True, in record order (lazy stays lazy)."""
-    if isinstance(frame, pd.DataFrame):
-        return frame[keep].reset_index(drop=True)
-    (counts,) = executor.partition_rows(frame)
-    ends = np.cumsum(counts)
-    parts = [
-        dask.delayed(_take_part)(p, keep[end - n : end])
-        for p, n, end in zip(frame.to_delayed(), counts, ends, strict=True)
-    ]
-    return dd.from_delayed(parts, meta=frame._meta, verify_meta=False)
-
-
-def _take_part(part: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
-    return part[keep]
-
-
-def _concat(a: Frame, b: Frame) -> Frame:
-    if isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame):
-        return pd.concat([a, b], ignore_index=True)
-    as_dask = [dd.from_pandas(f, npartitions=1, sort=False) if isinstance(f, pd.DataFrame) else f for f in (a, b)]
-    return dd.concat(as_dask)
-
-
 @dataclass(frozen=True)
 class SampledFooting(Footing):
     """Training and holdout records subsampled to one size (the smaller of the two)."""
@@ -133,10 +106,10 @@ class SampledFooting(Footing):
         for from_train, from_hold in self.masks(n_train, n_hold, seed, relabel):
             parts = []
             if from_train.any():
-                parts.append(_take(data.original, from_train, executor))
+                parts.append(executor.keep_rows(data.original, from_train))
             if from_hold.any():
-                parts.append(_take(data.holdout, from_hold, executor))
-            frame = parts[0] if len(parts) == 1 else _concat(*parts)
+                parts.append(executor.keep_rows(data.holdout, from_hold))
+            frame = executor.concat_rows(parts)
             out.append(EvalData((frame, *data.synthetic), data.schema))
         return out[0], out[1]
 
@@ -194,7 +167,7 @@ class PairedFooting(Footing):
 
     def split(self, data: EvalData, executor: Executor, seed: int, relabel: int = 0) -> tuple[EvalData, EvalData]:
         data = data.select(self.columns)
-        training, holdout = _whole(executor, data.original, data.holdout)
+        training, holdout = executor.whole(data.original, data.holdout)
         partner, _ = self.partners(training, holdout, seed)
         cols = list(self.replaced)
         own = training[cols].reset_index(drop=True)
@@ -214,10 +187,3 @@ class PairedFooting(Footing):
         n = len(train.original)  # the footings are pandas frames (built on the client)
         swaps = [np.zeros(n, dtype=bool)] + [self.swapped(n, seed, r) for r in range(1, relabellings + 1)]
         return train, control, [t for s in swaps for t in (s, ~s)]
-
-
-def _whole(executor: Executor, *frames: Frame) -> Sequence[pd.DataFrame]:
-    """Frames as pandas frames, index 0..n-1 (row-aligned footings are built on the client)."""
-    lazy = [f for f in frames if isinstance(f, dd.DataFrame)]
-    got = iter(executor.compute(*lazy))
-    return [(next(got) if isinstance(f, dd.DataFrame) else f).reset_index(drop=True) for f in frames]

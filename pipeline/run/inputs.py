@@ -49,6 +49,8 @@ class TaskInputs:
     synthetic: dict[SourceKey, tuple[Dataset, list[Dataset]]] = field(default_factory=dict)
     hashes: dict[tuple[str, str | None, int], str] = field(default_factory=dict)
     syntheses: list[SynthesisUnit] = field(default_factory=list)
+    #: the key-block layouts the run made (for the manifest: keys, data sets, blocks, why; no values)
+    layouts: list[dict[str, Any]] = field(default_factory=list)
 
     def data(self, dataset: str, source: str | None, repetition: int) -> tuple[Dataset, list[Dataset]]:
         """The original (aligned to the source) and the synthetic sets of a unit's data."""

@@ -414,9 +414,6 @@ class UtilityGenResult(Result):
         return rows
 
     def to_dict(self) -> dict[str, Any]:
-        def js(v: float) -> float | None:
-            return None if v is None or not np.isfinite(v) else float(v)
-
         fits = []
         for f in self.fits:
             fits.append(f.to_dict() if isinstance(f, LogitFit) else dict(f))
@@ -431,9 +428,9 @@ class UtilityGenResult(Result):
             "incomplete": self.incomplete,
             "k_syn": self.k_syn,
             "m": self.m,
-            "stats": {c: [js(v) for v in self.stats[c]] for c in self.stats.columns},
-            "mean": {k: js(v) for k, v in self.summary().items()},
-            "null_pMSE": {k: [js(x) for x in v] for k, v in self.null_pMSE.items()},
+            "stats": {c: [float(v) for v in self.stats[c]] for c in self.stats.columns},
+            "mean": {k: float(v) for k, v in self.summary().items()},
+            "null_pMSE": {k: [float(x) for x in v] for k, v in self.null_pMSE.items()},
             "nnosplits": {k: list(v) for k, v in self.nnosplits.items()},
             "fits": fits,
             "notes": list(self.notes),

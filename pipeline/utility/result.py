@@ -263,9 +263,7 @@ class UtilitySyndsResult(Result):
         def frame(f: pd.DataFrame | None) -> dict | None:
             if f is None:
                 return None
-            return {str(c): [None if not np.isfinite(v) else float(v) for v in f[c]] for c in f.columns} | {
-                "rows": [str(i) for i in f.index]
-            }
+            return {str(c): [float(v) for v in f[c]] for c in f.columns} | {"rows": [str(i) for i in f.index]}
 
         return {
             "measure": "utility.synds (synthpop 1.2-1)",

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import numpy as np
 import pandas as pd
 
+from pipeline.datasets import load_demo, load_demo_synthetic
 from pipeline.results import jsonable
+from pipeline.utility.api import utility_gen, utility_synds
 from pipeline.utility.result import UtilityTabResult
 
 
@@ -52,3 +55,26 @@ def test_an_infinite_table_statistic_is_written_as_inf_not_null():
     )
     written = jsonable(res.to_dict())
     assert written["stats"]["S_pMSE"] == ["Inf", 2.0] and written["stats"]["pMSE"] == [0.1, None]
+
+
+def _with_an_infinite_statistic(result, column: str):
+    """``result`` with the first set's ``column`` statistic made infinite (a perfectly separated set)."""
+    stats = result.stats.copy()
+    stats.iloc[0, stats.columns.get_loc(column)] = math.inf
+    return dataclasses.replace(result, stats=stats)
+
+
+def test_utility_gen_and_synds_summaries_follow_the_rule():
+    # utility_gen's and utility_synds' to_dict wrote +-Inf as null; they now leave floats to the writer
+    sd, cart = load_demo("sd2011_subset"), load_demo_synthetic("sd2011_cart")
+    variables = ["sex", "age", "placesize"]
+    gen = _with_an_infinite_statistic(utility_gen(sd, cart, method="logit", vars=variables, nperms=2), "S_pMSE")
+    written = jsonable(gen.to_dict())
+    assert written["stats"]["S_pMSE"][0] == "Inf"
+    json.dumps(written, allow_nan=False)
+    synds = utility_synds(sd, cart, method="logit", vars=variables)
+    frame = synds.utility_raw.copy()
+    frame.iloc[0, 0] = -math.inf
+    written = jsonable(dataclasses.replace(synds, utility_raw=frame).to_dict())
+    assert written["utility.raw"][frame.columns[0]][0] == "-Inf"
+    json.dumps(written, allow_nan=False)

@@ -19,11 +19,7 @@ if TYPE_CHECKING:
 
 def _prepared(data: EvalData, variables: list[str], executor: Executor) -> EvalData:
     """The variables of the original, the synthetic sets and the holdout, in the executor's form."""
-    selected = data.select(variables)
-    extra = [] if selected.holdout is None else [selected.holdout]
-    prepared = executor.prepare(selected.with_frames([*selected.frames, *extra]))
-    n = len(selected.frames)
-    return EvalData(tuple(prepared.frames[:n]), selected.schema, prepared.frames[n] if extra else None)
+    return executor.prepare(data.select(variables), holdout=True)
 
 
 def _blocked(block_on: list[str]) -> dict[str, list[str]]:

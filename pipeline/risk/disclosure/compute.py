@@ -131,6 +131,9 @@ class Stats(Sequence[dict[str, ColumnStats]]):
         Rows of the per-partition counts in the data set that has most.
     tables : int
         Tables of counts in each partial (one per key set and target with key sets, else 1).
+    aligned : bool
+        Whether the partials are of data laid out in aligned key blocks (one per partition, the
+        same key cells in partition ``b`` of every data set): they are then merged block by block.
     """
 
     columns: tuple[dict[str, ColumnStats], ...]
@@ -138,6 +141,7 @@ class Stats(Sequence[dict[str, ColumnStats]]):
     local: bool = True
     partial_rows: int = 0
     tables: int = 1
+    aligned: bool = False
 
     def __getitem__(self, index: Any) -> Any:  # an int gives one data set's dict, a slice a tuple
         return self.columns[index]
@@ -150,7 +154,12 @@ class Stats(Sequence[dict[str, ColumnStats]]):
 
 
 def gather_stats(
-    data: EvalData, executor: Executor, variables: Sequence[str], joint: bool = True, key_sets: KeySets | None = None
+    data: EvalData,
+    executor: Executor,
+    variables: Sequence[str],
+    joint: bool = True,
+    key_sets: KeySets | None = None,
+    aligned: bool = False,
 ) -> Stats:
     """Value counts of ``variables`` in every data set, and their joint counts (one pass, one computation).
 
@@ -162,7 +171,9 @@ def gather_stats(
     ONE_BLOCK_CELLS)`` rows per data set are then brought to the driver too (the data are one
     block); larger ones stay on the workers (:attr:`Stats.partials`, for
     :func:`key_set_results` to merge per key bucket).  Without ``joint``, only the value counts
-    are computed.
+    are computed.  ``aligned``: ``data`` are laid out in aligned key blocks
+    (:meth:`~pipeline.evaluation.execution.Executor.laid_out`) whose key every key set contains;
+    the counts are then one partial per partition (block), merged block by block.
     """
     variables = list(variables)
     factors = [v for v in variables if data.schema[v].is_factor]
@@ -171,13 +182,13 @@ def gather_stats(
     key_sets = None if key_sets is None else tuple((tuple(k), tuple(t)) for k, t in key_sets)
     partials, summaries = executor.map_reduce_partials(
         data.frames, tally_records, merge_summaries, variables, factors, key_sets,
-        summary=tally_summary, per_worker=True,
+        summary=tally_summary, per_worker=not aligned,
     )  # fmt: skip
     columns = tuple({v: column_stats(c[v], data.schema[v]) for v in variables} for c, _ in summaries)
     rows = max(r for _, r in summaries)
     tables = 1 if key_sets is None else sum(len(t) for _, t in key_sets)
     if executor.is_lazy(data) and rows > min(executor.block_rows, ONE_BLOCK_CELLS):
-        return Stats(columns, tuple(partials), local=False, partial_rows=rows, tables=tables)
+        return Stats(columns, tuple(partials), local=False, partial_rows=rows, tables=tables, aligned=aligned)
     return Stats(columns, tuple(executor.gather(partials)), partial_rows=rows, tables=tables)
 
 
@@ -249,6 +260,9 @@ def key_set_results(
             [[pd.DataFrame(c) for c in target_cells(j, coders, layouts)] for j in parts] for parts in stats.partials
         ]
         per_bucket = [bucket_summaries(*cells, plans=plans)]
+    elif stats.aligned:  # laid-out data: the counts of block b of every data set merged where they are
+        summaries = partial(block_summaries, coders=coders, layouts=layouts, plans=plans)
+        per_bucket = executor.map_aligned(stats.partials, summaries)
     else:  # the counts of every partition, in key buckets merged in parallel (no pass over the records)
         # each bucket holds about block_rows rows of one table of counts (the kernel takes one at a time)
         rows = math.ceil(stats.partial_rows / (stats.tables * executor.block_rows))
@@ -267,6 +281,15 @@ def bucket_cells(
     keys = layouts[0][0]
     per_target = [split_by_bucket(cells, keys, n_buckets) for cells in target_cells(partial, coders, layouts)]
     return [[pieces[b] for pieces in per_target] for b in range(n_buckets)]
+
+
+def block_summaries(
+    *partials: JointTables, coders: Mapping[str, Coder], layouts: Sequence[tuple], plans: Sequence[KernelPlan]
+) -> list[pd.DataFrame]:
+    """Every target's statistics of one key block of laid-out data from the counts of its
+    partition in each data set (``partials[i]``: data set ``i``)."""
+    cells = [[[pd.DataFrame(c) for c in target_cells(p, coders, layouts)]] for p in partials]
+    return bucket_summaries(*cells, plans=plans)
 
 
 def bucket_summaries(*pieces: Sequence[Sequence[pd.DataFrame]], plans: Sequence[KernelPlan]) -> list[pd.DataFrame]:

@@ -298,18 +298,6 @@ def _bucket_order(codes, n_buckets):  # pragma: no cover - compiled
     return order, bounds
 
 
-def cell_counts_meta(codes_meta: pd.DataFrame, keys: tuple[str, ...], n_targets: int) -> pd.DataFrame:
-    meta = {k: codes_meta[k] for k in keys}
-    meta.update(
-        {
-            TARGET_INDEX: pd.Series(dtype=np.int8 if n_targets < 128 else np.int16),
-            TARGET_CODE: pd.Series(dtype=np.int32),
-            COUNT: pd.Series(dtype=np.int64),
-        }
-    )
-    return pd.DataFrame(meta)
-
-
 #: combinations numbered in mixed radix are counted densely while the space of numbers is at
 #: most this many times the rows (one int64 counter per possible combination)
 DENSE_PER_ROW = 8

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pipeline.data.schema import Variable
 from pipeline.errors import ParameterError
-from pipeline.evaluation.base import Measure
+from pipeline.evaluation.base import Measure, common_key
 from pipeline.evaluation.data import EvalData
 from pipeline.risk.disclosure.coding import MISSING, build_coders
 from pipeline.risk.disclosure.params import DisclosureOptions, DisclosureParams, bind_options
@@ -95,6 +95,16 @@ class DisclosureMeasure(Measure):
                     _known_level(data.schema[o.target], target_level, "exclude_targetlevs", "the target")
                     _known_level(data.schema[key], key_level, "exclude_keylevs", "the key")
 
+    def block_keys(self, data: EvalData) -> tuple[str, ...]:
+        """The factor keys every key set shares whose values are their cells (not grouped, no level
+        spelled like the missing category): each key set's cells then lie in one block of them."""
+        shared = common_key([keys for keys, _, _ in self.bound_key_sets(data)])
+        grouped = {
+            k for _, _, options in self.bound_key_sets(data) for o in options for k, n in o.ngroups_keys.items() if n
+        }
+        one_to_one = [k for k in shared if data.schema[k].is_factor and MISSING not in (data.schema[k].levels or ())]
+        return tuple(k for k in one_to_one if k not in grouped)
+
     def check_aggregates(self, data: EvalData, executor: Executor) -> None:
         """What the value counts tell: no key or target only missing, special missing codes that
         occur (the coders :meth:`evaluate` builds, from one pass of value counts only: checking
@@ -118,9 +128,12 @@ class DisclosureMeasure(Measure):
         key_sets = self.bound_key_sets(data)
         variables = list(dict.fromkeys(v for keys, targets, _ in key_sets for v in (*keys, *targets)))
         prepared = executor.prepare(data.select(variables))
+        # on the task's key-block layout each block's counts are final: merged block by block
+        laid_out = executor.laid_out(prepared, self.block_keys(data))
+        prepared = laid_out or prepared
         # the keys of each key set counted with each of its targets, in one pass over the records
         counted = [(keys, [o.target for o in options]) for keys, _, options in key_sets]
-        stats = gather_stats(prepared, executor, variables, key_sets=counted)
+        stats = gather_stats(prepared, executor, variables, key_sets=counted, aligned=laid_out is not None)
         results = []
         for keys, targets, options in key_sets:
             per_target = key_set_results(prepared, executor, stats, keys, options)

@@ -39,6 +39,10 @@ class DCRMeasure(Measure):
         split_kinds(data.schema, self.compared(data), self.type)
         check_block_on(data.schema, self.params.block_on, self.type)
 
+    def block_keys(self, data: EvalData) -> tuple[str, ...]:
+        """The exact-match factors: the nearest-neighbour search runs within their key blocks."""
+        return tuple(self.params.block_on)
+
     def evaluate(self, data: EvalData, executor: Executor) -> DCRResult:
         from pipeline.risk.distance.compute import RELABEL_NEIGHBOURS, set_distances
         from pipeline.risk.distance.result import DCRResult, set_rows
@@ -47,10 +51,7 @@ class DCRMeasure(Measure):
         variables = self.compared(data)
         factors, numerics = split_kinds(data.schema, variables, self.type)
         selected = data.select(variables)
-        prepared = executor.prepare(selected.with_frames([*selected.frames, *_holdout(selected)]))
-        frames = prepared.frames[: len(selected.frames)]
-        holdout = prepared.frames[len(selected.frames)] if selected.holdout is not None else None
-        ready = EvalData(tuple(frames), selected.schema, holdout)
+        ready = executor.prepare(selected, holdout=True)
         distances = set_distances(
             ready,
             executor,
@@ -65,7 +66,3 @@ class DCRMeasure(Measure):
         )
         rows = [row for i, d in enumerate(distances, start=1) for row in set_rows(str(i), d, variables, params)]
         return DCRResult(tuple(rows), tuple(variables))
-
-
-def _holdout(data: EvalData) -> list:
-    return [] if data.holdout is None else [data.holdout]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from pipeline.errors import ParameterError
-from pipeline.evaluation.base import Measure
+from pipeline.evaluation.base import Measure, common_key
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.footing import Footing, PairedFooting
 from pipeline.risk.idrisk.params import IdentificationRiskParams, ScenarioSetup
@@ -64,6 +64,11 @@ class IdentificationRiskMeasure(Measure):
             )
         for name in p.scenarios:
             p.setup(name, data.schema, data.columns)
+
+    def block_keys(self, data: EvalData) -> tuple[str, ...]:
+        """The categorical variables every scenario matches exactly (its key blocks contain them)."""
+        p = self.params
+        return common_key([p.setup(name, data.schema, data.columns).plan.categorical for name in p.scenarios])
 
     def check_aggregates(self, data: EvalData, executor: Executor) -> None:
         """Row alignment and missing continuous values (:func:`check_frames`, as :meth:`evaluate`)."""

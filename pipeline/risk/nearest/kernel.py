@@ -227,16 +227,6 @@ def _numeric_distance(q: np.ndarray, r: np.ndarray, scale: np.ndarray) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
-def record_distance(q_codes, q_numbers, r_codes, r_numbers, scale) -> float:
-    """The mixed distance of two records (numeric part first, then the mismatch count)."""
-    mismatches = 0
-    for j in range(len(q_codes)):
-        if q_codes[j] != r_codes[j]:
-            mismatches += 1
-    return _numeric_distance(q_numbers, r_numbers, scale) + mismatches
-
-
-@numba.njit(cache=True, nogil=True)
 def _offer(best_d, best_i, row, d, i) -> None:
     """Insert candidate (d, i) into a query's best list (sorted by distance, then position)."""
     k = best_d.shape[1]
