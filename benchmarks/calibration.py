@@ -4,8 +4,8 @@ Scenarios are built from real records, so the truth is known:
 
 * **null** — a three-way split of a bundled survey (SD2011, CEdata) or of the generated
   register into training, holdout and *other* real records; the "release" is other real
-  records (m sets of the training part's size, disjoint): no synthesiser saw the training
-  part, so every "adds risk" verdict is a false positive.  Two designs: training = holdout
+  records (m sets of the training part's size, each drawn from the other records): no
+  synthesiser saw the training part, so every "adds risk" verdict is a false positive.  Two designs: training = holdout
   (``1:1``) and training = 4 × holdout (``4:1``).
 * **leak** — each released set is the training records in a shuffled order with every numeric
   value multiplied by a factor drawn uniformly in [0.99, 1.01].
@@ -31,6 +31,7 @@ process.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import resource
@@ -45,6 +46,7 @@ from scipy.stats import binom
 
 from pipeline.data.schema import Schema
 from pipeline.datasets import load_demo
+from pipeline.datasets.register import register_frames, register_schema
 from pipeline.evaluation.base import rows_frame
 from pipeline.evaluation.baseline import BaselineOptions, evaluate
 from pipeline.evaluation.data import as_eval_data
@@ -57,7 +59,9 @@ NOMINAL = 0.025
 #: the issue's bound on the false-positive rate (before the binomial slack)
 FPR_BOUND = 0.05
 #: the pools, in the order their seeds use
-SURVEYS = ("sd2011", "cedata")
+SURVEYS = ("sd2011", "cedata", "register")
+#: records of the generated register pool
+REGISTER_ROWS = 6000
 #: share of the near-copy's records replaced by other real records
 NEAR_COPY_REPLACED = 0.3
 #: relative noise of the leak's numeric values
@@ -132,6 +136,24 @@ def surveys(names: Sequence[str]) -> list[Survey]:
             *_attacks((["Urban", "Tenure", "Educ"], ["Marital", "Income"]), [*keys, "Age"], "Income"),
         ]
         out.append(Survey("cedata", frame, schema, codes, tuple(measures), tuple(keys), "Income", 900))
+    if "register" in names:
+        frame, _ = register_frames(REGISTER_ROWS)
+        schema = register_schema()
+        keys = ["sex", "region", "edu", "marital"]
+        factors = ["sex", "region", "edu", "marital", "employment", "hhsize", "tenure", "health", "car"]
+        measures = [
+            ("disclosure", "disclosure", {"keys": keys, "targets": ["tenure", "health"]}),
+            _idrisk(keys, "income"),
+            ("dcr", "dcr", {"vars": [*factors, "age", "income", "expenditure"]}),
+            ("dcr", "dcr_discrete", {"vars": factors}),
+            *_attacks(
+                (["sex", "age", "region", "edu"], ["marital", "income", "employment"]),
+                ["sex", "age", "region", "edu", "marital"],
+                "income",
+            ),
+        ]
+        frame = schema.apply(frame, "register")
+        out.append(Survey("register", frame, schema, {}, tuple(measures), tuple(keys), "income", 1000))
     return out
 
 
@@ -144,7 +166,8 @@ class Scenario:
 
 
 def _sizes(survey: Survey, design: str) -> tuple[int, int]:
-    """(training, holdout) records of a design: training + holdout + 3 sets of training size fit the pool."""
+    """(training, holdout) records of a design: training, holdout and one set of the training
+    part's size fit the pool."""
     return (survey.size, survey.size) if design == "1:1" else (2 * survey.size, survey.size // 2)
 
 
@@ -219,7 +242,8 @@ def _results(
     pool = survey.frame.iloc[order].reset_index(drop=True)
     training, holdout = pool.iloc[:n_train], pool.iloc[n_train : n_train + n_hold]
     rest = pool.iloc[n_train + n_hold :]
-    others = [rest.iloc[j * n_train : (j + 1) * n_train] for j in range(scenario.m)]
+    # each set: other real records, drawn from the rest on its own (sets may share records)
+    others = [rest.iloc[rng.choice(len(rest), n_train, replace=False)] for _ in range(scenario.m)]
     released = [_released(survey, scenario.truth, training, o, rng) for o in others]
     aligned = [_aligned(survey, scenario.truth, training, rest, rng) for _ in range(scenario.m)]
     options = BaselineOptions(seed=rep, permutations=permutations, bootstrap=0)
@@ -278,19 +302,23 @@ def _one(job: tuple[Scenario, int, Plan]) -> tuple[Scenario, dict[str, bool], fl
     return scenario, verdicts(results), time.process_time() - start
 
 
-def run(plan: Plan, jobs: int = 1) -> tuple[pd.DataFrame, float]:
-    """Verdicts of every repetition (one row per scenario, repetition and figure) and the CPU seconds."""
-    if jobs > 1:
-        with ProcessPoolExecutor(jobs) as pool:
-            done = list(pool.map(_one, plan.jobs(), chunksize=1))
-    else:
-        done = [_one(j) for j in plan.jobs()]
-    rows = [
-        {**scenario.__dict__, "figure": _figure_name(figure), "positive": positive}
-        for scenario, found, _ in done
-        for figure, positive in found.items()
-    ]
-    return pd.DataFrame(rows), sum(seconds for _, _, seconds in done)
+def run(plan: Plan, jobs: int = 1, progress: str | None = None) -> tuple[pd.DataFrame, float]:
+    """Verdicts of every repetition (one row per scenario, repetition and figure) and the CPU
+    seconds; ``progress``: a CSV file each finished repetition's rows are appended to."""
+    rows: list[dict] = []
+    cpu = 0.0
+    with ProcessPoolExecutor(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
+        done = pool.map(_one, plan.jobs(), chunksize=1) if pool is not None else map(_one, plan.jobs())
+        for scenario, found, seconds in done:
+            cpu += seconds
+            these = [
+                {**scenario.__dict__, "figure": _figure_name(f), "positive": positive, "cpu": seconds}
+                for f, positive in found.items()
+            ]
+            if progress:
+                pd.DataFrame(these).to_csv(progress, mode="a", header=not rows, index=False)
+            rows += these
+    return pd.DataFrame(rows), cpu
 
 
 def _figure_name(figure: str) -> str:
@@ -330,14 +358,14 @@ def markdown(frame: pd.DataFrame) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", nargs="+", default=list(SURVEYS))
+    parser.add_argument("--datasets", nargs="+", default=["sd2011", "cedata"], choices=SURVEYS)
     parser.add_argument("--reps", type=int, default=50, help="repetitions per null scenario")
     parser.add_argument("--controls", type=int, default=10, help="repetitions per positive control")
     parser.add_argument("--m", type=int, nargs="+", default=[1, 3])
     parser.add_argument("--measures", nargs="*", default=[], help="entry names (default: all)")
     parser.add_argument("--permutations", type=int, default=19)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--out", help="write every verdict to this CSV")
+    parser.add_argument("--out", help="write every verdict to this CSV (as the repetitions finish)")
     args = parser.parse_args()
     plan = Plan(
         datasets=tuple(args.datasets),
@@ -348,10 +376,10 @@ def main() -> None:
     )
     load = os.getloadavg()[0]
     wall = time.perf_counter()
-    found, cpu = run(plan, args.jobs)
+    if args.out and os.path.exists(args.out):
+        os.remove(args.out)
+    found, cpu = run(plan, args.jobs, args.out)
     wall = time.perf_counter() - wall
-    if args.out:
-        found.to_csv(args.out, index=False)
     print(markdown(table(found)))
     print(
         f"\nR = {args.reps} per null (binomial slack at 5 %: +{100 * slack(args.reps):.1f} pp), "
