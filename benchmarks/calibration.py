@@ -277,21 +277,24 @@ class Plan:
     permutations: int = 19
 
     def jobs(self) -> list[tuple[Scenario, int, Plan]]:
-        """Every (scenario, repetition) with this plan."""
+        """Every (scenario, repetition) with this plan, repetition by repetition (a run stopped
+        early has about as many repetitions of every scenario)."""
+        most = max(count for _, count in self.repetitions)
         return [
             (Scenario(name, design, truth, m), rep, self)
+            for rep in range(most)
             for name in self.datasets
             for design in self.designs
             for m in self.ms
             for truth, count in self.repetitions
-            for rep in range(count)
+            if rep < count
         ]
 
 
 _SURVEYS: dict[str, Survey] = {}
 
 
-def _one(job: tuple[Scenario, int, Plan]) -> tuple[Scenario, dict[str, bool], float]:
+def _one(job: tuple[Scenario, int, Plan]) -> tuple[Scenario, int, dict[str, bool], float]:
     """One repetition (in a worker process): its verdicts and CPU seconds."""
     scenario, rep, plan = job
     if scenario.survey not in _SURVEYS:
@@ -299,7 +302,7 @@ def _one(job: tuple[Scenario, int, Plan]) -> tuple[Scenario, dict[str, bool], fl
     start = time.process_time()
     results = _results(_SURVEYS[scenario.survey], scenario, rep, Executor(policy="memory"), plan.permutations,
                        plan.measures)  # fmt: skip
-    return scenario, verdicts(results), time.process_time() - start
+    return scenario, rep, verdicts(results), time.process_time() - start
 
 
 def run(plan: Plan, jobs: int = 1, progress: str | None = None) -> tuple[pd.DataFrame, float]:
@@ -309,10 +312,10 @@ def run(plan: Plan, jobs: int = 1, progress: str | None = None) -> tuple[pd.Data
     cpu = 0.0
     with ProcessPoolExecutor(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
         done = pool.map(_one, plan.jobs(), chunksize=1) if pool is not None else map(_one, plan.jobs())
-        for scenario, found, seconds in done:
+        for scenario, rep, found, seconds in done:
             cpu += seconds
             these = [
-                {**scenario.__dict__, "figure": _figure_name(f), "positive": positive, "cpu": seconds}
+                {**scenario.__dict__, "rep": rep, "figure": _figure_name(f), "positive": positive, "cpu": seconds}
                 for f, positive in found.items()
             ]
             if progress:
