@@ -24,7 +24,7 @@ scenario give the share of "adds risk" verdicts: the false-positive rate on the 
 power on the leaks.  Repetitions run in ``--jobs`` processes; CPU seconds are those of every
 process.
 
-    python benchmarks/calibration.py                       # R = 50 nulls, 10 per positive control
+    python benchmarks/calibration.py                       # R = 50 nulls, 5 per positive control
     python benchmarks/calibration.py --reps 10 --controls 4 --datasets sd2011
 """
 
@@ -363,7 +363,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", default=["sd2011", "cedata"], choices=SURVEYS)
     parser.add_argument("--reps", type=int, default=50, help="repetitions per null scenario")
-    parser.add_argument("--controls", type=int, default=10, help="repetitions per positive control")
+    parser.add_argument("--controls", type=int, default=5, help="repetitions per positive control")
     parser.add_argument("--m", type=int, nargs="+", default=[1, 3])
     parser.add_argument("--measures", nargs="*", default=[], help="entry names (default: all)")
     parser.add_argument("--permutations", type=int, default=19)
