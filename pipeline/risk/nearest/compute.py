@@ -5,7 +5,8 @@ reference partition to the next (:meth:`~pipeline.evaluation.execution.Executor.
 each step is the exact block search of :mod:`pipeline.risk.nearest.kernel`.  Because the best
 lists are ordered by (distance, global position) and the block search skips only records whose
 lower bound is strictly above the k-th best, the result is the exact k nearest, ties to the
-earlier reference record, whatever the partitions or workers.
+earlier reference record (or, with ``ties``, to the smaller of seeded random keys of the
+reference records, :func:`tie_keys`), whatever the partitions or workers.
 """
 
 from __future__ import annotations

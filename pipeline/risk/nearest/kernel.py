@@ -27,8 +27,9 @@ The search (:func:`search_block`) is exact and prunes without approximation:
    out), so a query whose own group is short of neighbours looks at those groups only, not at
    every group of the block; only a query still without k neighbours below 2 checks them all.
 
-Candidates are kept by (distance, global position): ties go to the earlier reference record,
-so the result is the same whatever the blocks; only candidates whose lower bound is strictly
+Candidates are kept by (distance, key): the key is the record's global position (ties go to
+the earlier reference record) or a seeded random key of it (a random tie order), so the result
+is the same whatever the blocks; only candidates whose lower bound is strictly
 above the k-th best are skipped.  The running best of a query is passed from one reference
 block to the next, so partitions of the reference are searched one after the other with the
 bound found so far.
