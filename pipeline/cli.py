@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -19,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, brief
 from pipeline.interrupts import sigint_for_this_process_only
+from pipeline.notices import show_briefly
 
 if TYPE_CHECKING:
     from pipeline.tasks import LoadedTask
@@ -33,6 +35,8 @@ EXIT_INTERRUPTED = 128
 
 def _quiet_libraries() -> None:
     logging.getLogger("bokeh").setLevel(logging.ERROR)
+    # a warning is its message on one line, not the package's source line that raised it
+    warnings.showwarning = show_briefly
 
 
 def _load_task(task_file: Path) -> LoadedTask:
@@ -66,6 +70,13 @@ def _handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
                 return f(*args, **kwargs)
         except PipelineError as e:
             click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_ERROR)
+        except OSError as e:
+            if not e.errno:
+                raise
+            # the machine's refusal (a full disk, a quota, a permission) outside any step that names it
+            where = f" ({e.filename})" if e.filename else ""
+            click.echo(f"error: {brief(e)}{where}", err=True)
             sys.exit(EXIT_ERROR)
         except KeyboardInterrupt:
             signum = received[0] if received else signal.SIGINT
@@ -113,7 +124,7 @@ def run(
     task = _load_task(task_file)
     from pipeline.runner import check_writable_folder, run_task
 
-    hist = history or task.spec.history
+    hist = history or task.history
     if hist is not None:
         check_writable_folder(hist, "history")
     outcome = run_task(task, cluster=cluster, out_dir=out, report=not no_report, history=hist, force=force)
@@ -167,6 +178,7 @@ def nightly(
 @_handle_errors
 def history(history_dir: Path, task_name: str | None, measure: str | None, as_csv: bool, budget: bool) -> None:
     """Query a results store: one row per run date x dataset x source x setting x synthetic set."""
+    from pipeline.results import ROLE_COLUMNS
     from pipeline.store import ResultsStore
 
     if budget:
@@ -177,7 +189,7 @@ def history(history_dir: Path, task_name: str | None, measure: str | None, as_cs
     res = ResultsStore(history_dir).query(task_name)
     if measure:
         res = res[res["measure"] == measure]
-    cols = ["run_date", "task", "dataset", "source", "setting", "synthetic", "measure", "value"]
+    cols = ["run_date", "task", "dataset", "source", "setting", "synthetic", "measure", *ROLE_COLUMNS, "value"]
     if as_csv:
         click.echo(res[cols].to_csv(index=False), nl=False)
     else:
@@ -226,6 +238,10 @@ def validate(task_file: Path, out: Path | None, force: bool) -> None:
     units = validate_task(task, out_dir=out, force=force)
     for u in units:
         click.echo(f"{u.fingerprint}  {u.label}")
+    for where, lines in units.plans.items():
+        click.echo(f"plan of {where} (variable (method) <- predictors):")
+        for line in lines:
+            click.echo(f"  {line}")
     click.echo(f"{task_file}: valid, {len(units)} unit(s)")
 
 

@@ -17,6 +17,7 @@ cluster that cannot start, or whose scheduler goes away during the work, raises 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -52,7 +53,7 @@ class LocalConfig(_Config):
     threads_per_worker: int = Field(1, ge=1)
     memory_limit: str | Literal["auto"] = "auto"
     processes: bool = True
-    #: the scheduler's dashboard (e.g. "127.0.0.1:8787"); none unless asked for
+    #: the scheduler's dashboard (e.g. "8787" on loopback, "0.0.0.0:8787" everywhere); none unless asked for
     dashboard_address: str | None = None
     #: plain TCP without authentication instead of TLS with per-run credentials (debugging only)
     insecure: bool = False
@@ -77,6 +78,8 @@ class SlurmConfig(_Config):
     job_script_prologue: list[str] = []
     worker_extra_args: list[str] = []
     scheduler_options: dict[str, Any] = {}
+    #: the scheduler's dashboard (e.g. "8787" on the login node's loopback); none unless asked for
+    dashboard_address: str | None = None
     jobs: int = Field(1, ge=0, description="jobs to start when adaptive is not set")
     adaptive: Adaptive | None = None
     wait_for_workers: int = Field(1, ge=0)
@@ -105,6 +108,8 @@ class KubernetesConfig(_Config):
     env: dict[str, str] = {}
     worker_command: str = "dask-worker"
     adaptive: Adaptive | None = None
+    #: serve the scheduler's dashboard inside the Kubernetes cluster (its Service); off unless asked for
+    dashboard: bool = False
 
     @field_validator("resources")
     @classmethod
@@ -137,7 +142,7 @@ class SchedulerConfig(_Config):
     @field_validator("address")
     @classmethod
     def _has_port(cls, v: str) -> str:
-        if not re.fullmatch(r"(tcp|tls|ucx|inproc)://.+:\d+", v):
+        if not re.fullmatch(r"(tcp|tls)://.+:\d+", v):
             raise ValueError(f"expected tcp://host:port or tls://host:port, got {v!r}")
         return v
 
@@ -162,6 +167,8 @@ class SSHConfig(_Config):
     connect_options: dict[str, Any] = {}
     worker_options: dict[str, Any] = {}
     scheduler_options: dict[str, Any] = {}
+    #: the scheduler's dashboard on the first host (e.g. "8787" on its loopback); none unless asked for
+    dashboard_address: str | None = None
     remote_python: str | None = None
     #: plain TCP without authentication instead of TLS with per-run credentials copied to every
     #: host (only on a network where nobody else can reach the hosts' ports)
@@ -235,8 +242,45 @@ def local_size(cfg: LocalConfig) -> tuple[int, str]:
     return n, cfg.memory_limit
 
 
+#: the HTTP pages of a scheduler or worker whose dashboard is not asked for: the health check only
+#: (what Kubernetes' probes read); no info pages, no metrics, nothing a request can break
+HEALTH_ONLY = ["distributed.http.health"]
+
+
+def dashboard_address(asked: str | None) -> str:
+    """Where a scheduler's HTTP server listens: a free loopback port when no dashboard is asked
+    for; an address without a host (``8787``, ``:8787``) on loopback; else as given
+    (``0.0.0.0:8787``: every interface)."""
+    if asked is None:
+        return "127.0.0.1:0"
+    host, _, port = str(asked).rpartition(":")
+    return asked if host else f"127.0.0.1:{port}"
+
+
+def http_config(asked: str | bool | None) -> dict[str, Any]:
+    """Dask settings for the processes of a run without a dashboard (``asked`` None or False):
+    scheduler and workers serve the health check only."""
+    if asked:
+        return {}
+    return {"distributed.scheduler.http.routes": HEALTH_ONLY, "distributed.worker.http.routes": HEALTH_ONLY}
+
+
+def _scheduler_http(asked: str | None) -> dict[str, Any]:
+    """A scheduler's keywords for its HTTP server and dashboard (see :func:`dashboard_address`)."""
+    return {"dashboard_address": dashboard_address(asked), "dashboard": asked is not None}
+
+
+def _worker_http(asked: str | None, args: list[str]) -> list[str]:
+    """``dask worker`` arguments: without a dashboard, its HTTP server on loopback only."""
+    if asked is not None or any(a.startswith("--dashboard") for a in args):
+        return args
+    return [*args, "--no-dashboard", "--dashboard-address", "127.0.0.1:0"]
+
+
 def slurm_cluster_kwargs(cfg: SlurmConfig) -> dict[str, Any]:
-    """Keyword arguments for ``dask_jobqueue.SLURMCluster``."""
+    """Keyword arguments for ``dask_jobqueue.SLURMCluster`` (the dashboard and the workers' HTTP
+    servers where :func:`dashboard_address` and :func:`_worker_http` say, unless the config's
+    ``scheduler_options`` or ``worker_extra_args`` say otherwise)."""
     kw: dict[str, Any] = {
         "cores": cfg.cores,
         "processes": cfg.processes,
@@ -244,8 +288,8 @@ def slurm_cluster_kwargs(cfg: SlurmConfig) -> dict[str, Any]:
         "walltime": cfg.walltime,
         "job_extra_directives": cfg.job_extra_directives,
         "job_script_prologue": cfg.job_script_prologue,
-        "worker_extra_args": cfg.worker_extra_args,
-        "scheduler_options": cfg.scheduler_options,
+        "worker_extra_args": _worker_http(cfg.dashboard_address, cfg.worker_extra_args),
+        "scheduler_options": {**_scheduler_http(cfg.dashboard_address), **cfg.scheduler_options},
     }
     for name in ("queue", "account", "interface", "local_directory", "log_directory", "python", "job_name"):
         if getattr(cfg, name) is not None:
@@ -265,17 +309,25 @@ def slurm_security_kwargs(cfg: SlurmConfig, stack: contextlib.ExitStack) -> dict
 
 
 def kubernetes_spec(cfg: KubernetesConfig) -> dict[str, Any]:
-    """The DaskCluster custom resource for this config (no cluster needed to build it)."""
+    """The DaskCluster custom resource for this config (no cluster needed to build it). Without
+    ``dashboard`` the scheduler and workers serve the health check only (the pods' probes)."""
     from dask_kubernetes.operator import make_cluster_spec
 
-    return make_cluster_spec(
+    env = dict(cfg.env)
+    if not cfg.dashboard:
+        env |= {f"DASK_{k.upper().replace('.', '__')}": json.dumps(v) for k, v in http_config(False).items()}
+    spec = make_cluster_spec(
         name=cfg.name,
         image=cfg.image,
         n_workers=cfg.n_workers,
         resources=cfg.resources or None,
-        env=cfg.env or None,
+        env=env or None,
         worker_command=cfg.worker_command,
     )
+    if not cfg.dashboard:
+        (scheduler,) = spec["spec"]["scheduler"]["spec"]["containers"]
+        scheduler["args"] = [*scheduler["args"], "--no-dashboard"]
+    return spec
 
 
 def _slurm_job_states(job_ids: list[str]) -> str:
@@ -305,8 +357,11 @@ def _start_slurm(cfg: SlurmConfig, stack: contextlib.ExitStack) -> Any:
         raise TaskError("slurm clusters need dask-jobqueue: pip install 'sdc-pipeline[cluster]'") from None
     if shutil.which("sbatch") is None:
         raise TaskError("slurm cluster: 'sbatch' is not on PATH; run on a Slurm login/submit node")
+    import dask
+
     try:
-        cluster = SLURMCluster(**slurm_cluster_kwargs(cfg), **slurm_security_kwargs(cfg, stack))
+        with dask.config.set(http_config(cfg.dashboard_address)):  # the scheduler runs in this process
+            cluster = SLURMCluster(**slurm_cluster_kwargs(cfg), **slurm_security_kwargs(cfg, stack))
     except (ValueError, TypeError, OSError) as e:
         raise TaskError(f"slurm cluster: cannot start the Dask scheduler for the jobs: {e}") from None
     stack.callback(close_cluster, cluster, "slurm", cancel=_scancel)
@@ -356,14 +411,47 @@ def close_cluster(cluster: Any, kind: str, cancel: Any = None) -> None:
 
 
 #: settings whose values are secrets, by name (SSH passwords and passphrases, tokens, keys)
-_SECRET = re.compile(r"pass(word|phrase)?|token|secret|key|credential", re.IGNORECASE)
+_SECRET = re.compile(r"pass(word|phrase)?|pwd|token|secret|key|credential|auth", re.IGNORECASE)
 REDACTED = "<redacted>"
+_NAME = r"[A-Za-z_][\w.-]*"
+#: credentials inside free text (a job script's lines, a worker's arguments, an #SBATCH option):
+#: ``NAME=value`` / ``NAME: value`` / ``--name value`` with a secret-like name, the password of a
+#: URL (``scheme://user:password@host``), an HTTP ``Authorization`` header, and well-known token shapes
+_IN_TEXT = [
+    (re.compile(r"(\b(?:Bearer|Basic|token)\s+)([A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE), "header"),
+    (re.compile(rf"((?:^|[\s;'\"]|--?)({_NAME})\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s;'\"]+)"), "assignment"),
+    (re.compile(rf"((?:^|\s)--?({_NAME})\s+)([^\s;'\"-][^\s;'\"]*)"), "option"),
+    (re.compile(r"(://[^/\s:@]+:)([^@\s/]+)(@)"), "url"),
+    (
+        re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}\b|\bxox[abpr]-[A-Za-z0-9-]{10,}\b"),
+        "shape",
+    ),
+]
+
+
+def redact_text(text: str) -> str:
+    """``text`` with the credentials it seems to hold replaced by ``<redacted>`` (see :data:`_IN_TEXT`)."""
+    for pattern, kind in _IN_TEXT:
+        if kind in ("assignment", "option"):
+            # a value may itself be an assignment (``--comment=db_password=…``): look inside it too
+            text = pattern.sub(
+                lambda m: m.group(1) + (REDACTED if _SECRET.search(m.group(2)) else redact_text(m.group(3))), text
+            )
+        elif kind == "url":
+            text = pattern.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
+        elif kind == "header":
+            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+        else:
+            text = pattern.sub(REDACTED, text)
+    return text
 
 
 def describe(cfg: Any) -> dict[str, Any]:
     """A JSON-able description of the config for run manifests and the history: TLS files by
     name only, and no secret — values of settings named like a password, passphrase, token,
-    secret or key, and every value of an environment (``env``), are replaced by ``<redacted>``."""
+    secret or key, and every value of an environment (``env``), are replaced by ``<redacted>``,
+    and so are credentials inside free text (:func:`redact_text`: a job script's
+    ``export AWS_SECRET_ACCESS_KEY=…``, ``--token …`` among a worker's arguments, a URL's password)."""
     d = cfg.model_dump()
     if d.get("tls"):
         d["tls"] = {k: Path(v).name for k, v in d["tls"].items()}
@@ -378,10 +466,16 @@ def _redacted(value: Any, name: str = "") -> Any:
             return dict.fromkeys(value, REDACTED)
         return {k: _redacted(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [_redacted(v, name) for v in value]
+        out = [_redacted(v, name) for v in value]
+        # an argument list: the value after an option named like a secret (["--token", "abc"])
+        for i in range(1, len(out)):
+            flag = value[i - 1]
+            if isinstance(flag, str) and re.fullmatch(rf"--?{_NAME}", flag) and _SECRET.search(flag):
+                out[i] = REDACTED
+        return out
     if _SECRET.search(name) and value is not None:
         return REDACTED
-    return value
+    return redact_text(value) if isinstance(value, str) else value
 
 
 def _local_security(cfg: LocalConfig) -> dict[str, Any]:
@@ -404,18 +498,21 @@ def _start_ssh(cfg: SSHConfig, stack: contextlib.ExitStack) -> Any:
     kw: dict[str, Any] = {"remote_python": cfg.remote_python} if cfg.remote_python else {}
     hosts = ", ".join(cfg.hosts)
     try:
-        settings: dict[str, Any] = {}
+        settings: dict[str, Any] = http_config(cfg.dashboard_address)
         if not cfg.insecure:
             from pipeline.cluster_tls import remote_credentials
 
-            kw["security"], settings = stack.enter_context(remote_credentials(cfg.hosts, cfg.connect_options))
+            kw["security"], tls = stack.enter_context(remote_credentials(cfg.hosts, cfg.connect_options))
+            settings |= tls
         # the remote processes inherit this configuration (paths of the credential files only)
         with dask.config.set(settings):
             cluster = SSHCluster(
                 cfg.hosts,
                 connect_options=cfg.connect_options,
-                worker_options=cfg.worker_options,
-                scheduler_options=cfg.scheduler_options,
+                worker_options={"dashboard_address": "127.0.0.1:0", **cfg.worker_options}
+                if cfg.dashboard_address is None
+                else cfg.worker_options,
+                scheduler_options={**_scheduler_http(cfg.dashboard_address), **cfg.scheduler_options},
                 **kw,
             )
     except ImportError:
@@ -448,11 +545,10 @@ def worker_malloc_config() -> dict[str, int]:
 
 
 def _local_dashboard(cfg: LocalConfig) -> dict[str, Any]:
-    """The dashboard only where asked for; otherwise the scheduler's HTTP endpoint (health
-    checks) on a free loopback port, never on every interface."""
-    if cfg.dashboard_address is not None:
-        return {"dashboard_address": cfg.dashboard_address}
-    return {"dashboard_address": "127.0.0.1:0", "scheduler_kwargs": {"dashboard": False}}
+    """The dashboard only where asked for (:func:`dashboard_address`: loopback unless the address
+    names a host); otherwise the scheduler's health check alone on a free loopback port."""
+    http = _scheduler_http(cfg.dashboard_address)
+    return {"dashboard_address": http["dashboard_address"], "scheduler_kwargs": {"dashboard": http["dashboard"]}}
 
 
 @contextlib.contextmanager
@@ -467,13 +563,21 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
     # distributed sets its loggers up when imported; quiet them after that (INFO floods the console)
     for name in ("distributed", "distributed.shuffle._scheduler_plugin", "distributed.http.proxy"):
         logging.getLogger(name).setLevel(logging.ERROR)
+    # a failed HTTP request (a browser on the dashboard) must not print a traceback into the terminal
+    logging.getLogger("tornado.application").setLevel(logging.CRITICAL)
     with contextlib.ExitStack() as stack:
         if cfg.type == "local":
             import dask
             from distributed import LocalCluster
 
+            from pipeline.worker_log import WorkerLogFile, check_worker_log, worker_log_path
+
+            check_worker_log(worker_log_path())  # before any process starts
             n, mem = local_size(cfg)
-            with children_ignore_sigint(), dask.config.set(worker_malloc_config()):
+            with (
+                children_ignore_sigint(),
+                dask.config.set({**worker_malloc_config(), **http_config(cfg.dashboard_address)}),
+            ):
                 cluster = LocalCluster(
                     n_workers=n,
                     threads_per_worker=cfg.threads_per_worker,
@@ -487,8 +591,6 @@ def connect(config: str | Path | dict[str, Any] | None = None) -> Iterator[Any]:
                 # inside the block: a Ctrl-C held while the cluster started then closes it
                 stack.callback(close_cluster, cluster, "local")
             client = stack.enter_context(Client(cluster))
-            from pipeline.worker_log import WorkerLogFile, worker_log_path
-
             client.register_plugin(WorkerLogFile(str(worker_log_path())), name="sdc-worker-log")
         elif cfg.type == "slurm":
             client = _start_slurm(cfg, stack)

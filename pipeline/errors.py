@@ -27,3 +27,24 @@ class ParameterError(PipelineError, ValueError):
 
 class TaskError(PipelineError):
     """A task or cluster file is invalid."""
+
+
+#: characters of a library's own message an error line quotes at most
+BRIEF_CHARACTERS = 300
+
+
+def brief(error: BaseException) -> str:
+    """A library's exception as one short line for an ``error:`` message: an operating-system
+    error as its reason and code (``No space left on device (ENOSPC)``), anything else as its
+    type and the first line of its message, cut at :data:`BRIEF_CHARACTERS` (a failure deep in a
+    library can carry pages of text, a disk-full one the list of every file it held)."""
+    import errno
+    import os
+
+    if isinstance(error, OSError) and error.errno:
+        code = f" ({errno.errorcode[error.errno]})" if error.errno in errno.errorcode else ""
+        return f"{os.strerror(error.errno)}{code}"
+    text = (str(error).strip().splitlines() or [""])[0]
+    if len(text) > BRIEF_CHARACTERS:
+        text = text[: BRIEF_CHARACTERS - 1] + "…"
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -9,6 +9,7 @@ typo in a task is reported before the measures' code is imported.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from pipeline.errors import ParameterError, TaskError
 
 if TYPE_CHECKING:  # listing the measures imports no measure code (and no Dask)
     from pipeline.evaluation.base import Measure, Params
+    from pipeline.evaluation.comparison import Compared
 
 
 @dataclass(frozen=True)
@@ -143,3 +145,11 @@ _ENTRIES = [
     ),
 ]
 REGISTRY: dict[str, MeasureEntry] = {e.type: e for e in _ENTRIES}
+
+
+def holdout_views(types: Iterable[str]) -> dict[str, tuple[Compared, ...]]:
+    """The holdout view (:attr:`Measure.holdout_view <pipeline.evaluation.base.Measure.holdout_view>`)
+    of every registered measure type among ``types`` that has one (other types: synthesisers' kinds,
+    old rows without a type, are left out)."""
+    views = {t: REGISTRY[t].measure.holdout_view for t in dict.fromkeys(types) if t in REGISTRY}
+    return {t: v for t, v in views.items() if v}

@@ -5,7 +5,9 @@ for any dataset × source × measure entry × params (the rows' structured param
 display setting), the statistic over the synthetic sets (``max`` or ``mean``) is ``above`` a
 threshold, or has risen by more than ``rise_above`` since the previous run in the history.
 It judges the measure's own rows, or with ``summary``/``baseline`` the rows of that summary
-over sets or holdout baseline (``repU upper95 above 1``: the upper bound of repU's interval).
+over sets or holdout-baseline role (``repU upper95 above 1``: the upper bound of repU's interval;
+the rows' ``role`` and ``summary`` columns, :mod:`pipeline.evaluation.comparison`). Histories
+written before those columns read with them (:meth:`ResultsStore.read_run`).
 A previous run stored before results had params gives no previous value (see
 :func:`check_gates`).  Gate results are written to ``gates.json`` in the run folder
 and shown in the report; the CLI exits with status 3 when a gate fails.
@@ -54,7 +56,8 @@ def _select(results: pd.DataFrame, gate: GateSpec) -> pd.DataFrame:
     sel = results[results["measure"] == gate.measure]
     if gate.family is not None:
         sel = sel[sel["family"] == gate.family]
-    return of_kind(sel, gate.baseline, gate.summary)
+    role = "residual" if gate.baseline == "normalised_excess" else gate.baseline
+    return of_kind(sel, role, gate.summary)
 
 
 def _gate_label(gate: GateSpec) -> str:
@@ -181,7 +184,7 @@ def run_nightly(
     from pipeline.run.folder import run_folder_for
     from pipeline.runner import check_writable_folder, default_out_dir, execute_task, write_run
 
-    hist_path = history or task.spec.history
+    hist_path = history or task.history
     if hist_path is None:
         raise TaskError(f"{task.path}: a nightly run needs a history folder ('history:' in the task or --history)")
     check_writable_folder(hist_path, "history")

@@ -5,10 +5,20 @@ Measures return the inner columns (:data:`MEASURE_COLUMNS`); the runner adds the
 task, the run, the data, the ``family``, the ``type`` (the task's measure type, or the
 synthesiser's kind for a synthesis's rows) and the ``measure_name`` (the measure entry's
 name, default its type).
+
+Each row's part in a holdout comparison is in three columns (:data:`ROLE_COLUMNS`; the words are
+:mod:`pipeline.evaluation.comparison`'s): ``role`` — ``observed`` (the measure's own figure),
+``training``/``holdout`` (its holdout baseline's two figures), ``excess`` (their difference) or
+``residual``; ``summary`` — ``mean``/``sd``/``lower95``/``upper95`` over the synthetic sets (the row's
+``synthetic`` is then ``all``), None for one set's value; ``method`` — how an interval bound was
+drawn (``t``, ``permutation``, ``bootstrap``). Tables written before these columns existed (the
+roles were keys of ``params`` and summaries had ``synthetic`` "mean") read through
+:func:`with_role_columns`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -21,7 +31,9 @@ import numpy as np
 import pandas as pd
 
 #: what a unit contributes: the display setting, the structured params (canonical JSON), the value
-MEASURE_COLUMNS = ["setting", "params", "synthetic", "measure", "value"]
+MEASURE_COLUMNS = ["setting", "params", "synthetic", "measure", "role", "summary", "method", "value"]
+#: a row's part in a holdout comparison (:mod:`pipeline.evaluation.comparison`)
+ROLE_COLUMNS = ["role", "summary", "method"]
 RESULT_COLUMNS = [
     "task",
     "run_id",
@@ -35,17 +47,66 @@ RESULT_COLUMNS = [
     "params",
     "synthetic",
     "measure",
+    "role",
+    "summary",
+    "method",
     "value",
 ]
 
 
-#: ``synthetic`` labels of rows that are not one synthetic set's value
-SUMMARY_LABELS = ("original", "mean")
+#: ``synthetic`` labels of rows that are not one synthetic set's value: the original's, a
+#: measure's own average over sets (synthpop's "mean"), a summary over sets ("all")
+SUMMARY_LABELS = ("original", "mean", "all")
 
 
 def per_set(rows: pd.DataFrame) -> pd.DataFrame:
     """The rows holding one synthetic set's value (not the original's, not a mean over sets)."""
     return rows[~rows["synthetic"].isin(SUMMARY_LABELS)]
+
+
+#: the ``params`` keys that held a row's role before the role columns (old name -> column), and
+#: the old role names that changed
+_OLD_KEYS = {"baseline": "role", "summary": "summary", "ci": "method"}
+_OLD_ROLES = {"normalised_excess": "residual"}
+
+
+def _old_params(text: Any) -> tuple[Any, str, str | None, str | None]:
+    """One old ``params`` text without its role keys, and the row's role, summary and method."""
+    if not isinstance(text, str):
+        return text, "observed", None, None
+    params = json.loads(text)
+    found = {column: params.pop(key, None) for key, column in _OLD_KEYS.items()}
+    if found["role"] is None and found["summary"] is None and found["method"] is None:
+        return text, "observed", None, None
+    role = _OLD_ROLES.get(found["role"], found["role"]) or "observed"
+    return json.dumps(params, sort_keys=True, separators=(",", ":")), role, found["summary"], found["method"]
+
+
+def with_role_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """A results table with the :data:`ROLE_COLUMNS`: unchanged if it has them, else (a table
+    written before them) read from its rows' ``params`` keys ``baseline``/``summary``/``ci``, which
+    are taken out of ``params`` (so that old and new rows of one setting group together), with
+    ``normalised_excess`` renamed ``residual`` and the summaries' ``synthetic`` "mean" renamed
+    "all". The values are untouched."""
+    if all(c in frame.columns for c in ROLE_COLUMNS):
+        return frame
+    out = frame.copy()
+    if "params" not in out.columns:
+        for c in ROLE_COLUMNS:
+            out[c] = pd.Series("observed" if c == "role" else None, index=out.index, dtype="str")
+        return out
+    distinct = pd.Index(pd.unique(out["params"]))
+    converted = [_old_params(t) for t in distinct]
+    at = distinct.get_indexer(out["params"])
+    for i, name in enumerate(["params", *ROLE_COLUMNS]):
+        values = np.empty(len(converted), dtype=object)
+        values[:] = [c[i] for c in converted]
+        out[name] = values[at]
+        if name != "params":
+            out[name] = out[name].astype("str")
+    summaries = out["summary"].notna().to_numpy(dtype=bool) & (out["synthetic"] == "mean").to_numpy(dtype=bool)
+    out.loc[summaries, "synthetic"] = "all"
+    return out
 
 
 def check_tidy(frame: pd.DataFrame, where: str) -> pd.DataFrame:
@@ -55,6 +116,8 @@ def check_tidy(frame: pd.DataFrame, where: str) -> pd.DataFrame:
     out = frame.copy()
     for c in ("setting", "params", "synthetic", "measure"):
         out[c] = out[c].astype(str)
+    for c in ROLE_COLUMNS:  # strings, missing kept missing
+        out[c] = out[c].astype("str")
     out["value"] = pd.to_numeric(out["value"], errors="coerce").astype("float64")
     return out
 

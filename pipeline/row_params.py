@@ -104,16 +104,11 @@ def value_text(value: Any) -> str:
     return str(value)
 
 
-#: the params keys of the rows added to a measure's own (:mod:`pipeline.evaluation.baseline`):
-#: its holdout baselines and its summaries over synthetic sets
-BASELINE, SUMMARY = "baseline", "summary"
-
-
-def of_kind(rows: pd.DataFrame, baseline: str | None = None, summary: str | None = None) -> pd.DataFrame:
-    """The rows whose ``baseline`` and ``summary`` params are ``baseline`` and ``summary`` (None:
-    absent). ``of_kind(rows)`` is a measure's own figures — what headlines and gates judge by
-    default — without the holdout baselines and summaries over sets added beside them."""
-    kinds = param_columns(rows[["params"]], BASELINE, SUMMARY)
-    keep = (kinds[BASELINE] == baseline) if baseline is not None else kinds[BASELINE].isna()
-    keep &= (kinds[SUMMARY] == summary) if summary is not None else kinds[SUMMARY].isna()
+def of_kind(rows: pd.DataFrame, role: str | None = None, summary: str | None = None) -> pd.DataFrame:
+    """The rows whose ``role`` is ``role`` (None: ``observed``, the measure's own figures) and whose
+    ``summary`` is ``summary`` (None: none, one set's value). ``of_kind(rows)`` is a measure's own
+    figures — what headlines and gates judge by default — without the holdout baselines and
+    summaries over sets added beside them (:mod:`pipeline.evaluation.comparison`)."""
+    keep = rows["role"] == (role or "observed")
+    keep &= (rows["summary"] == summary) if summary is not None else rows["summary"].isna()
     return rows[keep.to_numpy(dtype=bool)]

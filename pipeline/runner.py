@@ -35,6 +35,7 @@ from typing import Any
 
 import pandas as pd
 
+from pipeline import notices
 from pipeline.errors import TaskError
 from pipeline.evaluation.execution import Executor
 from pipeline.results import RESULT_COLUMNS
@@ -48,11 +49,15 @@ from pipeline.run.cache import (
     unit_paths,
 )
 from pipeline.run.folder import (
+    CACHE,
+    LOCK_FILE,
+    OWNER_FILE,
     RunOutcome,
     check_run_folder,
     check_writable_folder,
     claim_folder,
     default_out_dir,
+    folder_owner,
     run_folder_for,
     run_names,
     write_run,
@@ -67,8 +72,9 @@ from pipeline.run.inputs import (
     read_inputs,
     stand_in_syntheses,
 )
-from pipeline.run.integrity import check_inputs, inputs_checked, record_checked
+from pipeline.run.integrity import CHECKED_FILE, Overlap, check_inputs, inputs_checked, overlap_rows, record_checked
 from pipeline.run.layout import lay_out_inputs
+from pipeline.run.notices import run_warnings, tell_warnings
 from pipeline.run.schedule import Batch, Progress, run_all
 from pipeline.run.units import evaluate_unit, run_synthesis, validate_units
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit, code_version, expand
@@ -164,7 +170,23 @@ def execute_task(
     out = Path(out_dir) if out_dir is not None else default_out_dir(task)
     releases_to = Path(release_dir) if release_dir is not None else out / "synthesis"
     with run_folder_for(task, out, force, releases_to):
-        return _execute(task, cluster, out, progress, measures, releases_to, history)
+        claimed = (out / CACHE / OWNER_FILE).exists()
+        try:
+            return _execute(task, cluster, out, progress, measures, releases_to, history)
+        except BaseException:
+            if not claimed:
+                _unclaim_unused(out / CACHE)
+            raise
+
+
+def _unclaim_unused(cache: Path) -> None:
+    """After a failed run that claimed the folder: its claim and its record of checked inputs
+    removed when no unit finished (nothing to resume), so that the folder it made goes with its
+    lock (no partial output); finished units stay with the claim that lets a rerun reuse them."""
+    marks = (cache / OWNER_FILE, cache / CHECKED_FILE)
+    if cache.is_dir() and all(p.name in {LOCK_FILE, *(m.name for m in marks)} for p in cache.iterdir()):
+        for mark in marks:
+            mark.unlink(missing_ok=True)
 
 
 def _execute(
@@ -191,14 +213,22 @@ def _execute(
         raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
     cache = out / ".units"
     reused = cached_outputs(inputs.syntheses, units, cache)
-    if reused is not None:
-        synthesised, evaluated, budget = _reuse(task, inputs, units, reused, cache, local, progress, history)
-        cluster_started = False
-    else:
-        with connect(cluster_cfg.model_dump()) as client:
-            executor = task_executor(task, client)
-            synthesised, evaluated, budget = _compute(task, inputs, units, cache, executor, progress, history)
-        cluster_started = True
+    # warnings outside the units (each keeps its own: pipeline.notices); those of the checks are
+    # told before the work starts
+    told: list[str] = []
+    with notices.collected() as at_checks:
+        if reused is not None:
+            synthesised, evaluated, budget, overlaps = _reuse(
+                task, inputs, units, reused, cache, local, progress, history, told
+            )
+            cluster_started = False
+        else:
+            with connect(cluster_cfg.model_dump()) as client:
+                executor = task_executor(task, client)
+                synthesised, evaluated, budget, overlaps = _compute(
+                    task, inputs, units, cache, executor, progress, history, told
+                )
+            cluster_started = True
     tables = []
     summaries: dict[str, Any] = {}
     timings: dict[str, dict[str, Any]] = {}
@@ -209,15 +239,21 @@ def _execute(
     ]
     for u, output in done:
         tables.append(_with_unit_columns(output.table, task, run_id, u))
-        summaries[u.label] = output.summary
+        summaries[u.label] = (
+            {**output.summary, "warnings": list(output.warnings)} if output.warnings else output.summary
+        )
         timings[u.label] = {"seconds": round(output.seconds, 4), "cached": output.cached, "fingerprint": u.fingerprint}
         # the IPF fit's own time (not a row: tables of two runs compare equal); a partial synthesis has no fit
         if isinstance(u, SynthesisUnit) and "fit" in output.summary:
             timings[u.label]["ipf_elapsed_s"] = round(float(output.summary["fit"]["elapsed_s"]), 4)
+    warned = run_warnings({u.label: out.warnings for u, out in done}, at_checks)
+    tell_warnings([w for w in warned if w["warning"] not in told])
     releases = {
         releases_to / s.dataset / s.source / f"rep{s.repetition}": synthesis_folder(cache, s) / "release"
         for s in inputs.syntheses
     }
+    # the overlap of each holdout and file source with the original (pipeline.run.integrity), last
+    tables.append(overlap_rows(overlaps, task.spec.name, run_id))
     results = pd.concat(tables, ignore_index=True)[RESULT_COLUMNS]
     manifest = {
         "run_id": run_id,
@@ -239,6 +275,8 @@ def _execute(
         # the key-block layouts made (the task's, and any a measure needed besides)
         "layouts": inputs.layouts,
         "rows": len(results),
+        # every warning of the run with the units that raised it (pipeline.notices; no values)
+        "warnings": warned,
     }
     return RunOutcome(run_id, out, results, summaries, manifest, inputs, releases)
 
@@ -252,27 +290,37 @@ def _reuse(
     executor: Executor,
     progress: bool,
     history: str | Path | None,
-) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]]]:
+    told: list[str],
+) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]], list[Overlap]]:
     """A run whose every unit is cached, without a cluster: the checks of the data as a whole
     (unless the folder records that these inputs passed them; a source's ``control`` counts) on
-    ``executor``'s local threads, the privacy-budget record, the cached outputs.
+    ``executor``'s local threads, the privacy-budget record, the cached outputs. The checks'
+    warnings are told and added to ``told``.
 
     The units' own checks are not repeated: they passed, with this code, on these data and
     params (all in the fingerprints), when the cached units ran."""
-    checked = inputs_checked(cache, task, inputs)
-    if not checked:
-        check_inputs(task, inputs, executor)
-    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
+    overlaps = inputs_checked(cache, task, inputs)
+    checked = overlaps is not None
+    if overlaps is None:
+        overlaps = check_inputs(task, inputs, executor)
+    budget = planned_spend(task, inputs, history if history is not None else task.history, executor, record=True)
     claim_folder(cache, task)
     if not checked:
-        record_checked(cache, task, inputs)
+        record_checked(cache, task, inputs, overlaps)
+    _tell_checks(told)
     synthesised, evaluated = reused
     count = Progress(len(synthesised) + len(evaluated), progress)
     for s in inputs.syntheses:
         count.report(s.label, synthesised[s.key].seconds, cached=True)
     for u in units:
         count.report(u.label, evaluated[u.index].seconds, cached=True)
-    return synthesised, evaluated, budget
+    return synthesised, evaluated, budget, overlaps
+
+
+def _tell_checks(told: list[str]) -> None:
+    """Tell the warnings of the checks (the plan's among them) before the work starts."""
+    told.extend(notices.so_far())
+    tell_warnings(run_warnings({}, told))
 
 
 def _compute(
@@ -283,26 +331,30 @@ def _compute(
     executor: Executor,
     progress: bool,
     history: str | Path | None,
-) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]]]:
+    told: list[str],
+) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]], list[Overlap]]:
     """Run the units not cached yet on ``executor``'s cluster (reusing the others): the data they
-    read kept in cluster memory, every check, the syntheses, groups and measure units."""
+    read kept in cluster memory, every check (its warnings told before the work and added to
+    ``told``), the syntheses, groups and measure units."""
     todo = [u for u in units if not is_cached(unit_paths(cache, u))]
     to_synthesise = [s for s in inputs.syntheses if not is_cached(synthesis_paths(cache, s))]
     # only what a unit still to run reads goes to the cluster (synthesised sources: after their synthesis)
     sources = [k for k in dict.fromkeys(u.source_key for u in todo if u.source is not None) if k in inputs.synthetic]
     persist_inputs(inputs, executor, sources, {s.dataset for s in to_synthesise} | {u.dataset for u in todo})
-    checked = inputs_checked(cache, task, inputs)
-    if not checked:
-        check_inputs(task, inputs, executor)
+    overlaps = inputs_checked(cache, task, inputs)
+    checked = overlaps is not None
+    if overlaps is None:
+        overlaps = check_inputs(task, inputs, executor)
     if todo:
         stand_in_syntheses(task, inputs, executor)
         validate_units(task, todo, inputs, executor, {s.key for s in inputs.syntheses})
         lay_out_inputs(todo, inputs, executor)
     # the cap checked and this run's DP spend recorded once every check has passed, before any release
-    budget = planned_spend(task, inputs, history if history is not None else task.spec.history, record=True)
+    budget = planned_spend(task, inputs, history if history is not None else task.history, executor, record=True)
     claim_folder(cache, task)
     if not checked:
-        record_checked(cache, task, inputs)
+        record_checked(cache, task, inputs, overlaps)
+    _tell_checks(told)
     count = Progress(len(inputs.syntheses) + len(units), progress)
 
     def report(u: Unit | SynthesisUnit, out: UnitOutput) -> None:
@@ -328,7 +380,7 @@ def _compute(
         synthesised[g.synthesis.key] = outs[0]
         evaluated.update(zip([u.index for u in g.units], outs[1:], strict=True))
     inputs.layouts = executor.layouts()
-    return synthesised, evaluated, budget
+    return synthesised, evaluated, budget, overlaps
 
 
 def _run_ungrouped(
@@ -411,9 +463,16 @@ def run_task(
     return outcome
 
 
-def validate_task(
-    task: LoadedTask, out_dir: str | Path | None = None, force: bool = False
-) -> list[Unit | SynthesisUnit]:
+class ValidatedUnits(list[Unit | SynthesisUnit]):
+    """The units of a valid task (syntheses first) and the plan of each synthesised source for
+    people (``"<dataset>/<source>"`` -> lines; :meth:`~pipeline.synth.base.Synthesiser.plan_lines`)."""
+
+    def __init__(self, units: list[Unit | SynthesisUnit], plans: dict[str, list[str]]) -> None:
+        super().__init__(units)
+        self.plans = plans
+
+
+def validate_task(task: LoadedTask, out_dir: str | Path | None = None, force: bool = False) -> ValidatedUnits:
     """Check a task without running it; return its units (syntheses first).
 
     Reads the data of file and demo sources and runs every measure unit's checks — the same as
@@ -421,6 +480,8 @@ def validate_task(
     have (:meth:`~pipeline.synth.base.Synthesiser.schema`), so nothing is synthesised. The
     task's privacy-budget cap is checked against its history, and its run folder (``out_dir``,
     default the task's) as a run with ``force`` would check it.
+
+    The units carry the plan of each synthesised source (:class:`ValidatedUnits`).
 
     Raises
     ------
@@ -438,8 +499,26 @@ def validate_task(
     return _validate(task, out_dir, force)
 
 
-def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> list[Unit | SynthesisUnit]:
-    out = Path(out_dir) if out_dir is not None else default_out_dir(task)
+def _folder_to_validate(task: LoadedTask) -> Path:
+    """The task's run folder (``output``), or tonight's, ``<output>/<date>/``, when it holds the
+    nightly run folders of the task (a nightly task writes one per date, not ``<output>`` itself)."""
+    out = default_out_dir(task)
+    nights = out.is_dir() and any(
+        _is_date(p.name) and folder_owner(p) == task.spec.name for p in out.iterdir() if p.is_dir()
+    )
+    return out / dt.datetime.now(dt.UTC).date().isoformat() if nights else out
+
+
+def _is_date(name: str) -> bool:
+    try:
+        return dt.date.fromisoformat(name).isoformat() == name
+    except ValueError:
+        return False
+
+
+def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> ValidatedUnits:
+    out = Path(out_dir) if out_dir is not None else _folder_to_validate(task)
+    _cluster_config(task, None)  # the task's cluster config, read as a run reads it
     check_run_folder(out, task, force, run_names(out, out / "synthesis", [], ["report.html"]))
     executor = task_executor(task)
     inputs = read_inputs(task, executor)
@@ -448,10 +527,14 @@ def _validate(task: LoadedTask, out_dir: str | Path | None, force: bool) -> list
     units = list(expand(task, inputs.hashes))
     if not units:
         raise TaskError(f"{task.path}: the task expands to no unit of work (check 'datasets'/'sources' filters)")
-    planned_spend(task, inputs, task.spec.history)
+    planned_spend(task, inputs, task.history, executor)
     stand_in_syntheses(task, inputs, executor)
     validate_units(task, units, inputs, executor, {s.key for s in inputs.syntheses})
-    return [*inputs.syntheses, *units]
+    plans = {
+        f"{s.dataset}/{s.source}": s.synthesiser.plan_lines(inputs.originals[s.dataset].schema)
+        for s in inputs.syntheses
+    }
+    return ValidatedUnits([*inputs.syntheses, *units], {where: lines for where, lines in plans.items() if lines})
 
 
 def synthesise_task(

@@ -28,15 +28,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.errors import DataError
-from pipeline.results import RESULT_COLUMNS, atomic_write_parquet, atomic_write_text, jsonable
+from pipeline.results import (
+    RESULT_COLUMNS,
+    ROLE_COLUMNS,
+    atomic_write_parquet,
+    atomic_write_text,
+    jsonable,
+    with_role_columns,
+)
 from pipeline.run.lock import exclusive
 
 MARKER = "_sdc_results_store.json"
 FORMAT_VERSION = 1
 #: result columns a stored run may lack: ``task`` (in the folder name), ``params`` (runs
-#: stored before results had structured params; read as unknown) and ``type`` (runs stored
-#: before results had the measure type; read as unknown)
-OPTIONAL_COLUMNS = ("task", "params", "type")
+#: stored before results had structured params; read as unknown), ``type`` (runs stored
+#: before results had the measure type; read as unknown) and the role columns (runs stored
+#: before them: read from their params, :func:`~pipeline.results.with_role_columns`)
+OPTIONAL_COLUMNS = ("task", "params", "type", *ROLE_COLUMNS)
 #: the lock a run holds on the store while it appends
 LOCK_FILE = ".sdc-lock"
 #: seconds a run waits for another run's append before it gives up
@@ -139,7 +147,9 @@ class ResultsStore:
         Runs stored before the results had structured ``params`` read with ``params`` = None
         (unknown): nothing is guessed from their display ``setting``, so nightly gates find no
         previous value for them instead of comparing different settings. Runs stored before
-        the results had a ``type`` column read with ``type`` = None.
+        the results had a ``type`` column read with ``type`` = None. Runs stored before the
+        role columns read with them (:func:`~pipeline.results.with_role_columns`: the roles that
+        were keys of their params), so gates and ``sdc-pipeline history`` work on both.
         """
         p = Path(path)
         try:
@@ -154,7 +164,7 @@ class ResultsStore:
         for column in ("params", "type"):
             if column not in table.columns:
                 table[column] = None
-        return table[RESULT_COLUMNS]
+        return with_role_columns(table)[RESULT_COLUMNS]
 
     def budget(self, task: str | None = None) -> pd.DataFrame:
         """Privacy budget spent per dataset over the stored runs (optionally of one task): each

@@ -67,9 +67,19 @@ class OriginalSpec(_Spec):
         return self
 
 
+#: characters a task, dataset or source name may have (a file name may have 255 bytes, and the run's
+#: temporaries and the history's ``task=<name>`` folders add to it)
+MAX_NAME = 100
+
+
 def _plain_name(name: str) -> str:
     """A task, dataset or source name: it names folders of a run (``synthesis/<dataset>/<source>``,
     the history's ``task=<name>``), so it cannot be a path that leads out of them."""
+    if len(name) > MAX_NAME:
+        raise ValueError(
+            f"a name of {len(name)} characters: at most {MAX_NAME} (the name is a folder of the run, and file names "
+            "beside it add to its length)"
+        )
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):
         raise ValueError(
             f"{name!r} is not a plain name: use letters, digits, '_', '.' and '-', starting with a letter, a digit "
@@ -120,7 +130,7 @@ class HoldoutSpec(_Spec):
     encoding: str | None = None
     fraction: float | None = Field(None, gt=0, lt=1, description="share of the original kept back")
     #: seed of the split (default: the task's)
-    seed: int | None = None
+    seed: Seed | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -177,7 +187,7 @@ class BaselineSpec(BaselineOptions):
     """How the holdout baselines of a task are drawn (:class:`~pipeline.evaluation.baseline.BaselineOptions`);
     the seed defaults to the task's."""
 
-    seed: int | None = None  # type: ignore[assignment]
+    seed: Seed | None = None  # type: ignore[assignment]
 
     def options(self, task_seed: int) -> BaselineOptions:
         """The options with the seed filled in."""
@@ -220,7 +230,8 @@ class GateSpec(_Spec):
     measure: str
     family: str | None = None
     summary: Literal["mean", "sd", "lower95", "upper95"] | None = None
-    baseline: Literal["training", "holdout", "excess", "normalised_excess"] | None = None
+    #: the role of the rows judged (``normalised_excess``: the name ``residual`` had before 0.x)
+    baseline: Literal["training", "holdout", "excess", "residual", "normalised_excess"] | None = None
     above: float | None = None
     rise_above: float | None = None
     statistic: Literal["max", "mean"] = "max"
@@ -282,6 +293,14 @@ class TaskSpec(_Spec):
             unknown = [n for n in m.datasets or [] if n not in names]
             if unknown:
                 raise ValueError(f"measure {m.label!r}: unknown dataset(s) {unknown}; the task has {names}")
+        if not any(d.holdout is not None for d in self.datasets):
+            # a baseline row exists only for a dataset with a holdout: the gate would fail after the run
+            for g in self.gates:
+                if g.baseline is not None:
+                    raise ValueError(
+                        f"gate on {g.measure!r} with baseline: {g.baseline}: no dataset of the task has a holdout; "
+                        "give one (holdout: {fraction: 0.2} or {path: ...}) or drop the gate's 'baseline'"
+                    )
         return self
 
 
@@ -298,6 +317,17 @@ class LoadedTask:
         """A path from the task file, relative to the task file's folder."""
         q = Path(p).expanduser()
         return q if q.is_absolute() else (self.base / q)
+
+    @property
+    def output(self) -> Path:
+        """The run folder: ``output`` (default ``results/<name>``), relative to the task file's
+        folder like every path in the task file."""
+        return self.resolve(self.spec.output or f"results/{self.spec.name}")
+
+    @property
+    def history(self) -> Path | None:
+        """The results history (``history``), relative to the task file's folder; None without one."""
+        return self.resolve(self.spec.history) if self.spec.history else None
 
     def source_paths(self, src: SourceSpec) -> list[Path]:
         out: list[Path] = []
@@ -341,7 +371,42 @@ def load_task(path: str | Path, data: Any = None) -> LoadedTask:
                 )
         for params in grid_points(m):
             REGISTRY[m.type].validate(params, f"{p}: measure {m.label!r}")
+    _check_gates_can_apply(task, {REGISTRY[m.type].family for m in spec.measures})
     return task
+
+
+#: row measures that only one family's measures produce (the report's headlines): a gate naming one
+#: needs a measure of that family in the task
+FAMILY_OF_MEASURE = {
+    "repU": "disclosure",
+    "DiSCO": "disclosure",
+    "file_risk_at_max": "identification_risk",
+    "S_pMSE": "utility",
+}
+
+
+def _check_gates_can_apply(task: LoadedTask, families: set[str]) -> None:
+    """Refuse, before any work, a gate that the task's results cannot hold: one naming a family
+    (``family``, or that of a headline measure, :data:`FAMILY_OF_MEASURE`) the task runs no
+    measure of (``synthesis``: no synthesised source). Other names are checked against the
+    results (:func:`pipeline.nightly.check_gates`).
+
+    Raises
+    ------
+    TaskError
+        Naming the gate, the family and what to do.
+    """
+    families = families | {"integrity"}
+    if any(s.synthesise is not None for d in task.spec.datasets for s in d.synthetic):
+        families.add("synthesis")
+    for gate in task.spec.gates:
+        family = gate.family or FAMILY_OF_MEASURE.get(gate.measure)
+        if family is not None and family not in families:
+            raise TaskError(
+                f"{task.path}: gate on {gate.measure!r}: the task runs no measure of family {family!r}, so its "
+                f"results cannot hold the gate's rows; add such a measure or remove the gate (families run: "
+                f"{', '.join(sorted(families))})"
+            )
 
 
 def _task_errors(e: ValidationError, data: dict[str, Any], lines: YamlLines) -> str:

@@ -36,6 +36,25 @@ def open_private_log(path: Path) -> TextIO:
     return os.fdopen(fd, "a", encoding="utf-8")
 
 
+def check_worker_log(path: Path) -> None:
+    """Make sure the workers can open their log ``path`` (:func:`open_private_log`).
+
+    Raises
+    ------
+    TaskError
+        It cannot be opened (a symbolic link in its place, a file of another account), named.
+    """
+    from pipeline.errors import TaskError, brief
+
+    try:
+        open_private_log(path).close()
+    except OSError as e:
+        raise TaskError(
+            f"worker log {path}: cannot open it ({brief(e)}; a symbolic link in its place is refused): remove "
+            "what is there, or set XDG_STATE_HOME to a private folder"
+        ) from None
+
+
 class WorkerLogFile(WorkerPlugin):
     """Append the worker's warnings and errors to ``path``."""
 

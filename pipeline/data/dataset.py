@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 import dask.dataframe as dd
 import pandas as pd
 
-from pipeline.data.schema import Schema, finite_numbers
+from pipeline.data.schema import Schema, as_label, finite_numbers
 from pipeline.errors import DataError, PipelineError, SchemaError
 
 NA_VALUES = ["", "NA"]
@@ -103,6 +103,8 @@ def read_raw(path: str | Path, encoding: str = DEFAULT_ENCODING) -> tuple[dd.Dat
     if not p.exists():
         raise DataError(f"data file not found: {p}")
     suffix = _suffix(p)
+    if p.is_file() and p.stat().st_size == 0:
+        raise DataError(f"{p}: the file is empty (0 bytes): no header line and no records")
     try:
         if suffix in CSV_SUFFIXES:
             encoding = _without_bom(p, encoding)
@@ -308,6 +310,7 @@ def read_dataset(
     missing_codes: Mapping[str, float | Sequence[float]] | None = None,
     columns: Sequence[str] | None = None,
     encoding: str | None = None,
+    new_levels: bool = False,
 ) -> Dataset:
     """Read one data set and cast it to its schema.
 
@@ -325,6 +328,10 @@ def read_dataset(
         Keep only these columns (in this order).
     encoding : str, optional
         Text encoding of a CSV file (default: the schema's ``encoding``, else UTF-8).
+    new_levels : bool
+        Add the factor levels the file holds that the schema lacks (after the schema's, in
+        byte order) instead of refusing them: a synthetic set read with its original's schema
+        to be aligned to it (``compatibility: align``; one more pass over the factor columns).
 
     Raises
     ------
@@ -358,12 +365,34 @@ def read_dataset(
     extra_needed = [n for n in schema.names if n not in cols]
     if extra_needed:
         raise DataError(f"{p}: column(s) {', '.join(extra_needed)} required by the schema are missing")
+    if new_levels:
+        schema = _with_levels_found(raw, schema)
     frame = raw[schema.names].map_partitions(schema.apply, str(p), meta=_meta(schema))
     # CSV and typed files were counted while read; of Parquet, one record is enough to know it is not
     # empty (reads only the first non-empty block: one computation, about 0.1-0.2 s on a cluster)
     if _suffix(p) not in (*CSV_SUFFIXES, *_TYPED_READERS) and len(frame.head(1, npartitions=-1, compute=True)) == 0:
         raise DataError(f"{p}: {EMPTY}")
     return Dataset(name or p.name.split(".")[0], frame, schema, str(p))
+
+
+def _distinct_labels(part: pd.DataFrame) -> dict[str, set[str]]:
+    return {str(c): set(as_label(part[c]).dropna().tolist()) - {""} for c in part.columns}
+
+
+def _with_levels_found(raw: dd.DataFrame, schema: Schema) -> Schema:
+    """``schema`` with every level the file's factor columns hold added after its own."""
+    factors = [v.name for v in schema if v.is_factor]
+    if not factors:
+        return schema
+    import dask
+
+    found = dask.compute(*[dask.delayed(_distinct_labels)(p) for p in raw[factors].to_delayed()])
+    widened = []
+    for v in schema:
+        new = set().union(*(f[v.name] for f in found)) - set(v.levels or ()) if v.is_factor else set()
+        levels = (*(v.levels or ()), *sorted(new, key=lambda s: s.encode("utf-8")))
+        widened.append(replace(v, levels=levels) if new else v)
+    return replace(schema, variables=tuple(widened))
 
 
 def _typed_sample(raw: dd.DataFrame) -> pd.DataFrame:

@@ -286,7 +286,7 @@ class Schema:
         return pd.DataFrame(out, index=frame.index)
 
 
-def _as_label(s: pd.Series) -> pd.Series:
+def as_label(s: pd.Series) -> pd.Series:
     """Values as the strings used for factor levels (``15`` and ``15.0`` both become ``"15"``)."""
     if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
         arr = s.to_numpy(dtype="float64", na_value=np.nan)
@@ -306,7 +306,7 @@ def cast_series(s: pd.Series, v: Variable, source: str = "data") -> pd.Series:
     if v.kind == "factor":
         if isinstance(s.dtype, pd.CategoricalDtype) and [str(c) for c in s.cat.categories] == list(v.levels or ()):
             return s.cat.set_categories(list(v.levels or ()), ordered=v.ordered) if s.cat.ordered != v.ordered else s
-        labels = _as_label(s.astype(object) if isinstance(s.dtype, pd.CategoricalDtype) else s)
+        labels = as_label(s.astype(object) if isinstance(s.dtype, pd.CategoricalDtype) else s)
         levels = list(v.levels or ())
         # level codes by one lookup (a third of the time of isin and building from labels)
         codes = pd.Index(levels, dtype=object).get_indexer(labels)
@@ -315,9 +315,11 @@ def cast_series(s: pd.Series, v: Variable, source: str = "data") -> pd.Series:
         bad = int(((codes < 0) & ~blank).sum())
         out = pd.Series(pd.Categorical.from_codes(codes, categories=levels, ordered=v.ordered), index=s.index)
         if bad:
+            unknown = labels[(codes < 0) & ~blank].nunique()
             raise DataError(
                 f"{source}: variable {v.name!r} has {bad} record(s) whose value is not one of its "
-                f"{len(v.levels or ())} schema levels"
+                f"{len(v.levels or ())} schema levels ({unknown} unknown level(s)); add them to the schema's "
+                "levels, or for a synthetic source aligned to its original set 'compatibility: align'"
             )
         return out
     if v.kind == "character":

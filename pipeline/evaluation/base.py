@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.config_io import validation_message
 from pipeline.errors import ParameterError
+from pipeline.evaluation.comparison import OBSERVED, Compared
 from pipeline.evaluation.public import MIN_RECORDS, LevelCounts, coarsen, public_summary
 
 if TYPE_CHECKING:  # the contract is importable without Dask: task files validate params before any data
@@ -38,7 +39,7 @@ if TYPE_CHECKING:  # the contract is importable without Dask: task files validat
     from pipeline.evaluation.footing import Footing
 
 #: columns of :meth:`Result.tidy` (the measure-level tidy table the runner stores)
-TIDY_COLUMNS = ["synthetic", "setting", "params", "measure", "value"]
+TIDY_COLUMNS = ["synthetic", "setting", "params", "measure", "role", "summary", "method", "value"]
 
 
 class Params(BaseModel):
@@ -153,12 +154,18 @@ def setting_text(params: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Row:
-    """One tidy value: a synthetic set ("1".."m", "mean" or "original"), params, measure, value."""
+    """One tidy value: a synthetic set ("1".."m", "mean" or "original"; "all" for a summary over
+    sets), params, measure, value, and its part in a holdout comparison
+    (:mod:`pipeline.evaluation.comparison`): ``role`` (the measure's own figure: ``observed``),
+    ``summary`` over sets (None: one set's value) and the ``method`` of an interval bound."""
 
     synthetic: str
     measure: str
     value: float
     params: Mapping[str, Any] = field(default_factory=dict)
+    role: str = OBSERVED
+    summary: str | None = None
+    method: str | None = None
 
 
 class Result(ABC):
@@ -204,6 +211,15 @@ class Result(ABC):
         return public_summary(self.to_dict(), coarsen(self.level_counts(), min_records))
 
 
+def role_columns(rows: Sequence[Row]) -> dict[str, pd.Series]:
+    """The ``role``, ``summary`` and ``method`` columns of ``rows`` (strings; missing: NaN)."""
+    return {
+        "role": pd.Series([r.role for r in rows], dtype="str"),
+        "summary": pd.Series([r.summary for r in rows], dtype="str"),
+        "method": pd.Series([r.method for r in rows], dtype="str"),
+    }
+
+
 def rows_frame(rows: Sequence[Row]) -> pd.DataFrame:
     """Rows as a frame with :data:`TIDY_COLUMNS`."""
     frame = pd.DataFrame(
@@ -212,6 +228,7 @@ def rows_frame(rows: Sequence[Row]) -> pd.DataFrame:
             "setting": [setting_text(r.params) for r in rows],
             "params": [canonical_json(r.params) for r in rows],
             "measure": [str(r.measure) for r in rows],
+            **role_columns(rows),
             "value": [float(r.value) for r in rows],
         },
         columns=TIDY_COLUMNS,
@@ -240,6 +257,9 @@ class Measure(ABC):
     #: baselines (:mod:`pipeline.evaluation.baseline`), each with the scale of its normalised excess
     #: (1 for a share, 100 for a percentage; None: no normalised form, e.g. a sum)
     baseline_measures: ClassVar[Mapping[str, float | None]] = {}
+    #: the figures the report compares with their holdout (:mod:`pipeline.evaluation.comparison`):
+    #: which rows hold the training and holdout figures and the residual
+    holdout_view: ClassVar[tuple[Compared, ...]] = ()
 
     def __init__(self, params: Params | Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.params = self.parse(params if params is not None else kwargs)

@@ -9,23 +9,23 @@
   (:mod:`pipeline.evaluation.footing`), and on ``permutations`` relabellings of them;
 * **intervals**: summary rows over the m synthetic sets (:mod:`pipeline.evaluation.intervals`).
 
-The measure's own rows are returned unchanged; the added rows are (``P`` = the row's params)::
+The measure's own rows are returned unchanged; the added rows say their part in the comparison
+in the ``role``, ``summary`` and ``method`` columns (:mod:`pipeline.evaluation.comparison`; ``P``
+= the row's params, unchanged)::
 
-    synthetic "1".."m" (and "mean" where the measure has one), measure M:
-        {**P, "baseline": "training"}            the figure with the training footing
-        {**P, "baseline": "holdout"}             the figure with the holdout footing
-        {**P, "baseline": "excess"}              training − holdout
-        {**P, "baseline": "normalised_excess"}   scale · (training − holdout) / (scale − holdout)
-                                                 (anonymeter's (main − control) / (1 − control);
-                                                 measures with a scale only)
-    synthetic "mean":
-        {**P, "summary": "mean" | "sd"}                         over the sets, for every per-set row
-        {**P, "summary": "lower95" | "upper95", "ci": "t"}  (baseline rows included)
-    and for the excess rows, instead of the t bounds:
-        {**P, "baseline": "excess", "summary": "lower95" | "upper95", "ci": "permutation"}
+    synthetic "1".."m" (and "mean" where the measure has one), measure M, params P:
+        role "training"     the figure with the training footing
+        role "holdout"      the figure with the holdout footing
+        role "excess"       training − holdout
+        role "residual"     comparison.residual(training, holdout, scale): scale · (training −
+                            holdout) / (scale − holdout) (measures with a scale only)
+    synthetic "all" (summaries over the sets), every role:
+        summary "mean" | "sd"; summary "lower95" | "upper95" with method "t"
+    and for the excess and residual rows, instead of the t bounds:
+        summary "lower95" | "upper95" with method "permutation"
     one synthetic set (m = 1), measures whose result can be redrawn over records
     (:meth:`Result.resampled <pipeline.evaluation.base.Result.resampled>`):
-        {**P, "summary": "mean" | "lower95" | "upper95", "ci": "bootstrap"}  (percentile bootstrap)
+        summary "mean" | "lower95" | "upper95" with method "bootstrap" (percentile bootstrap)
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from pydantic import Field, field_validator
 
 from pipeline.config_io import Seed
 from pipeline.evaluation.base import Measure, Params, Result, Row, canonical_json
+from pipeline.evaluation.comparison import EXCESS, HOLDOUT, PERMUTATION, RESIDUAL, TRAINING, residual
 from pipeline.evaluation.intervals import bootstrap_rows, over_sets, per_set_values, shift_interval, summary_rows
 from pipeline.evaluation.public import LevelCounts
 
@@ -51,9 +52,8 @@ if TYPE_CHECKING:  # BaselineOptions is part of a task file: loading one imports
 
 #: the random stream of the record bootstrap, beside the footing's (seed, relabelling) streams
 BOOTSTRAP_STREAM = 2**31 - 1
-#: the ``baseline`` values of the rows this module adds
-BASELINES = ("training", "holdout", "excess", "normalised_excess")
-EXCESS = ("excess", "normalised_excess")
+#: the roles of the rows compared by relabelling (their summaries carry the permutation interval)
+COMPARED = (EXCESS, RESIDUAL)
 
 
 class BaselineOptions(Params):
@@ -75,8 +75,9 @@ class BaselineOptions(Params):
     """
 
     seed: Seed = 0
-    permutations: int = Field(default=20, ge=0)
-    bootstrap: int = Field(default=1000, ge=0)
+    # bounded: each permutation evaluates the measure twice more, each replicate redraws its aggregates
+    permutations: int = Field(default=20, ge=0, le=10_000)
+    bootstrap: int = Field(default=1000, ge=0, le=1_000_000)
 
     @field_validator("permutations")
     @classmethod
@@ -135,7 +136,7 @@ def evaluate(
     info = None
     if data.holdout is not None and measure.baseline_measures:
         baseline_rows, info = holdout_baseline(measure, data, executor, options, result)
-    added = baseline_rows + over_sets([*rows, *baseline_rows], keep=lambda r: r.params.get("baseline") not in EXCESS)
+    added = baseline_rows + over_sets([*rows, *baseline_rows], keep=lambda r: r.role not in COMPARED)
     if data.m == 1 and options.bootstrap:
         added += record_bootstrap(result, options)
     return EvaluatedResult(result, tuple(added), info)
@@ -161,14 +162,11 @@ def _values(rows: Sequence[Row], wanted: Mapping[str, float | None]) -> Values:
     }
 
 
-def _normalised(train: float, hold: float, scale: float) -> float:
-    return scale * (train - hold) / (scale - hold) if scale != hold else math.nan
-
-
 def _kinds(train: float, hold: float, scale: float | None) -> dict[str, float]:
-    out = {"training": train, "holdout": hold, "excess": train - hold}
+    """The rows' values by role."""
+    out = {TRAINING: train, HOLDOUT: hold, EXCESS: train - hold}
     if scale is not None:
-        out["normalised_excess"] = _normalised(train, hold, scale)
+        out[RESIDUAL] = residual(train, hold, scale)
     return out
 
 
@@ -180,7 +178,7 @@ def _mean_excess(train: Values, hold: Values, wanted: Mapping[str, float | None]
         if not synthetic.isdigit() or key not in hold:
             continue
         kinds = _kinds(t, hold[key][1], wanted[measure])
-        entry = per.setdefault((measure, params), {k: [] for k in EXCESS if k in kinds})
+        entry = per.setdefault((measure, params), {k: [] for k in COMPARED if k in kinds})
         for k in entry:
             entry[k].append(kinds[k])
     return {key: {k: _finite_mean(v) for k, v in kinds.items()} for key, kinds in per.items()}
@@ -206,7 +204,7 @@ def holdout_baseline(
         relabelled = [_mean_excess(*(_values(result.rows(), wanted) for result in pair), wanted) for pair in pairs]
         units.append({"footing": type(footing).__name__, "records": footing.records(data, executor)})
         unit_rows = [
-            Row(synthetic, name, value, {**params, "baseline": kind})
+            Row(synthetic, name, value, params, kind)
             for (synthetic, name, canonical), (params, t) in train_values.items()
             if (synthetic, name, canonical) in hold_values
             for kind, value in _kinds(t, hold_values[synthetic, name, canonical][1], wanted[name]).items()
@@ -258,14 +256,12 @@ def _excess_summaries(rows: Sequence[Row], relabelled: Sequence[dict[tuple[str, 
     """Mean and between-set sd of each per-set excess and, with relabellings, the permutation
     interval of its mean (the t interval over sets would leave out the sampling of the records)."""
     out = []
-    excess = per_set_values(rows, keep=lambda r: r.params.get("baseline") in EXCESS)
-    for (measure, _), (params, values) in excess.items():
-        kind = params["baseline"]
-        base = canonical_json({k: v for k, v in params.items() if k != "baseline"})
+    excess = per_set_values(rows, keep=lambda r: r.role in COMPARED)
+    for (measure, kind, base), (params, values) in excess.items():
         finite = [v for v in values if math.isfinite(v)]
         summary = {"mean": _finite_mean(finite), "sd": statistics.stdev(finite) if len(finite) > 1 else math.nan}
         if relabelled:
             spread = [r[(measure, base)][kind] for r in relabelled if (measure, base) in r]
             summary["lower95"], summary["upper95"] = shift_interval(summary["mean"], spread)
-        out += summary_rows(measure, params, summary, "permutation")
+        out += summary_rows(measure, params, kind, summary, PERMUTATION)
     return out

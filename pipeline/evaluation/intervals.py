@@ -1,9 +1,9 @@
 """Summary rows over synthetic sets: mean, between-set standard deviation and a 95 % interval.
 
-Generic over :class:`~pipeline.evaluation.base.Row`: every (measure, params) that has a value
-for synthetic sets "1".."m" gets rows under synthetic "mean" with params
-``{**params, "summary": s}``, s in ``mean``, ``sd``, ``lower95``, ``upper95``; the two bounds also
-carry ``"ci"``, the method (not ``interval``: identification risk has a parameter of that name):
+Generic over :class:`~pipeline.evaluation.base.Row`: every (measure, role, params) that has a
+value for synthetic sets "1".."m" gets rows under synthetic "all" (:data:`ALL_SETS`) with the same
+params and role and ``summary`` s in ``mean``, ``sd``, ``lower95``, ``upper95``; the two bounds
+also carry the interval's ``method`` (:mod:`pipeline.evaluation.comparison`'s vocabulary):
 
 * ``"t"`` — Student's t over the m sets (m ≥ 2 finite values): mean ± t(0.975, m − 1) · sd / √m.
   It describes the variation *between synthetic sets* (the synthesis' randomness) with the
@@ -27,15 +27,15 @@ from typing import Any
 import numpy as np
 
 from pipeline.evaluation.base import Row, canonical_json
+from pipeline.evaluation.comparison import ALL_SETS, BOOTSTRAP, LEVEL, SUMMARIES, T
 
-LEVEL = 0.95
-#: the ``summary`` values of the summary rows
-SUMMARIES = ("mean", "sd", "lower95", "upper95")
+#: the summaries that are interval bounds (they carry the interval's method)
+BOUNDS = ("lower95", "upper95")
 
 
 def per_set_values(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) -> dict[str, Any]:
-    """``{(measure, canonical params): (params, [values of sets 1..m])}`` in first-seen order."""
-    groups: dict[tuple[str, str], tuple[Mapping[str, Any], list[float]]] = {}
+    """``{(measure, role, canonical params): (params, [values of sets 1..m])}`` in first-seen order."""
+    groups: dict[tuple[str, str, str], tuple[Mapping[str, Any], list[float]]] = {}
     texts: dict[int, str] = {}  # the rows of one setting share their params object: its text once
     for r in rows:
         if not str(r.synthetic).isdigit() or not keep(r):
@@ -43,18 +43,20 @@ def per_set_values(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: 
         text = texts.get(id(r.params))
         if text is None:
             text = texts[id(r.params)] = canonical_json(r.params)
-        key = (r.measure, text)
+        key = (r.measure, r.role, text)
         groups.setdefault(key, (r.params, []))[1].append(float(r.value))
     return groups
 
 
-def summary_rows(measure: str, params: Mapping[str, Any], values: dict[str, float], method: str) -> list[Row]:
-    """The summary rows of one (measure, params): ``values`` by summary name (bounds carry ``method``)."""
-    out = []
-    for name in (s for s in SUMMARIES if s in values):
-        extra = {"summary": name, **({"ci": method} if name in ("lower95", "upper95") else {})}
-        out.append(Row("mean", measure, float(values[name]), {**params, **extra}))
-    return out
+def summary_rows(
+    measure: str, params: Mapping[str, Any], role: str, values: dict[str, float], method: str
+) -> list[Row]:
+    """The summary rows of one (measure, role, params): ``values`` by summary name (bounds carry ``method``)."""
+    return [
+        Row(ALL_SETS, measure, float(values[name]), params, role, name, method if name in BOUNDS else None)
+        for name in SUMMARIES
+        if name in values
+    ]
 
 
 def _t_quantile(p: float, df: int) -> float:
@@ -99,21 +101,22 @@ def bootstrap_rows(observed: Sequence[Row], replicates: Sequence[Row], level: fl
     <pipeline.evaluation.base.Result.resampled>`; fewer than 2 finite replicate values: no rows)."""
     spread = per_set_values(replicates)
     out = []
-    for (measure, text), (params, (value,)) in per_set_values(observed, keep=lambda r: r.synthetic == "1").items():
-        r = np.asarray(spread.get((measure, text), (None, []))[1], dtype=np.float64)
+    for key, (params, (value,)) in per_set_values(observed, keep=lambda r: r.synthetic == "1").items():
+        r = np.asarray(spread.get(key, (None, []))[1], dtype=np.float64)
         r = r[np.isfinite(r)]
         if len(r) < 2 or not math.isfinite(value):
             continue
         lower, upper = np.quantile(r, [0.5 - level / 2, 0.5 + level / 2])
-        out += summary_rows(measure, params, {"mean": value, "lower95": lower, "upper95": upper}, "bootstrap")
+        bounds = {"mean": value, "lower95": lower, "upper95": upper}
+        out += summary_rows(key[0], params, key[1], bounds, BOOTSTRAP)
     return out
 
 
 def over_sets(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) -> list[Row]:
     """t-interval summary rows of every (measure, params) with at least 2 finite per-set values."""
     out = []
-    for (measure, _), (params, values) in per_set_values(rows, keep).items():
+    for (measure, role, _), (params, values) in per_set_values(rows, keep).items():
         summary = t_interval(values)
         if summary is not None:
-            out += summary_rows(measure, params, summary, "t")
+            out += summary_rows(measure, params, role, summary, T)
     return out

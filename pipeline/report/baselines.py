@@ -1,163 +1,238 @@
-"""The first screen's excess risk: each risk figure against its holdout baseline, with an interval
-and a verdict (docs/baselines.md).
+"""The first screen's excess risk: each risk figure against its holdout, in the one comparison
+language of :mod:`pipeline.evaluation.comparison` (docs/baselines.md).
 
-Read from the rows only (:mod:`pipeline.evaluation.baseline` writes them; the params through
-:mod:`pipeline.row_params`), per release (dataset, synthetic source, repetition) and figure:
+Which rows form a comparison is declared by each measure (its ``holdout_view``, read through the
+registry by the rows' ``type``); the report renames nothing. Per release (dataset, synthetic
+source, repetition) and figure, one line of :data:`EXCESS_COLUMNS`, each column one quantity:
 
-* measures with holdout baselines (repU, DiSCO, identification risk): the mean over sets of the
-  ``baseline: training`` and ``baseline: holdout`` rows, the mean excess and its permutation
-  interval, for the setting (target, scenario, radius, …) with the largest upper bound;
-* the attacks (``linkability``, ``inference``): the main (training) and control (holdout) success
-  rates and anonymeter's risk — the normalised excess — with its interval, worst set;
-* ``dcr``: the share of synthetic records closer to a training than to a holdout record
-  against the 0.5 of no memorisation, worst set.
+* ``training`` / ``holdout`` — the figure with the training records and with holdout records
+  (mean over the synthetic sets; for the share closer to training, the share expected without
+  memorisation);
+* ``difference`` with ``difference_lower95`` / ``difference_upper95`` — training − holdout and its
+  95 % interval (``method``: ``permutation`` for equal-footing baselines, ``wilson`` for the
+  attacks' rates and the share); the verdict is on it;
+* ``residual`` with its interval — :func:`~pipeline.evaluation.comparison.residual`, the share of
+  what the holdout leaves to be learnt that the release reveals (anonymeter's risk for the
+  attacks; NaN where the figure has no ceiling);
+* ``verdict`` (:data:`~pipeline.evaluation.comparison.VERDICTS`) and ``detectable``, the smallest
+  difference the interval's width lets the data detect (80 % power).
 
-Every figure is shown as a percentage of records (one unit for every risk: the shares of
-identification risk, the attacks and ``dcr`` times 100), the excess and its interval in
-percentage points.
+Over m synthetic sets, the line is the **mean over sets** with its interval (equal-footing
+baselines: the permutation interval of the mean excess; rates and shares:
+:meth:`Comparison.over_sets <pipeline.evaluation.comparison.Comparison.over_sets>`), never the
+worst set judged as if it were the only one. Equal-footing figures with several settings (targets,
+scenarios, radii) show the setting with the largest upper bound and count those above 0.
 
-Verdict: an interval above 0 — "the synthesis adds risk"; one covering 0 (or below it) — "no
-excess detected at this size" (a larger holdout narrows the interval); no interval (``baseline:
-permutations: 0``) — "no interval".
+Every figure is shown as a percentage of records, the differences in percentage points.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import math
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from pipeline.report.markup import figure_html, table_html
+from pipeline.evaluation.comparison import (
+    ADDS_RISK,
+    ALL_SETS,
+    BELOW,
+    EXCESS,
+    HOLDOUT,
+    NO_EXCESS,
+    NO_INTERVAL,
+    RESIDUAL,
+    TRAINING,
+    Compared,
+    Comparison,
+    Interval,
+    Rate,
+)
+from pipeline.measures import holdout_views
+from pipeline.report.markup import figure_html, number_text, table_html
 from pipeline.results import per_set
-from pipeline.row_params import BASELINE, SUMMARY, UNIT, of_kind, param_columns, unit_labels
+from pipeline.row_params import UNIT, of_kind, param_columns, unit_groups, unit_labels
+
+__all__ = ["ADDS_RISK", "BELOW", "EXCESS_COLUMNS", "NO_EXCESS", "NO_INTERVAL", "excess_summary"]
 
 RELEASE = ["dataset", "source", "repetition"]
-EXCESS_COLUMNS = [*RELEASE, "figure", "training", "holdout", "excess", "lower95", "upper95", "verdict", "note"]
-ADDS_RISK, NO_EXCESS, NO_INTERVAL = "the synthesis adds risk", "no excess detected at this size", "no interval"
+#: the figures of a comparison, in the order of the table's columns
+FIGURES = ["training", "holdout", "difference", "difference_lower95", "difference_upper95", "residual",
+           "residual_lower95", "residual_upper95"]  # fmt: skip
+EXCESS_COLUMNS = [*RELEASE, "figure", "sets", *FIGURES, "method", "verdict", "detectable", "note"]
+VERDICT_COLUMNS = [*RELEASE, "verdict", "driven_by"]
 
 
-@dataclass(frozen=True)
-class BaselineFigure:
-    """A risk measure whose holdout baseline rows the first screen shows (its values times
-    ``scale``: a share as a percentage)."""
-
-    title: str
-    measure: str
-    family: str
-    scale: float = 1.0
+def _figures(c: Comparison, scale: float) -> list[Any]:
+    """The table's figures of one comparison (times ``scale``), its method, verdict and detectable."""
+    r = c.residual or Interval(math.nan, math.nan, math.nan, c.difference.method)
+    values = [c.training, c.holdout, *(c.difference.value, c.difference.lower, c.difference.upper)]
+    values += [r.value, r.lower, r.upper]
+    return [*(v * scale for v in values), c.difference.method, c.verdict, c.difference.detectable * scale]
 
 
-#: shares (identification risk, the attacks' rates and risk, dcr's share) are shown times this
-PERCENT = 100.0
-
-BASELINE_FIGURES = (
-    BaselineFigure("repU (%)", "repU", "disclosure"),
-    BaselineFigure("DiSCO (%)", "DiSCO", "disclosure"),
-    BaselineFigure("identification risk (file_risk, %)", "file_risk", "identification_risk", PERCENT),
-)
+def _views(results: pd.DataFrame) -> Iterator[tuple[Compared, pd.DataFrame]]:
+    """Each declared figure with the rows of its measure type (the family's own type only)."""
+    for kind, view in holdout_views(results["type"].dropna()).items():
+        rows = results[results["type"] == kind]
+        for compared in view:
+            yield compared, rows
 
 
-def verdict(lower: float, upper: float) -> str:
-    """The one-line verdict on an excess interval."""
-    if np.isnan(lower) or np.isnan(upper):
-        return NO_INTERVAL
-    return ADDS_RISK if lower > 0 else NO_EXCESS
+def _summary(part: pd.DataFrame, role: str) -> Interval | None:
+    """The mean over sets of the ``role`` rows and its interval (None when there is no mean)."""
+    rows = part[(part["synthetic"] == ALL_SETS) & (part["role"] == role)].set_index("summary")
+    if "mean" not in rows.index:
+        return None
+    method = rows["method"].dropna()
+    got = {k: float(rows.at[k, "value"]) if k in rows.index else math.nan for k in ("mean", "lower95", "upper95")}
+    return Interval(got["mean"], got["lower95"], got["upper95"], str(method.iloc[0]) if len(method) else "")
 
 
-def _settings(rows: pd.DataFrame) -> Iterator[tuple[tuple, str, dict[str, float]]]:
-    """Per release and setting of the baseline rows: (release, setting text, figures)."""
-    rows = param_columns(rows, BASELINE, SUMMARY, "ci")
+def footing_settings(rows: pd.DataFrame, compared: Compared) -> Iterator[tuple[tuple, str, Any, Comparison]]:
+    """Per release and setting of an equal-footing figure: (release, setting text, the setting's
+    params as :class:`~pipeline.row_params.Pairs`, comparison)."""
+    rows = param_columns(rows[(rows["measure"] == compared.training) & (rows["role"] != "observed")])
     for release, sub in rows.groupby(RELEASE, sort=False):
         labels = unit_labels(sub[UNIT])
         entries = sub["measure_name"].nunique()
         for (entry, unit), part in sub.groupby(["measure_name", UNIT], sort=False):
             sets = per_set(part)
-            summary = part[(part[BASELINE] == "excess") & (part["synthetic"] == "mean")]
-            figures = {
-                kind: float(sets.loc[(sets[BASELINE] == kind) & sets[SUMMARY].isna(), "value"].mean())
-                for kind in ("training", "holdout")
-            }
-            for name, key in (("excess", "mean"), ("lower95", "lower95"), ("upper95", "upper95")):
-                value = summary.loc[summary[SUMMARY] == key, "value"]
-                figures[name] = float(value.iloc[0]) if len(value) else float("nan")
+            sets = sets[sets["summary"].isna()]
+            training, holdout = (float(sets.loc[sets["role"] == r, "value"].mean()) for r in (TRAINING, HOLDOUT))
+            difference = _summary(part, EXCESS) or Interval(training - holdout, math.nan, math.nan, "")
+            n = sets.loc[sets["role"] == TRAINING, "synthetic"].nunique()
             named = (f"{entry} [{labels[unit]}]" if labels[unit] else entry) if entries > 1 else labels[unit]
-            yield release, named, figures
+            yield tuple(release), named, unit, Comparison(training, holdout, difference, _summary(part, RESIDUAL), n)
 
 
-def _worst(found: list[tuple[str, dict[str, float]]]) -> tuple[str, dict[str, float], int]:
-    """The setting with the largest upper bound (else excess), and how many have an interval above 0."""
-    order = [(f["upper95"] if not np.isnan(f["upper95"]) else f["excess"], i) for i, (_, f) in enumerate(found)]
-    _, at = max(order, key=lambda o: -np.inf if np.isnan(o[0]) else o[0])
-    return found[at][0], found[at][1], sum(f["lower95"] > 0 for _, f in found)
+def largest(comparisons: Iterable[Comparison]) -> int:
+    """The position of the comparison with the largest upper bound (else difference)."""
+    order = [c.difference.upper if not np.isnan(c.difference.upper) else c.difference.value for c in comparisons]
+    return int(np.argmax([-np.inf if np.isnan(o) else o for o in order]))
 
 
-def _figures(f: dict[str, float] | pd.Series, scale: float) -> list:
-    """The table's figures (times ``scale``) and verdict of one row."""
-    return [
-        *(f[k] * scale for k in ("training", "holdout", "excess", "lower95", "upper95")),
-        verdict(f["lower95"], f["upper95"]),
-    ]
-
-
-def _baseline_rows(results: pd.DataFrame) -> list[list]:
+def _footing_lines(compared: Compared, rows: pd.DataFrame) -> list[list[Any]]:
+    by_release: dict[tuple, list[tuple[str, Comparison]]] = {}
+    for release, setting, _, comparison in footing_settings(rows, compared):
+        by_release.setdefault(release, []).append((setting, comparison))
     out = []
-    for fig in BASELINE_FIGURES:
-        rows = results[(results["measure"] == fig.measure) & (results["family"] == fig.family)]
-        rows = rows[param_columns(rows[["params"]], BASELINE)[BASELINE].notna().to_numpy(dtype=bool)]
-        by_release: dict[tuple, list[tuple[str, dict[str, float]]]] = {}
-        for release, setting, figures in _settings(rows):
-            by_release.setdefault(release, []).append((setting, figures))
-        for release, found in by_release.items():
-            setting, f, above = _worst(found)
-            note = f"{above} of {len(found)} settings with an interval above 0"
-            note += f"; shown: {setting}" if setting else ""
-            out.append([*release, fig.title, *_figures(f, fig.scale), note])
+    for release, found in by_release.items():
+        setting, c = found[largest(c for _, c in found)]
+        above = sum(c.verdict == ADDS_RISK for _, c in found)
+        note = f"{above} of {len(found)} settings with an interval above 0" + (f"; shown: {setting}" if setting else "")
+        out.append([*release, compared.title, c.sets, *_figures(c, compared.scale), note])
     return out
 
 
-def _per_set_worst(rows: pd.DataFrame, names: dict[str, str], key: str) -> Iterator[tuple[tuple, str, pd.Series]]:
-    """Per release, measure entry and params: the synthetic set with the largest ``key``
-    (``names``: role -> measure), as a series by role."""
-    own = per_set(of_kind(rows[rows["measure"].isin(names.values())]))
-    wide = own.pivot_table(index=[*RELEASE, "measure_name", "params", "synthetic"], columns="measure", values="value")
-    wide = wide.rename(columns={v: k for k, v in names.items()})
-    if not set(names) <= set(wide.columns):
-        return
-    for (*release, entry, _), part in wide.groupby(level=[*RELEASE, "measure_name", "params"], sort=False):
-        yield tuple(release), entry, part.loc[part[key].idxmax()]
+def _own_sets(rows: pd.DataFrame, measures: list[str]) -> Iterator[tuple[tuple, str, pd.DataFrame]]:
+    """Per release, measure entry and params: the entry's name (with the params in which its
+    settings differ) and the measure's own per-set rows, wide (a column per row measure, a row
+    per synthetic set)."""
+    own = param_columns(per_set(of_kind(rows[rows["measure"].isin(measures)])))
+    for (*release, entry), label, part in unit_groups(own, [*RELEASE, "measure_name"]):
+        wide = part.pivot_table(index="synthetic", columns="measure", values="value", sort=False)
+        yield tuple(release), f"{entry} [{label}]" if label else entry, wide
 
 
-def _attack_rows(results: pd.DataFrame) -> list[list]:
-    names = {"training": "main_rate", "holdout": "control_rate", "excess": "risk", "lower95": "risk_lower",
-             "upper95": "risk_upper"}  # fmt: skip
+def _bounds(name: str) -> list[str]:
+    return [name, f"{name}_lower", f"{name}_upper"]
+
+
+def _rate(v: pd.Series, name: str) -> Rate:
+    return Rate(float(v[name]), (float(v[f"{name}_upper"]) - float(v[f"{name}_lower"])) / 2)
+
+
+def _rates_lines(compared: Compared, rows: pd.DataFrame) -> list[list[Any]]:
+    """The attacks' rates: per set, main (training) against control (holdout) rate and the residual
+    the measure reports; the mean over sets judged."""
+    assert compared.holdout is not None and compared.residual is not None
+    names = [*_bounds(compared.training), *_bounds(compared.holdout), *_bounds(compared.residual)]
+    extra = _bounds("baseline_rate")
     out = []
-    for release, entry, f in _per_set_worst(results[results["family"] == "attacks"], names, "upper95"):
-        note = "main vs control success rate; excess: anonymeter's risk, worst set"
-        out.append([*release, f"{entry}: attack risk (%)", *_figures(f, PERCENT), note])
+    for release, entry, part in _own_sets(rows, names + extra):
+        if not set(names) <= set(part.columns):
+            continue
+        per = [
+            Comparison(
+                float(v[compared.training]),
+                float(v[compared.holdout]),
+                Interval.of_rates(_rate(v, compared.training), _rate(v, compared.holdout)),
+                Interval(*(float(v[n]) for n in _bounds(compared.residual)), compared.method),
+            )
+            for _, v in part.iterrows()
+        ]
+        c = Comparison.over_sets(per)
+        note = "main (training) vs control (holdout) success rate; residual: anonymeter's risk"
+        if set(extra) <= set(part.columns):
+            mean = part[extra].mean()
+            note += f"; random-guess baseline {_pct(mean.iloc[0])} [{_pct(mean.iloc[1])}, {_pct(mean.iloc[2])}]"
+        out.append([*release, f"{entry}: {compared.title}", c.sets, *_figures(c, compared.scale), note])
     return out
 
 
-def _dcr_rows(results: pd.DataFrame) -> list[list]:
-    names = {"training": "closer_to_training", "lower95": "closer_to_training_lower",
-             "upper95": "closer_to_training_upper"}  # fmt: skip
+def _pct(share: float) -> str:
+    return f"{number_text(100 * share)} %"
+
+
+def _share_lines(compared: Compared, rows: pd.DataFrame) -> list[list[Any]]:
+    """A share against the share expected without memorisation (``compared.null``)."""
+    names = _bounds(compared.training)
     out = []
-    for release, entry, f in _per_set_worst(results[results["family"] == "distance"], names, "upper95"):
-        shifted = {"training": f["training"], "holdout": 0.5, "excess": f["training"] - 0.5}
-        shifted |= {"lower95": f["lower95"] - 0.5, "upper95": f["upper95"] - 0.5}
-        note = "holdout: 50 % = no memorisation; excess and interval: share − 50 %, worst set"
-        out.append([*release, f"{entry}: share closer to training (%)", *_figures(shifted, PERCENT), note])
+    for release, entry, part in _own_sets(rows, names):
+        if not set(names) <= set(part.columns):
+            continue
+        null = compared.null
+        per = [
+            Comparison(share, null, Interval(share - null, lower - null, upper - null, compared.method))
+            for share, lower, upper in part[names].itertuples(index=False)
+        ]
+        c = Comparison.over_sets(per)
+        note = f"holdout: the {number_text(100 * null)} % expected when the synthesis memorises nothing"
+        out.append([*release, f"{entry}: {compared.title}", c.sets, *_figures(c, compared.scale), note])
     return out
+
+
+LINES = {"footing": _footing_lines, "rates": _rates_lines, "share": _share_lines}
 
 
 def excess_summary(results: pd.DataFrame) -> pd.DataFrame:
-    """Per release and risk figure: training and holdout figures, the excess with its interval and
-    the verdict (columns :data:`EXCESS_COLUMNS`; empty when no dataset has a holdout)."""
-    found = _baseline_rows(results) + _attack_rows(results) + _dcr_rows(results)
+    """Per release and risk figure: the comparison with its holdout and the verdict (columns
+    :data:`EXCESS_COLUMNS`; empty when no dataset has a holdout)."""
+    found = [line for compared, rows in _views(results) for line in LINES[compared.view](compared, rows)]
     frame = pd.DataFrame(found, columns=EXCESS_COLUMNS)
     return frame.sort_values(RELEASE, kind="stable").reset_index(drop=True)
+
+
+def release_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """One verdict per release (columns :data:`VERDICT_COLUMNS`) and the figures that drive it: the
+    synthesis adds risk when any figure is above its holdout (those figures named); no excess
+    detected when none is and some has an interval (the smallest detectable differences named);
+    below the holdout when every figure with an interval is below it."""
+    out = []
+    for release, part in table.groupby(RELEASE, sort=False):
+        judged = part[part["verdict"] != NO_INTERVAL]
+        above = part[part["verdict"] == ADDS_RISK]
+        if len(above):
+            verdict, driven = (
+                ADDS_RISK,
+                [f"{f} (+{number_text(d)})" for f, d in zip(above["figure"], above["difference"], strict=True)],
+            )
+        elif judged.empty:
+            verdict, driven = NO_INTERVAL, []
+        elif (judged["verdict"] == BELOW).all():
+            verdict, driven = BELOW, list(judged["figure"])
+        else:
+            verdict = NO_EXCESS
+            driven = [
+                f"{f} (detectable ≥ {number_text(d)})"
+                for f, d in zip(judged["figure"], judged["detectable"], strict=True)
+            ]
+        out.append([*release, verdict, "; ".join(driven)])
+    return pd.DataFrame(out, columns=VERDICT_COLUMNS)
 
 
 def plot_training_vs_holdout(points: pd.DataFrame, title: str) -> Figure:
@@ -179,38 +254,79 @@ def plot_training_vs_holdout(points: pd.DataFrame, title: str) -> Figure:
 
 
 def baseline_figures(results: pd.DataFrame) -> list[str]:
-    """A training-vs-holdout plot per release and baseline measure (every setting a point)."""
+    """A training-vs-holdout plot per release and equal-footing figure (every setting a point)."""
     out = []
-    for fig in BASELINE_FIGURES:
-        rows = results[(results["measure"] == fig.measure) & (results["family"] == fig.family)]
-        rows = rows[param_columns(rows[["params"]], BASELINE)[BASELINE].notna().to_numpy(dtype=bool)]
+    for compared, rows in _views(results):
+        if compared.view != "footing":
+            continue
         by_release: dict[tuple, list[dict[str, float]]] = {}
-        for release, _, figures in _settings(rows):
-            by_release.setdefault(release, []).append(figures)
+        for release, _, _, c in footing_settings(rows, compared):
+            by_release.setdefault(release, []).append({"training": c.training, "holdout": c.holdout})
         for (dataset, source, rep), found in by_release.items():
             name = f"{dataset} / {source}" + (f" #{rep}" if rep else "")
-            caption = f"{fig.title} of {name}: training vs holdout, one point per setting"
-            points = pd.DataFrame(found) * fig.scale
-            out.append(figure_html(caption, plot_training_vs_holdout, points, f"{fig.title}: {name}"))
+            caption = f"{compared.title} of {name}: training vs holdout, one point per setting"
+            points = pd.DataFrame(found) * compared.scale
+            out.append(figure_html(caption, plot_training_vs_holdout, points, f"{compared.title}: {name}"))
     return out
 
 
+def _release_text(table: pd.DataFrame) -> list[str]:
+    releases = zip(table["dataset"], table["source"], table["repetition"], strict=True)
+    return [f"{d} / {s}" + (f" #{r}" if r else "") for d, s, r in releases]
+
+
+def _interval_text(value: float, lower: float, upper: float) -> str:
+    if np.isnan(value):
+        return "–"
+    bounds = "" if np.isnan(lower) else f" [{number_text(lower)}, {number_text(upper)}]"
+    return number_text(value) + bounds
+
+
 def excess_section(results: pd.DataFrame) -> str:
-    """The first screen's excess-risk table with its verdicts and the training-vs-holdout plots
-    ("" when no dataset has a holdout)."""
+    """The first screen's excess-risk table with its verdicts, a verdict line per release and the
+    training-vs-holdout plots ("" when no dataset has a holdout)."""
     table = excess_summary(results)
     if table.empty:
         return ""
-    releases = zip(table["dataset"], table["source"], table["repetition"], strict=True)
-    shown = table.assign(release=[f"{d} / {s}" + (f" #{r}" if r else "") for d, s, r in releases])
-    shown = shown[["release", "figure", "training", "holdout", "excess", "lower95", "upper95", "verdict", "note"]]
+    verdicts = release_verdicts(table)
+    lines = "".join(
+        f'<p class="verdict"><strong>{r}</strong>: {v}' + (f" — {d}" if d else "") + "</p>"
+        for r, v, d in zip(_release_text(verdicts), verdicts["verdict"], verdicts["driven_by"], strict=True)
+    )
+    shown = pd.DataFrame(
+        {
+            "release": _release_text(table),
+            "figure": table["figure"],
+            "sets": table["sets"],
+            "training (%)": table["training"],
+            "holdout (%)": table["holdout"],
+            "difference (pp) [95 %]": [
+                _interval_text(*v)
+                for v in table[["difference", "difference_lower95", "difference_upper95"]].itertuples(index=False)
+            ],
+            "residual (%) [95 %]": [
+                _interval_text(*v)
+                for v in table[["residual", "residual_lower95", "residual_upper95"]].itertuples(index=False)
+            ],
+            "interval": table["method"],
+            "verdict": table["verdict"],
+            "smallest detectable (pp)": table["detectable"],
+            "note": table["note"],
+        }
+    )
     return (
         '<section id="excess"><h2>Excess risk: what does the synthesis add over its holdout baseline?</h2>'
+        + lines
         + table_html(shown)
-        + "<p>Every figure is a percentage of records; the excess and its interval are percentage points. "
-        "Each risk figure is computed with the training records (those the synthetic data were made "
-        "from) and with holdout records of the same population on equal footing; the excess is their "
-        "difference, its 95 % interval from relabelling training and holdout records (docs/baselines.md). "
-        "An interval above 0 means the synthesis adds risk; one covering 0 means no excess is detected "
-        "with a holdout of this size, not that there is none.</p>" + "".join(baseline_figures(results)) + "</section>"
+        + "<p>Training and holdout are percentages of records: each risk figure computed with the training "
+        "records (those the synthetic data were made from) and with holdout records of the same population "
+        "(docs/baselines.md). The difference (percentage points) is training − holdout with its 95 % interval "
+        "(permutation: from relabelling training and holdout records; wilson: from the two rates' binomial "
+        "intervals); the verdict is on it: above 0, the synthesis adds risk; below 0, below the holdout; "
+        "covering 0, no excess is detected with a holdout of this size — not that there is none: the smallest "
+        "detectable difference is the one such an interval would detect 4 times in 5. The residual is the "
+        "share of what the holdout leaves to be learnt that the release reveals (anonymeter's risk for the "
+        "attacks). With several synthetic sets every line is their mean, judged once.</p>"
+        + "".join(baseline_figures(results))
+        + "</section>"
     )

@@ -15,6 +15,7 @@ import pandas as pd
 
 from pipeline.report.baselines import excess_section
 from pipeline.report.markup import CSS, figures_drawn_together, table_html
+from pipeline.report.notices import plans_section, warnings_section
 from pipeline.report.sections import SECTIONS
 from pipeline.report.summary import release_summary
 from pipeline.results import atomic_write_text
@@ -26,6 +27,9 @@ FAMILY_TITLES = {
     "identification_risk": "Identification risk (Hornby & Hu)",
     "utility": "Utility",
     "synthesis": "Synthesis",
+    "distance": "Distance to the closest record (DCR, NNDR)",
+    "attacks": "Attacks (anonymeter: singling out, linkability, inference)",
+    "integrity": "Overlap with the original (share of records equal to an original record)",
 }
 #: the synthesis family has one section per synthesiser kind (the rows' ``type``)
 SYNTHESIS_TITLES = {
@@ -105,7 +109,9 @@ def _page(outcome: Any, extra_sections: list[str] | None) -> str:
     parts = [
         f"<h1>sdc-pipeline report — {html.escape(m['task'])}</h1>",
         summary_section(outcome),
+        warnings_section(outcome),
         excess_section(res),
+        plans_section(outcome),
         '<section id="metadata"><h2>Run</h2>',
         table_html(meta, css_class="meta"),
         "</section>",

@@ -7,15 +7,17 @@ use it without an import cycle.
 from __future__ import annotations
 
 import base64
+import ctypes
 import hashlib
 import html
 import io
 import multiprocessing
 import os
 import re
+import signal
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,6 +227,19 @@ def _png_of(figure: _Figure) -> bytes:
     return figure.png()
 
 
+#: Linux's prctl option naming the signal a process gets when the thread that forked it ends
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """Start of a drawing process: have the kernel kill it when the run that forked it ends,
+    however that ends (kill -9 included), so that no drawing process outlives its run."""
+    with suppress(OSError, AttributeError):  # not Linux: the process ends when the pool's pipe breaks
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the run ended before the request took effect
+        os._exit(1)
+
+
 def _draw(figures: list[_Figure]) -> list[bytes]:
     """Draw figures: in forked processes (one per core, at most :data:`DRAWING_PROCESSES`) when
     there are several and the system forks — matplotlib and the data are already loaded there,
@@ -235,7 +250,8 @@ def _draw(figures: list[_Figure]) -> list[bytes]:
         return [f.png() for f in figures]
     # the first figure drawn here loads the fonts and fills matplotlib's caches the processes inherit
     first = figures[0].png()
-    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
+    fork = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(processes, mp_context=fork, initializer=_die_with, initargs=(os.getpid(),)) as pool:
         return [first, *pool.map(_png_of, figures[1:])]
 
 

@@ -15,6 +15,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from pipeline.report.attacks import attack_section
+from pipeline.report.distance import distance_section
 from pipeline.report.glossary import SYNTHESIS_TERMS, glossary_table, plain_name
 from pipeline.report.markup import figure_html, table_html
 from pipeline.results import per_set
@@ -377,4 +378,5 @@ SECTIONS = {
     "utility": utility_section,
     "synthesis": synthesis_section,
     "attacks": attack_section,
+    "distance": distance_section,
 }

@@ -10,6 +10,9 @@ repU (%)               synthpop's replicated uniques (max over sets, key sets)  
 DiSCO (%)              synthpop's attribute disclosure (max over sets, targets)   ≤ 5 %
 identification risk    ``file_risk_at_max`` (max over sets and scenarios) as a %  ≤ 5 %
 at r* (%)              of records, with the scenario's maximising radius r*
+identification risk,   with a holdout, instead: training − holdout file risk      interval
+excess over holdout    (mean over sets) at the radius with the largest excess,    above 0
+(pp)                   r* beside it; the records left out of the matching counted
 S_pMSE (utility_gen;   ``utility_gen``: mean over sets (worst setting)            ≤ 10
 ratio)
 S_pMSE (tables, worst; ``utility_tab``/``utility_tables``: mean over sets, worst  ≤ 10
@@ -38,12 +41,17 @@ target recodes a key; ``check_1way``: one target level holds most disclosive rec
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
+from pipeline.evaluation.comparison import ADDS_RISK, Comparison
 from pipeline.gates import GATE_GROUP, gate_value
+from pipeline.measures import holdout_views
+from pipeline.report.baselines import footing_settings, largest
+from pipeline.report.markup import number_text
 from pipeline.results import per_set
 from pipeline.risk.idrisk.plots import r_star, risk_points
 from pipeline.row_params import of_kind, value_text
@@ -194,6 +202,72 @@ def _radius_note(best: pd.DataFrame, points: pd.DataFrame, key: tuple[Any, ...])
     return "; ".join(notes), edge
 
 
+IDRISK = "identification_risk"
+#: the identification-risk headline of a release with a holdout: the excess, not the figure at r*
+IDRISK_EXCESS = "identification risk, excess over holdout (pp)"
+
+
+def _left_out(own: pd.DataFrame, key: tuple[Any, ...]) -> str:
+    """The records identification risk left out of the matching in a release (the measure's
+    ``excluded_share`` rows, per scenario), as text ("" when none)."""
+    rows = own[(own["measure"] == "excluded_share") & (own["family"] == IDRISK)]
+    rows = rows[(rows["dataset"] == key[0]) & (rows["source"] == key[1]) & (rows["repetition"] == key[2])]
+    shares = {value_text(json.loads(p).get("scenario")): v for p, v in zip(rows["params"], rows["value"], strict=True)}
+    found = [f"{number_text(100 * v)} % in {name}" for name, v in shares.items() if v > 0]
+    return (
+        "records left out of the matching (a missing value in a matched variable): " + ", ".join(found) if found else ""
+    )
+
+
+def _at_radius(unit: Any, best: Any) -> bool:
+    """Whether a setting's params (``scenario``, ``radius``) hold r*'s radius for every reported variable."""
+    radius = dict(unit).get("radius") if unit else None
+    if not isinstance(best, tuple) or radius is None:
+        return False
+    combo = dict(radius)
+    return all(v in combo and combo[v] == r for v, r in best)
+
+
+def _comparison_text(c: Comparison) -> str:
+    d = c.difference
+    return (
+        f"training {number_text(100 * c.training)} %, holdout {number_text(100 * c.holdout)} %, "
+        f"difference {number_text(100 * d.value)} pp [{number_text(100 * d.lower)}, {number_text(100 * d.upper)}]"
+    )
+
+
+def _idrisk_excess(results: pd.DataFrame, best: pd.DataFrame) -> dict[tuple[Any, ...], tuple[Comparison, str]]:
+    """Per release with a holdout: the identification-risk comparison with the largest excess and a
+    note naming its setting and the radius that maximises file risk (r*) with its comparison."""
+    view = holdout_views(results["type"].dropna()).get(IDRISK, ())
+    found: dict[tuple[Any, ...], list[tuple[str, Any, Comparison]]] = {}
+    for compared in view:
+        for release, setting, unit, c in footing_settings(results[results["type"] == IDRISK], compared):
+            found.setdefault(release, []).append((setting, unit, c))
+    out = {}
+    for release, settings in found.items():
+        setting, _, c = settings[largest(c for _, _, c in settings)]
+        note = f"largest excess at {setting or 'the one setting'}: {_comparison_text(c)}, {c.verdict}"
+        mine = best[
+            (best["dataset"] == release[0]) & (best["source"] == release[1]) & (best["repetition"] == release[2])
+        ]
+        for _, row in mine.iterrows():
+            at = [
+                (s, x)
+                for s, u, x in settings
+                if dict(u).get("scenario") == row["scenario"] and _at_radius(u, row["r_star"])
+            ]
+            for s, x in at:
+                same = x is c
+                note += (
+                    "; file risk largest there too (r*)"
+                    if same
+                    else f"; file risk largest at r* ({s}): {_comparison_text(x)}"
+                )
+        out[release] = (c, note)
+    return out
+
+
 def release_summary(results: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
     """The headline measures of every release with threshold, basis and pass/attention
     (columns :data:`SUMMARY_COLUMNS`)."""
@@ -202,6 +276,7 @@ def release_summary(results: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataF
     flag_names = {e.flag for explanations in EXPLAINED_BY.values() for e in explanations}
     flags = dict(list(rows[rows["measure"].isin(flag_names)].groupby(FLAG_GROUP, sort=False)))
     best, points = r_star(own), risk_points(own)  # once, not per release (a study has thousands)
+    excess = _idrisk_excess(results, best)
     out = []
     for h in HEADLINES:
         sub = rows[(rows["measure"] == h.measure) & (rows["family"] == h.family)]
@@ -220,6 +295,16 @@ def release_summary(results: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataF
             status = "attention" if value > threshold or edge else "pass"
             name, params = group[GATE_GROUP.index("measure_name")], group[GATE_GROUP.index("params")]
             why = _explanation(flags, h.measure, (*key, name, params), status == "attention")
+            if h.family == IDRISK:
+                left_out = _left_out(own, key)
+                note = "; ".join(x for x in (note, left_out) if x)
+            if h.family == IDRISK and key in excess:
+                c, excess_note = excess[key]
+                status = "attention" if c.verdict == ADDS_RISK else "pass"
+                basis = "holdout baseline: attention when the 95 % interval is above 0"
+                note = "; ".join(x for x in (excess_note, left_out) if x)
+                out.append([*key, IDRISK_EXCESS, c.difference.value * 100, 0.0, basis, status, "", note])
+                continue
             out.append([*key, h.title, value * h.scale, threshold * h.scale, basis, status, why, note])
     frame = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
     return frame.sort_values(RELEASE, kind="stable").reset_index(drop=True)

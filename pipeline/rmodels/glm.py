@@ -1002,6 +1002,10 @@ def dqrdc2_kept(r: np.ndarray, tol: float = 1e-11) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # the iteration as a state machine (so many fits can share Dask rounds)
 # ---------------------------------------------------------------------------------------------
+#: a logit coefficient this large (odds ratio e^8, about 3000) in a separated fit is running off
+SEPARATING_COEFFICIENT = 8.0
+
+
 @dataclass
 class LogitFit:
     """Result of one IRLS fit, with R's ``glm`` names where they exist."""
@@ -1017,12 +1021,25 @@ class LogitFit:
     #: the coefficients still ran off when the deviance had stopped changing (:attr:`IRLS.diverging`):
     #: the likelihood has no maximum (quasi-separation)
     diverging: bool = False
+    #: the model term of each coefficient: its variables joined by ``:`` (no level labels)
+    terms: tuple[str, ...] = ()
 
     @property
     def separated(self) -> bool:
         """Complete or quasi-complete separation: fitted probabilities numerically 0 or 1, or
         coefficients running off (where R's ``glm.fit`` may stop at ``maxit`` with |β| ~ 1e15)."""
         return self.fitted_extreme or self.diverging
+
+    def separating_terms(self, size: float = SEPARATING_COEFFICIENT) -> list[str]:
+        """The terms whose coefficients ran off in a separated fit (|coefficient| >= ``size``,
+        largest first; else the term of the largest): the variables whose cells the other data
+        set lacks. Terms, not coefficient names: those carry level labels."""
+        if not self.terms:
+            return []
+        size_of = np.nan_to_num(np.abs(self.coefficients), nan=0.0)
+        size_of[[t == "(Intercept)" for t in self.terms]] = 0.0
+        order = [i for i in np.argsort(-size_of, kind="stable") if size_of[i] >= size] or [int(np.argmax(size_of))]
+        return list(dict.fromkeys(self.terms[i] for i in order))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -25,12 +25,14 @@ from pipeline.tasks import SynthesisUnit, Unit
 
 @dataclass(frozen=True)
 class UnitOutput:
-    """What running a unit gives: its rows, its public summary, seconds, whether it came from the cache."""
+    """What running a unit gives: its rows, its public summary, seconds, whether it came from the
+    cache, and the warnings it raised (:mod:`pipeline.notices`; kept in the cache with it)."""
 
     table: pd.DataFrame
     summary: dict[str, Any]
     seconds: float
     cached: bool = False
+    warnings: tuple[str, ...] = ()
 
 
 def unit_paths(cache: Path, unit: Unit) -> tuple[Path, Path]:
@@ -51,7 +53,13 @@ def cached_output(table_path: Path, summary_path: Path) -> UnitOutput | None:
     """A finished unit's output from the cache (its summary is written last), else None."""
     if table_path.exists() and summary_path.exists():
         cached = json.loads(summary_path.read_text(encoding="utf-8"))
-        return UnitOutput(pd.read_parquet(table_path), cached["summary"], cached["seconds"], cached=True)
+        return UnitOutput(
+            pd.read_parquet(table_path),
+            cached["summary"],
+            cached["seconds"],
+            cached=True,
+            warnings=tuple(cached.get("warnings", ())),
+        )
     return None
 
 
@@ -79,7 +87,8 @@ def cached_outputs(
 def store_output(output: UnitOutput, table_path: Path, summary_path: Path) -> UnitOutput:
     """Cache a unit's table and summary (the summary last: the unit is complete)."""
     atomic_write_parquet(output.table, table_path)
-    atomic_write_text(json.dumps({"summary": output.summary, "seconds": output.seconds}), summary_path)
+    kept = {"summary": output.summary, "seconds": output.seconds, "warnings": list(output.warnings)}
+    atomic_write_text(json.dumps(kept), summary_path)
     return replace(output, cached=False)
 
 

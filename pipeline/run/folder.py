@@ -16,7 +16,13 @@ or, when this run no longer writes it, removed; any other file with a name the r
 is a refusal, ``force`` or not. Every path written or removed must resolve inside the folder.
 The files are written to temporary names and published together, the manifest last, only
 when all were written: a failure (a full disk) removes the temporaries and leaves the previous
-run as it was.
+run as it was. Once everything is staged, ``.units/publishing.json`` lists the temporaries and
+their destinations; a run killed while it renames them (kill -9) is finished by the next run
+that takes the folder's lock (:func:`recover_publishing`), before anything else, and the
+temporaries a killed run left (``.<name>.sdc-tmp-<hex>`` beside the files and releases it was
+writing) are removed then. A release folder is the run's as a whole, but a file of the user's
+put inside one is never removed with it: the manifest records the files of each release
+(``release_files``) and a folder holding anything else is a refusal, before any work.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,7 +44,7 @@ import pandas as pd
 from pipeline.errors import TaskError
 from pipeline.results import atomic_write_text, jsonable, make_private
 from pipeline.run.inputs import TaskInputs
-from pipeline.run.lock import exclusive
+from pipeline.run.lock import TAKEOVER_SUFFIX, exclusive
 from pipeline.tasks import LoadedTask, code_version
 
 #: the units' caches, the owner file and the lock of a run folder
@@ -46,6 +53,8 @@ CACHE = ".units"
 OWNER_FILE = "task.json"
 #: in ``<out>/.units``: the lock a run holds on its folder (:mod:`pipeline.run.lock`)
 LOCK_FILE = "lock"
+#: the lock's files: the lock, and the guard of a takeover from a dead holder (:mod:`pipeline.run.lock`)
+LOCK_FILES = (LOCK_FILE, LOCK_FILE + TAKEOVER_SUFFIX)
 #: in ``<out>/.units``: what a run is publishing (ours, should it stop before its manifest)
 PUBLISHING_FILE = "publishing.json"
 #: in ``<out>/.units``: the report's figures as PNGs by a digest of what they draw (a rerun redraws none)
@@ -74,7 +83,7 @@ class RunOutcome:
 
 
 def default_out_dir(task: LoadedTask) -> Path:
-    return Path(task.spec.output) if task.spec.output else Path("results") / task.spec.name
+    return task.output
 
 
 def folder_owner(out: Path) -> str | None:
@@ -173,7 +182,7 @@ def _few(names: Sequence[str]) -> str:
 
 def _only_lock(cache: Path) -> bool:
     """Whether ``<out>/.units`` holds nothing but a lock (a run that stopped before claiming the folder)."""
-    return cache.is_dir() and {p.name for p in cache.iterdir()} <= {LOCK_FILE}
+    return cache.is_dir() and {p.name for p in cache.iterdir()} <= set(LOCK_FILES)
 
 
 def run_names(out: Path, release_dir: Path, datasets: Iterable[str], optional: Iterable[str] = ()) -> list[str]:
@@ -254,7 +263,8 @@ def hold_run_folder(out: Path) -> Iterator[None]:
                 yield
             finally:
                 if outermost and made and _only_lock(cache):
-                    (cache / LOCK_FILE).unlink(missing_ok=True)
+                    for name in LOCK_FILES:
+                        (cache / name).unlink(missing_ok=True)
     finally:
         for d in reversed(made):
             if d.is_dir() and not any(d.iterdir()):
@@ -278,7 +288,10 @@ def run_folder_for(
     names = run_names(out, releases, [d.name for d in task.spec.datasets], optional)
     check_run_folder(out, task, force, names)
     with hold_run_folder(out):
+        if out.is_dir() and folder_owner(out) == task.spec.name:
+            recover_publishing(out)  # a run of the task killed while publishing: finished first
         check_run_folder(out, task, force, names)
+        check_release_folders(out, task.spec.name)
         yield
 
 
@@ -302,6 +315,100 @@ def _inside(out: Path, path: Path) -> Path:
 
 def _temporary(dest: Path) -> Path:
     return dest.with_name(f".{dest.name}.sdc-tmp-{uuid.uuid4().hex[:12]}")
+
+
+#: the name of a temporary of :func:`_temporary` (its destination's name, then 12 hex digits)
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.sdc-tmp-[0-9a-f]{12}")
+
+
+def _sweep_temporaries(out: Path, dests: Iterable[Path]) -> None:
+    """Remove the temporaries a killed run left beside ``dests`` (files and release folders it
+    writes): only entries named exactly as :func:`_temporary` names them, inside ``out``."""
+    for folder, names in _by_folder(dests).items():
+        if not folder.is_dir() or not _resolves_inside(out, folder / "x"):
+            continue
+        for entry in folder.iterdir():
+            m = _TEMPORARY.fullmatch(entry.name)
+            if m is not None and m["name"] in names and not entry.is_symlink():
+                _discard(entry)
+
+
+def _by_folder(paths: Iterable[Path]) -> dict[Path, set[str]]:
+    out: dict[Path, set[str]] = {}
+    for p in paths:
+        out.setdefault(p.parent, set()).add(p.name)
+    return out
+
+
+def _files_in(folder: Path) -> set[str]:
+    """The files (and links) under ``folder``, relative to it (POSIX)."""
+    return {_relative(folder, p) for p in folder.rglob("*") if p.is_symlink() or not p.is_dir()}
+
+
+def release_files(releases: Mapping[Path, Path], out: Path) -> dict[str, list[str]]:
+    """For the manifest: each release folder (relative to ``out``) and the files the run puts in it
+    (those of the cached release it copies)."""
+    return {_relative(out, dest): sorted(_files_in(release)) for dest, release in releases.items()}
+
+
+def _users_files_in_releases(out: Path, task_name: str) -> list[str]:
+    """Files inside the task's earlier release folders that no run wrote (paths relative to ``out``)."""
+    manifest = _read_json(out / MANIFEST)
+    if folder_owner(out) != task_name or manifest is None or manifest.get("task") != task_name:
+        return []
+    recorded = manifest.get("release_files")
+    if not isinstance(recorded, dict):
+        return []  # a manifest from before runs recorded their releases' files
+    found = []
+    for rel, files in recorded.items():
+        folder = out / str(rel)
+        if isinstance(files, list) and folder.is_dir() and not folder.is_symlink() and _resolves_inside(out, folder):
+            found += [f"{rel}/{f}" for f in sorted(_files_in(folder) - set(map(str, files)))]
+    return found
+
+
+def check_release_folders(out: Path, task_name: str) -> None:
+    """Refuse to replace or remove a release folder of the task that holds a file of the user's.
+
+    Raises
+    ------
+    TaskError
+        Naming the files and what to do.
+    """
+    users = _users_files_in_releases(out, task_name)
+    if users:
+        raise TaskError(
+            f"{out}: {_few(users)} {'is' if len(users) == 1 else 'are'} inside a release folder of task {task_name!r} "
+            "but not from a run; a rerun replaces its release folders and never removes a file it did not write: "
+            "move them out of the folder"
+        )
+
+
+def _finish_publishing(out: Path, claim: Mapping[str, Any]) -> None:
+    """Put every staged temporary the claim lists in its place (the manifest last, after the
+    removal of what the task's runs wrote and this one does not), as a run or its successor does."""
+    staged = [(out / str(t), out / str(d)) for t, d in claim["staged"]]
+    for tmp, dest in staged[:-1]:
+        if tmp.exists() or tmp.is_symlink():
+            _publish(_inside(out, tmp), _inside(out, dest))
+    _remove_stale(out, claim["stale"])
+    tmp, dest = staged[-1]
+    if tmp.exists():
+        _publish(_inside(out, tmp), _inside(out, dest))
+
+
+def recover_publishing(out: Path) -> bool:
+    """Finish the publishing of a run that was killed while it renamed its staged files into
+    place (its claim in ``.units/publishing.json`` names a run the manifest does not); the
+    caller holds the folder's lock. Returns whether there was one to finish."""
+    claim = _read_json(out / CACHE / PUBLISHING_FILE)
+    manifest = _read_json(out / MANIFEST)
+    if claim is None or not isinstance(claim.get("staged"), list) or not claim["staged"]:
+        return False
+    if manifest is not None and manifest.get("run_id") == claim.get("run_id"):
+        return False
+    _finish_publishing(out, claim)
+    return True
 
 
 def _discard(path: Path) -> None:
@@ -385,7 +492,11 @@ def write_run(
     targets = {_relative(out, t): t for t in [*(_inside(out, out / name) for name in files), *releases]}
     written = sorted(targets)
     with hold_run_folder(out):
+        if folder_owner(out) == task_name:
+            recover_publishing(out)
         ours = written_by_task(out, task_name)
+        check_release_folders(out, task_name)
+        _sweep_temporaries(out, [*targets.values(), *(out / rel for rel in ours)])
         foreign = [w for w, t in targets.items() if (t.exists() or t.is_symlink()) and w not in ours]
         if foreign:
             raise TaskError(
@@ -406,12 +517,21 @@ def write_run(
                 staged[-1][0].mkdir(mode=0o700)
                 shutil.copytree(release, staged[-1][0], dirs_exist_ok=True)
                 make_private(staged[-1][0])
-            claim = {"task": task_name, "run_id": outcome.run_id, "written": sorted(ours | set(written))}
-            atomic_write_text(json.dumps(claim), publishing)
-            claimed = True
             manifest = _temporary(out / MANIFEST)
             staged.append((manifest, out / MANIFEST))
-            manifest.write_text(json.dumps(jsonable({**outcome.manifest, "written": written}), indent=1), "utf-8")
+            recorded = {**outcome.manifest, "written": written, "release_files": release_files(releases, out)}
+            manifest.write_text(json.dumps(jsonable(recorded), indent=1), "utf-8")
+            # everything is staged: from here a killed run is finished by the next (recover_publishing)
+            claim = {
+                "task": task_name,
+                "run_id": outcome.run_id,
+                "written": sorted(ours | set(written)),
+                "staged": [[_relative(out, t), _relative(out, d)] for t, d in staged],
+                "stale": sorted(ours - set(written) - {MANIFEST}),
+            }
+            atomic_write_text(json.dumps(claim), publishing)
+            claimed = True
+            os.utime(manifest)  # the manifest stays the newest of the run's files
         except BaseException as e:
             for tmp, _ in staged:
                 _discard(tmp)
@@ -427,9 +547,6 @@ def write_run(
                     f"cannot write the run folder {out}: {reason}{code}; nothing was published, the folder is as it was"
                 ) from None
             raise
-        for tmp, dest in staged[:-1]:
-            _publish(tmp, dest)
-        _remove_stale(out, ours - set(written) - {MANIFEST})
-        _publish(*staged[-1])
+        _finish_publishing(out, claim)
         if figures is not None:
             figures.prune()

@@ -10,15 +10,15 @@ unit as if each had run alone.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from pipeline import notices
 from pipeline.data.schema import Schema
 from pipeline.errors import PipelineError
 from pipeline.evaluation.data import EvalData, as_eval_data
@@ -33,6 +33,7 @@ from pipeline.run.cache import (
     unit_paths,
 )
 from pipeline.run.inputs import SourceKey, TaskInputs
+from pipeline.run.integrity import set_hashes
 from pipeline.run.units import check_unit, evaluated, synthesis_output, unit_context
 from pipeline.synth.base import SynthesisOutput
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit
@@ -119,9 +120,11 @@ def repetition_task(
     sets = frames[len(frames) - given :]
     if not given:
         with _named(f"{synthesis.where}: synthesise"):
-            t0 = time.perf_counter()
-            result = synthesis.synthesiser.synthesise_frame(original, schema, executor)
-            synthesised = synthesis_output(synthesis, result, time.perf_counter() - t0)
+            result, synthesised = synthesis_output(
+                synthesis,
+                lambda: synthesis.synthesiser.synthesise_frame(original, schema, executor),
+                lambda result: set_hashes(original[list(result.schema.names)]),
+            )
         sets = list(result.synthetic)
     outputs: list[UnitOutput] = []
     try:
@@ -130,9 +133,11 @@ def repetition_task(
             holdout = frames[1] if len(frames) - given > 1 else None
             data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False, holdout=holdout)
         for u, context in units:
-            check_unit(u.measure, data, executor, context)
+            with notices.collected() as at_check:
+                check_unit(u.measure, data, executor, context)
             with _named(f"measure {u.label}"):
-                outputs.append(evaluated(u, data, executor))
+                out = evaluated(u, data, executor)
+            outputs.append(replace(out, warnings=tuple(dict.fromkeys([*at_check, *out.warnings]))))
     except PipelineError as e:
         return RepetitionOutput(result, synthesised, tuple(outputs), e)  # what finished is cached first
     return RepetitionOutput(result, synthesised, tuple(outputs), None)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,14 +18,13 @@ from typing import Any
 
 import pandas as pd
 
+from pipeline import notices
 from pipeline.data.compare import align_synthetic
 from pipeline.data.dataset import DEFAULT_ENCODING, Dataset, read_dataset, read_raw
 from pipeline.errors import PipelineError, TaskError
 from pipeline.evaluation.execution import Executor
 from pipeline.synth.split import MIN_HOLDOUT_RECORDS, HoldoutSplit
 from pipeline.tasks import DatasetSpec, LoadedTask, SourceSpec, SynthesisUnit, content_hash, synthesis_units
-
-log = logging.getLogger("pipeline")
 
 #: (dataset, source, repetition)
 SourceKey = tuple[str, str, int]
@@ -44,6 +42,8 @@ class TaskInputs:
     holdout_records: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: dataset -> content hash of the original as read (before a split): the privacy-budget ledger's
     original_hashes: dict[str, str] = field(default_factory=dict)
+    #: dataset -> the original as read (before a split): its columns' fingerprints key the ledger
+    as_read: dict[str, Dataset] = field(default_factory=dict)
     #: (dataset, source, repetition) -> (original aligned to the source, synthetic sets); a
     #: synthesised source is a schema-only stand-in until its synthesis unit has run
     synthetic: dict[SourceKey, tuple[Dataset, list[Dataset]]] = field(default_factory=dict)
@@ -180,13 +180,17 @@ def _read_source(
         schema = task.resolve(src.schema_file) if src.schema_file else original.schema
         codes = original.schema.cont_na if src.schema_file else None
         encoding = src.encoding or (None if src.schema_file else _original_encoding(task, original))
+        # aligned to the original: a level the sets hold and the original lacks is aligned, not refused
+        widen = src.compatibility == "align" and not src.schema_file
         sets = [
-            read_dataset(p, schema=schema, name=f"{src.name}_{i + 1}", missing_codes=codes, encoding=encoding)
+            read_dataset(
+                p, schema=schema, name=f"{src.name}_{i + 1}", missing_codes=codes, encoding=encoding, new_levels=widen
+            )
             for i, p in enumerate(task.source_paths(src))
         ]
     original, sets, changes = align_synthetic(original, sets, src.compatibility)
     for c in changes:
-        log.warning("aligned: %s", c)
+        notices.warn(f"aligned: {c}")
     return original, sets
 
 
@@ -220,6 +224,7 @@ def read_inputs(task: LoadedTask, executor: Executor | None = None, with_sources
         original = _read_original(task, d)
         h = _data_hash([original])
         inputs.original_hashes[d.name] = h
+        inputs.as_read[d.name] = original
         if d.holdout is not None and d.holdout.fraction is not None:
             original, inputs.holdouts[d.name], record = _split(task, d, original, executor, h)
             h += record["fingerprint"]  # the training part: what synthesisers and measures see
@@ -247,10 +252,11 @@ def in_context(task: LoadedTask, unit: SynthesisUnit, e: PipelineError) -> Pipel
 
 
 def planned_spend(
-    task: LoadedTask, inputs: TaskInputs, history: str | Path | None, record: bool = False
+    task: LoadedTask, inputs: TaskInputs, history: str | Path | None, executor: Executor, record: bool = False
 ) -> list[dict[str, Any]]:
     """The privacy-budget ledger entries of the run's DP releases, after checking the task's cap
-    against them and the spend already in ``history`` (see :mod:`pipeline.synth.dp_ledger`).
+    against them and the spend already in ``history`` (see :mod:`pipeline.synth.dp_ledger`; the
+    column fingerprints of the originals with a DP release are computed with ``executor``).
 
     With ``record`` (a run, not ``validate``) and a ``history``, the check and the record of
     the new releases in the history's ledger happen under its lock (the history is created if
@@ -263,12 +269,30 @@ def planned_spend(
         keep its ledger in (nothing has been written yet).
     """
     from pipeline.store import ResultsStore
-    from pipeline.synth.dp_ledger import check_cap, history_entries, ledger_entries, release_spend, reserve
+    from pipeline.synth.dp_ledger import (
+        check_cap,
+        column_fingerprints,
+        history_entries,
+        ledger_entries,
+        release_spend,
+        reserve,
+    )
 
     spends = []
+    columns: dict[str, tuple[str, ...]] = {}
     for u in inputs.syntheses:
+        if u.synthesiser.privacy_spend() is None:
+            continue
+        if u.dataset not in columns:
+            columns[u.dataset] = column_fingerprints(inputs.as_read[u.dataset], executor)
         s = release_spend(
-            u.dataset, inputs.original_hashes[u.dataset], u.source, u.repetition, u.fingerprint, u.synthesiser
+            u.dataset,
+            inputs.original_hashes[u.dataset],
+            u.source,
+            u.repetition,
+            u.fingerprint,
+            u.synthesiser,
+            columns[u.dataset],
         )
         if s is not None:
             spends.append(s)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Generic, TypeVar
 
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, brief
 from pipeline.kernel_cache import FIRST_COMPILE_NOTICE, kernels_cached
 
 Item = TypeVar("Item")
@@ -90,7 +90,7 @@ class Batch(Generic[Item, Out]):
             except PipelineError as e:
                 raise type(e)(f"{self.where(self.items[i])}: {e}") from e
             except Exception as e:
-                raise PipelineError(f"{self.where(self.items[i])} failed: {type(e).__name__}: {e}") from e
+                raise PipelineError(f"{self.where(self.items[i])} failed: {brief(e)}") from e
         return [done[i] for i in range(len(self.items))]
 
     def __enter__(self) -> Batch[Item, Out]:

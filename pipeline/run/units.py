@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from pipeline import notices
 from pipeline.data.dataset import Dataset
 from pipeline.errors import PipelineError, TaskError
 from pipeline.evaluation import baseline
-from pipeline.evaluation.base import Measure, Row, canonical_json, setting_text
+from pipeline.evaluation.base import Measure, Row, canonical_json, role_columns, setting_text
 from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.results import check_tidy, jsonable
@@ -24,6 +26,7 @@ from pipeline.run.cache import (
     unit_paths,
 )
 from pipeline.run.inputs import SourceKey, TaskInputs
+from pipeline.run.integrity import overlap_share, record_hashes, set_hashes
 from pipeline.synth.base import SynthesisOutput
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit
 
@@ -114,6 +117,7 @@ def unit_table(rows: Sequence[Row], unit: Unit | SynthesisUnit) -> pd.DataFrame:
             "params": [canonical_json({**unit.canonical_params, **r.params}) for r in rows],
             "synthetic": [str(r.synthetic) for r in rows],
             "measure": [str(r.measure) for r in rows],
+            **role_columns(rows),
             "value": [float(r.value) for r in rows],
         }
     )
@@ -127,9 +131,10 @@ def evaluated(unit: Unit, data: EvalData, executor: Executor) -> UnitOutput:
     summary rows over its synthetic sets (:func:`pipeline.evaluation.baseline.evaluate`).
     """
     t0 = time.perf_counter()
-    result = baseline.evaluate(unit.measure, data, executor, unit.baseline)
+    with notices.collected() as raised:
+        result = baseline.evaluate(unit.measure, data, executor, unit.baseline)
     seconds = time.perf_counter() - t0
-    return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds)
+    return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds, warnings=tuple(raised))
 
 
 def evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Executor) -> UnitOutput:
@@ -141,8 +146,25 @@ def evaluate_unit(unit: Unit, inputs: TaskInputs, cache: Path, executor: Executo
     return store_output(evaluated(unit, unit_eval_data(unit, inputs), executor), *paths)
 
 
-def synthesis_output(unit: SynthesisUnit, result: SynthesisOutput, seconds: float) -> UnitOutput:
-    return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds)
+def synthesis_output(
+    unit: SynthesisUnit,
+    synthesise: Callable[[], SynthesisOutput],
+    original_hashes: Callable[[SynthesisOutput], np.ndarray],
+) -> tuple[SynthesisOutput, UnitOutput]:
+    """Run a synthesis (``synthesise``): its result and the unit's output — its rows and, per set,
+    ``overlap_share`` (the share of the set's records equal to an original record;
+    ``original_hashes(result)``: :func:`record_hashes` of the original over the sets' variables),
+    its summary, seconds and the warnings it raised."""
+    t0 = time.perf_counter()
+    with notices.collected() as raised:
+        result = synthesise()
+    seconds = time.perf_counter() - t0
+    hashes = original_hashes(result)
+    overlaps = [Row(str(i), "overlap_share", overlap_share(hashes, set_hashes(s)), {})
+                for i, s in enumerate(result.synthetic, start=1)]  # fmt: skip
+    summary = jsonable(result.public_dict())
+    output = UnitOutput(unit_table([*result.rows(), *overlaps], unit), summary, seconds, warnings=tuple(raised))
+    return result, output
 
 
 def run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor: Executor) -> UnitOutput:
@@ -150,6 +172,10 @@ def run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor:
     cached = cached_output(*synthesis_paths(cache, unit))
     if cached is not None:
         return cached
-    t0 = time.perf_counter()
-    result = unit.synthesiser.synthesise(original, executor)
-    return store_synthesis(unit, result, synthesis_output(unit, result, time.perf_counter() - t0), cache)
+
+    def original_hashes(result: SynthesisOutput) -> np.ndarray:
+        (hashes,) = record_hashes([original.select(list(result.schema.names))], executor)
+        return hashes
+
+    result, output = synthesis_output(unit, lambda: unit.synthesiser.synthesise(original, executor), original_hashes)
+    return store_synthesis(unit, result, output, cache)

@@ -75,7 +75,7 @@ class SynthesisParams(BaseModel):
 class SynthesisOutput(Protocol):
     """What :meth:`Synthesiser.synthesise` returns: the sets, their schema, rows, a release."""
 
-    synthetic: tuple[pd.DataFrame, ...]
+    synthetic: list[pd.DataFrame]
     schema: Schema
 
     def rows(self) -> list[Row]: ...
@@ -148,6 +148,12 @@ class Synthesiser(ABC):
         from pipeline.evaluation.execution import Executor
 
         return self.synthesise_frame(original.frame, original.schema, executor or Executor.current())
+
+    def plan_lines(self, schema: Schema) -> list[str]:
+        """The plan of the synthesis of data with ``schema`` for people (``validate`` prints it,
+        the report shows it): for a partial synthesis one line per synthesised variable with its
+        method and predictors. None by default."""
+        return []
 
     @abstractmethod
     def schema_of(self, original: Dataset, executor: Executor) -> Schema:

@@ -11,7 +11,6 @@ their levels and n, which is the method's guarantee.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pipeline import notices
 from pipeline.data.dataset import Dataset
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
@@ -60,7 +60,7 @@ class SynthesisResult(Result):
 
     Attributes
     ----------
-    synthetic : tuple of pandas DataFrame
+    synthetic : list of pandas DataFrame
         The m synthetic sets, in the output ``schema``'s in-memory form.
     schema : Schema
     margins : ControlledMargins
@@ -82,7 +82,7 @@ class SynthesisResult(Result):
         The privacy budget the release spent and the noise of each margin.
     """
 
-    synthetic: tuple[pd.DataFrame, ...]
+    synthetic: list[pd.DataFrame]
     schema: Schema
     margins: ControlledMargins
     fit: FitReport
@@ -241,7 +241,7 @@ def synthesise_frame(
         released, dp_record, priorn = _noisy_release(gt_tables, n, params, seed)
     unnamed = rare_levels(layout, gt_tables, params.limit)
     for name, positions in unnamed.items():
-        warnings.warn(
+        notices.warn(
             f"synthesis: variable {name!r} has {len(positions)} level(s) held by fewer than {params.limit} records; "
             "the release names every level of the schema (its margins and synthetic sets need them): merge such "
             f"levels first (sdc: [{{step: merge_levels, variable: {name}, min_count: {params.limit}}}]) if their "
@@ -267,7 +267,7 @@ def synthesise_frame(
     k = params.k or n
     frames, codes, out_schema, seed = draw_synthetic(fit, sdc, k, params.m, seed, params.numeric_output)
     return SynthesisResult(
-        synthetic=tuple(frames),
+        synthetic=list(frames),
         schema=out_schema,
         margins=released,
         fit=fit.report,

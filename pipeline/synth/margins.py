@@ -259,15 +259,17 @@ def _sum_counts(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 def rare_levels(layout: Layout, tables: Sequence[MarginTable], limit: int) -> dict[str, tuple[int, ...]]:
     """Per variable, the positions of its levels held by at least one and fewer than ``limit``
-    records (one-way totals of the first margin holding the variable)."""
+    records (one-way totals of the first margin holding the variable). The NA level is not a
+    label: a few missing values are not a level to merge."""
     out = {}
-    for name in layout.names:
+    for name, levels in zip(layout.names, layout.levels, strict=True):
         table = next((t for t in tables if name in t.variables), None)
         if table is None:
             continue
         axis = table.variables.index(name)
         totals = table.counts.sum(axis=tuple(i for i in range(table.counts.ndim) if i != axis))
-        rare = tuple(int(i) for i in np.flatnonzero((totals > 0) & (totals < limit)))
+        labelled = np.array([lv is not None for lv in levels])
+        rare = tuple(int(i) for i in np.flatnonzero((totals > 0) & (totals < limit) & labelled))
         if rare:
             out[name] = rare
     return out

@@ -33,7 +33,6 @@ set is assembled on a worker, never on the client.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
@@ -41,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pipeline import notices
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
@@ -93,7 +93,7 @@ def evaluate_tab(params: UtilityTabParams, data: EvalData, executor: Executor) -
             f"utility_tab: {size} cells from {n1} original records; results from sparse tables may be unreliable"
         )
     for n in notes:
-        warnings.warn(n, stacklevel=3)
+        notices.warn(n, stacklevel=3)
     stats, obs, syns, zs = _pair_results(tabs, 0, params.k_syn)
     return UtilityTabResult(
         vars=tuple(names),
@@ -148,7 +148,7 @@ def evaluate_tables(params: UtilityTablesParams, data: EvalData, executor: Execu
                 f"more than max_table = {params.max_table:g}"
             )
     for n in notes:
-        warnings.warn(n, stacklevel=3)
+        notices.warn(n, stacklevel=3)
     tabs = count_tables(data, executor, tvars, combos)
     combo_labels = [":".join(labels[j] for j in sub) for sub in combos]
     rows = []

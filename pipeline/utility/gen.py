@@ -18,7 +18,6 @@ Execution (the executor's policy decides where the data are):
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pipeline import notices
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData
@@ -47,7 +47,14 @@ from pipeline.rmodels.glm import (
 from pipeline.rmodels.rpart import fit_rpart
 from pipeline.utility.params import UtilityGenParams, check_resampling, check_unsynthesised, compared_variables
 from pipeline.utility.prepare import GenPlan, build_plan
-from pipeline.utility.scores import ScoreSummary, ScoreTable, propensity_stats, rank_bucket, score_statistics
+from pipeline.utility.scores import (
+    ScoreSummary,
+    ScoreTable,
+    propensity_stats,
+    rank_bucket,
+    score_statistics,
+    separated_records,
+)
 
 GEN_STATS = ("pMSE", "S_pMSE", "pMSEExp", "df", "SPECKS", "S_SPECKS", "PO50", "S_PO50", "U", "S_U")
 
@@ -208,7 +215,17 @@ def _logit_fit(spec: ModelSpec, state: IRLS, dev: float, null_dev: float, mu_min
         rank=len(state.kept),
         fitted_extreme=bool(mu_max > 1 - extreme or mu_min < extreme),
         diverging=state.diverging,
+        terms=_term_of_columns(spec),
     )
+
+
+def _term_of_columns(spec: ModelSpec) -> tuple[str, ...]:
+    """The term (its variables joined by ``:``) of every column of the model matrix."""
+    design = spec.design
+    terms = ["(Intercept)"] * design.n_columns
+    for term, (start, stop) in zip(design.terms, design.blocks, strict=True):
+        terms[start:stop] = [":".join(design.predictors[i].name for i in term)] * (stop - start)
+    return tuple(terms)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,12 +265,15 @@ def _score_part(
     return ScoreTable.from_scores(res["mu"], res["y"], c, res["w"]), res["dev"]
 
 
-def _summarise(part: tuple[ScoreTable, float]) -> tuple[ScoreSummary, float]:
-    return ScoreSummary.of([part[0]]), part[1]
+def _summarise(part: tuple[ScoreTable, float], c: float) -> tuple[ScoreSummary, float, tuple[float, float]]:
+    return ScoreSummary.of([part[0]]), part[1], separated_records(part[0], c)
 
 
-def _merge_summaries(parts: Sequence[tuple[ScoreSummary, float]]) -> tuple[ScoreSummary, float]:
-    return ScoreSummary.merge([p[0] for p in parts]), float(np.sum([p[1] for p in parts]))
+def _merge_summaries(
+    parts: Sequence[tuple[ScoreSummary, float, tuple[float, float]]],
+) -> tuple[ScoreSummary, float, tuple[float, float]]:
+    separated = (float(np.sum([p[2][0] for p in parts])), float(np.sum([p[2][1] for p in parts])))
+    return ScoreSummary.merge([p[0] for p in parts]), float(np.sum([p[1] for p in parts])), separated
 
 
 def _bucket_of(part: tuple[ScoreTable, float], splitters: np.ndarray, b: int) -> ScoreTable:
@@ -330,19 +350,27 @@ def _score_by_buckets(fits: Sequence[_RoundsFit], settings: ModelSettings, execu
         executor.map_partitions(f.parts, _score_part, f.labels, f.spec, f.state.beta, f.state.kept, c)
         for f, c in zip(fits, cs, strict=True)
     ]
-    summaries = executor.compute(*[executor.map_combine(t, _summarise, _merge_summaries) for t in tables])
+    summaries = executor.compute(
+        *[executor.map_combine(t, _summarise, _merge_summaries, None, c) for t, c in zip(tables, cs, strict=True)]
+    )
     jobs, splits = [], []
-    for f, t, (summary, _) in zip(fits, tables, summaries, strict=True):
+    for f, t, (summary, _, _) in zip(fits, tables, summaries, strict=True):
         split = summary.splitters(min(len(f.parts), max(1, round(f.n / BUCKET_RECORDS))))
         rank = partial(rank_bucket, nx=summary.nx, ny=summary.ny)
         jobs += [executor.map_combine(t, _bucket_of, rank, None, split, b) for b in range(len(split) + 1)]
         splits.append(len(split) + 1)
     ranked = iter(executor.compute(*jobs))
     out = []
-    for f, (summary, dev), k in zip(fits, summaries, splits, strict=True):
+    for f, (summary, dev, (separated, separated_sq)), k in zip(fits, summaries, splits, strict=True):
         buckets = [next(ranked) for _ in range(k)]
         fit = _logit_fit(f.spec, f.state, dev, null_deviance(summary.nx, summary.ny), summary.lo, summary.hi)
-        out.append({"stats": score_statistics(summary, buckets), "fit": fit, "n": f.n})
+        stats = {
+            **score_statistics(summary, buckets),
+            "separated": separated,
+            "separated_sq": separated_sq,
+            "total": summary.total,
+        }
+        out.append({"stats": stats, "fit": fit, "n": f.n})
     return out
 
 
@@ -355,6 +383,42 @@ def _fit_in_memory(
 # ---------------------------------------------------------------------------------------------
 # result
 # ---------------------------------------------------------------------------------------------
+#: a separation is flagged when its records alone raise S_pMSE by at least this much
+SEPARATION_SHIFT = 0.5
+
+
+@dataclass(frozen=True)
+class Separation:
+    """What a separated logit fit of one synthetic set does to its pMSE.
+
+    The records whose propensity score is numerically 0 or 1 are alone in cells of the design
+    the other data set lacks (:func:`~pipeline.utility.scores.separated_records`). Refitting
+    without those cells leaves the fitted scores of the other records where the separated fit
+    puts them (the separated coefficients only move their own cells' scores), so the pMSE
+    without them is the other records' mean of ``(score - c)^2``. A separation *moves* the
+    pMSE when more than one record is separated and they raise S_pMSE by at least
+    :data:`SEPARATION_SHIFT` (a record alone in its cell, e.g. one with a missing value the
+    other set lacks, raises S_pMSE by about ``2 / df``: it is not flagged).
+    """
+
+    records: float
+    terms: tuple[str, ...]
+    S_pMSE: float
+    S_pMSE_without: float
+
+    @property
+    def moves_pmse(self) -> bool:
+        return bool(self.records > 1 and self.S_pMSE - self.S_pMSE_without >= SEPARATION_SHIFT)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "separated_records": float(self.records),
+            "terms": list(self.terms),
+            "S_pMSE_without_separated": float(self.S_pMSE_without),
+            "moves_pMSE": self.moves_pmse,
+        }
+
+
 @dataclass(frozen=True)
 class UtilityGenResult(Result):
     """Output of :func:`~pipeline.utility.api.utility_gen` (synthpop's ``utility.gen``).
@@ -383,6 +447,8 @@ class UtilityGenResult(Result):
     settings: dict[str, Any] = field(default_factory=dict)
     #: the factor-like predictors' levels with their original counts (coarsened when written)
     original_levels: tuple[LevelCounts, ...] = ()
+    #: per set, what its separated logit fit does to the pMSE (None: not separated)
+    separations: tuple[Separation | None, ...] = ()
 
     @property
     def m(self) -> int:
@@ -407,10 +473,14 @@ class UtilityGenResult(Result):
         share of such sets."""
         rows = [Row(str(i), str(name), float(v)) for i, row in self.stats.iterrows() for name, v in row.items()]
         rows += [Row("mean", str(name), float(v)) for name, v in self.summary().items()]
-        flags = [float(f.separated) for f in self.fits if isinstance(f, LogitFit)]
-        if len(flags) == self.m and any(flags):
+        if any(s is not None for s in self.separations):
+            flags = [float(s is not None and s.moves_pmse) for s in self.separations]
             rows += [Row(str(i + 1), "separation", v) for i, v in enumerate(flags)]
             rows.append(Row("mean", "separation", float(np.mean(flags))))
+            for i, s in enumerate(self.separations):
+                without = self.stats["S_pMSE"].iloc[i] if s is None else s.S_pMSE_without
+                rows.append(Row(str(i + 1), "separated_records", 0.0 if s is None else s.records))
+                rows.append(Row(str(i + 1), "S_pMSE_without_separated", float(without)))
         return rows
 
     def to_dict(self) -> dict[str, Any]:
@@ -435,6 +505,7 @@ class UtilityGenResult(Result):
             "fits": fits,
             "notes": list(self.notes),
             "settings": self.settings,
+            "separations": [None if s is None else s.to_dict() for s in self.separations],
         }
 
 
@@ -531,6 +602,28 @@ def evaluate_gen(params: UtilityGenParams, data: EvalData, executor: Executor) -
                      plan.n_rows[0], params.nperms, params.seed)  # fmt: skip
 
 
+def _separations(
+    separated: dict[int, tuple[LogitFit, float, float, float]], cols: dict[str, np.ndarray], m: int, notes: list[str]
+) -> tuple[Separation | None, ...]:
+    """Per set, the :class:`Separation` of its separated fit, and a note for each that moves the pMSE."""
+    out: list[Separation | None] = [None] * m
+    for j, (fit, records, records_sq, total) in separated.items():
+        pmse, expected = cols["pMSE"][j], cols["pMSEExp"][j]
+        rest = total - records
+        without = (pmse * total - records_sq) / rest if rest > 0 else 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):  # no null expectation: S_pMSE NaN, no flag
+            sep = Separation(records, tuple(fit.separating_terms()), float(pmse / expected), float(without / expected))
+        out[j] = sep
+        if sep.moves_pmse:
+            notes.append(
+                f"utility_gen: the logit model separates synthetic set {j + 1} from the original on the term(s) "
+                f"{', '.join(sep.terms)}: {records:.0f} records are alone in cells of the design the other data set "
+                f"lacks; without them S_pMSE would be {sep.S_pMSE_without:.3g} instead of {sep.S_pMSE:.3g} "
+                "(the row 'separation' is 1; R's glm may break down on such a set)"
+            )
+    return tuple(out)
+
+
 def _km1(fit: LogitFit, incomplete: bool, synthesised: Sequence[str], k_syn: bool) -> int:
     if not incomplete:
         km1 = fit.rank - 1
@@ -562,6 +655,7 @@ def _assemble(
     cols = {k: np.full(m, np.nan) for k in GEN_STATS}
     synthesised = [v for v in plan.vars if v not in unsyn]
     fits = []
+    separated: dict[int, tuple[LogitFit, float, float, float]] = {}
     for j, res in enumerate(main):
         st = res["stats"]
         for k in ("pMSE", "SPECKS", "PO50", "U"):
@@ -581,11 +675,7 @@ def _assemble(
                     "iterations (raise maxit)"
                 )
             if fit.separated:
-                notes.append(
-                    f"utility_gen: the logit model separates synthetic set {j + 1} from the original (complete or "
-                    "quasi-complete separation: fitted probabilities numerically 0 or 1 or coefficients running off; "
-                    "the row 'separation' is 1)"
-                )
+                separated[j] = (fit, st["separated"], st["separated_sq"], st["total"])
     null_pmse: dict[str, np.ndarray] = {}
     nnosplits: dict[str, tuple[int, int]] = {}
     if resamp_method == "perm":
@@ -608,9 +698,10 @@ def _assemble(
     if resamp_method != "none":
         with np.errstate(divide="ignore", invalid="ignore"):
             cols["S_pMSE"] = cols["pMSE"] / cols["pMSEExp"]
+    separations = _separations(separated, cols, m, notes)
     stats = pd.DataFrame(cols, index=pd.Index(range(1, m + 1), name="synthetic"))
     for n in notes:
-        warnings.warn(n, stacklevel=3)
+        notices.warn(n, stacklevel=3)
     return UtilityGenResult(
         method=settings.method,
         resamp_method=resamp_method,
@@ -625,6 +716,7 @@ def _assemble(
         nnosplits=nnosplits,
         fits=tuple(fits),
         notes=tuple(notes),
+        separations=separations,
         original_levels=tuple(
             LevelCounts(
                 c.source,

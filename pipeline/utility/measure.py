@@ -77,6 +77,24 @@ class UtilityGenMeasure(_UtilityMeasure):
         check_unsynthesised(compared_variables(self.params.vars, data), self.params.not_synthesised or [])
         check_resampling(self.params, data.m)
 
+    def check_aggregates(self, data: EvalData, executor: Executor) -> None:
+        """A logit model over ``max_params`` from the original's value counts alone (the sets only
+        add levels), so that it is refused before any work."""
+        if self.params.method != "logit":
+            return
+        from pipeline.utility.checks import logit_parameters_at_least
+
+        coded = self.coded(data)
+        names = compared_variables(self.params.vars, coded)
+        nparams = logit_parameters_at_least(
+            coded, executor, names, self.params.ngroups is not None, self.params.maxorder
+        )
+        if nparams > self.params.max_params:
+            raise ParameterError(
+                f"utility_gen: the logit model would have at least {nparams} parameters, more than max_params = "
+                f"{self.params.max_params}; select variables with vars, lower maxorder or raise max_params"
+            )
+
     def evaluate(self, data: EvalData, executor: Executor) -> UtilityGenResult:
         from pipeline.utility.gen import evaluate_gen
 

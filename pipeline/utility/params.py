@@ -9,13 +9,13 @@ table sizes, model size) happen while evaluating.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from pipeline import notices
 from pipeline.config_io import Seed
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Params
@@ -89,7 +89,7 @@ class UtilityGenParams(Params):
         if self.aggregate and self.method != "logit":
             raise ValueError("aggregate=True only works with method='logit'")
         if self.cp < 0 and self.method == "cart":
-            warnings.warn("cp < 0 keeps every split rpart finds", stacklevel=2)
+            notices.warn("cp < 0 keeps every split rpart finds", stacklevel=2)
         if self.not_synthesised and self.resamp_method == "perm":
             raise ValueError("an incomplete synthesis (not_synthesised) needs resamp_method='pairs'")
         if self.resamp_method == "pairs" and self.k_syn:

@@ -302,6 +302,20 @@ def score_statistics(summary: ScoreSummary, buckets: Sequence[BucketRanks]) -> d
     }
 
 
+#: a score within this share of min(c, 1 - c) of 0 or 1 is a separated record's (odds 10^4 times the base)
+SEPARATED_SCORE = 1e-4
+
+
+def separated_records(table: ScoreTable, c: float) -> tuple[float, float]:
+    """Weight of the records whose score is numerically 0 or 1 (records of one data set alone in
+    cells of the design the other lacks: a separated logit fit) and their sum of ``(score - c)^2``,
+    the part of pMSE's numerator they make."""
+    tol = SEPARATED_SCORE * min(c, 1 - c)
+    at = (table.values <= tol) | (table.values >= 1 - tol)
+    w = table.wx[at] + table.wy[at]
+    return float(w.sum()), float(np.sum(w * (table.values[at] - c) ** 2))
+
+
 def propensity_stats(score: np.ndarray, t: np.ndarray, c: float, weights: np.ndarray | None = None) -> dict[str, float]:
     """pMSE, SPECKS, PO50 (threshold 0.5) and U of propensity scores (in memory: one bucket).
 
@@ -318,4 +332,6 @@ def propensity_stats(score: np.ndarray, t: np.ndarray, c: float, weights: np.nda
     """
     table = ScoreTable.from_scores(score, t, c, weights)
     summary = ScoreSummary.of([table], k=0)
-    return score_statistics(summary, [rank_bucket([table], summary.nx, summary.ny)])
+    separated, separated_sq = separated_records(table, c)
+    stats = score_statistics(summary, [rank_bucket([table], summary.nx, summary.ny)])
+    return {**stats, "separated": separated, "separated_sq": separated_sq, "total": summary.total}

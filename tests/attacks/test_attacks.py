@@ -14,11 +14,11 @@ import pytest
 from pipeline.data.schema import Schema
 from pipeline.datasets import load_demo
 from pipeline.errors import ParameterError
+from pipeline.evaluation.comparison import Rate, residual_rate, wilson
 from pipeline.evaluation.execution import Executor
 from pipeline.risk.attacks.api import inference, linkability
 from pipeline.risk.attacks.compute import random_link_probability
 from pipeline.risk.distance.api import dcr
-from pipeline.risk.intervals import Rate, residual_risk, wilson
 
 MEMORY = Executor(policy="memory")
 LINK = {"aux_cols": [["Expenditure", "Urban"], ["Income", "Age", "Marital"]], "n_attacks": 400}
@@ -48,9 +48,9 @@ def test_wilson_and_residual_risk_by_hand():
     # every attack right: the variance term is 0, never negative, the centre stays below 1
     full = wilson(500, 500, 0.95)
     assert 0.99 < full.value < 1 and full.error > 0
-    risk = residual_risk(full, full)
+    risk = residual_rate(full, full)
     assert risk.value == pytest.approx(0.0) and math.isfinite(risk.error)
-    assert residual_risk(Rate(0.9, 0.01), Rate(0.5, 0.02)).value == pytest.approx(0.8)
+    assert residual_rate(Rate(0.9, 0.01), Rate(0.5, 0.02)).value == pytest.approx(0.8)
     assert math.isnan(wilson(0, 0, 0.95).value)
 
 

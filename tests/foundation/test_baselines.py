@@ -8,7 +8,6 @@ not depend on partitions or workers.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import ClassVar
@@ -32,13 +31,19 @@ from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
 MEMORY = Executor(policy="memory")
 
 
-def _value(rows: Sequence[Row], measure: str, synthetic: str = "mean", **params) -> float:
-    """The one row of ``measure`` whose params include ``params`` (no baseline or summary unless given)."""
-    params = {"baseline": None, "summary": None, **params}
+def _value(
+    rows: Sequence[Row], measure: str, synthetic: str = "all", baseline: str = "observed", summary=None, **params
+) -> float:
+    """The one row of ``measure`` whose params include ``params``, of role ``baseline`` (the measure's
+    own figure unless given: ``observed``) and ``summary`` (none unless given)."""
+    role = {"normalised_excess": "residual"}.get(baseline, baseline)
     hits = [
         r.value
         for r in rows
-        if r.measure == measure and r.synthetic == synthetic and all(r.params.get(k) == v for k, v in params.items())
+        if r.measure == measure
+        and r.synthetic == synthetic
+        and (r.role, r.summary) == (role, summary)
+        and all(r.params.get(k) == v for k, v in params.items())
     ]
     assert len(hits) == 1, (measure, synthetic, params, len(hits))
     return hits[0]
@@ -278,7 +283,7 @@ def test_without_relabellings_the_observed_rows_stand_for_the_training_group(par
     assert calls == [len(params["scenarios"]), *[1] * len(params["scenarios"])]
     monkeypatch.setattr(PairedFooting, "training_is_observed", False)
     both = evaluate(measure, data, MEMORY, options).tidy()
-    assert {"training", "holdout", "excess"} <= set(both["params"].map(lambda p: json.loads(p).get("baseline")))
+    assert {"training", "holdout", "excess"} <= set(both["role"])
     pd.testing.assert_frame_equal(reused, both, check_exact=True)
 
 
@@ -308,8 +313,8 @@ def test_the_measures_own_rows_do_not_change(sd2011):
         got = evaluate(measure, data, MEMORY, BaselineOptions(permutations=2)).tidy()
         pd.testing.assert_frame_equal(got.iloc[: len(own)], own)
         added = got.iloc[len(own) :]
-        assert added["params"].map(lambda p: "summary" in json.loads(p) or "baseline" in json.loads(p)).all()
-        assert added["params"].str.contains('"baseline"').any() == (holdout is not None)
+        assert (added["summary"].notna() | (added["role"] != "observed")).all()
+        assert (added["role"] != "observed").any() == (holdout is not None)
 
 
 def test_equal_footing_sizes_and_relabellings():
@@ -379,7 +384,7 @@ def _invariance(which: str, sd2011, configurations) -> None:
         data = _ce_partially_synthetic(True, n=500)
     options = BaselineOptions(seed=3, permutations=2)
     reference = _sorted(evaluate(measure, data, MEMORY, options))
-    assert reference["params"].str.contains('"baseline":"excess"').any()
+    assert (reference["role"] == "excess").any()
     for client, parts in configurations:
         got = _sorted(evaluate(measure, _lazy(data, parts), Executor(client, policy="blocks", block_rows=300), options))
         pd.testing.assert_frame_equal(got, reference, check_exact=False, rtol=1e-10, atol=1e-12)
@@ -397,17 +402,19 @@ def test_new_rows_are_the_same_on_one_and_three_partitions_and_one_and_two_worke
     _invariance(which, sd2011, [(c1, 1), (c1, 3), (c2, 3), (c2, 1)])
 
 
-def test_params_are_json_and_keyed_by_baseline_and_summary(sd2011):
+def test_rows_are_keyed_by_role_and_summary(sd2011):
     frame, schema = sd2011
     data = as_eval_data(frame.iloc[:600], [frame.iloc[600:1200], frame.iloc[1200:1800]], schema=schema,
                         holdout=frame.iloc[1800:2200])  # fmt: skip
     rows = evaluate(DisclosureMeasure(DISCLOSURE), data, MEMORY, BaselineOptions(permutations=2)).rows()
-    keys = [(r.synthetic, r.measure, canonical_json(r.params)) for r in rows]
-    assert len(keys) == len(set(keys))  # every row is one (synthetic, measure, params)
-    baselines = {r.params.get("baseline") for r in rows}
-    assert baselines == {None, "training", "holdout", "excess", "normalised_excess"}
-    summaries = {(r.params.get("summary"), r.params.get("ci")) for r in rows if "summary" in r.params}
+    keys = [(r.synthetic, r.measure, canonical_json(r.params), r.role, r.summary, r.method) for r in rows]
+    assert len(keys) == len(set(keys))  # every row is one (synthetic, measure, params, role, summary)
+    assert not any({"baseline", "summary", "ci"} & set(r.params) for r in rows)  # roles are not params
+    baselines = {r.role for r in rows}
+    assert baselines == {"observed", "training", "holdout", "excess", "residual"}
+    summaries = {(r.summary, r.method) for r in rows if r.summary is not None}
     assert summaries == {("mean", None), ("sd", None), ("lower95", "t"), ("upper95", "t"),
                          ("lower95", "permutation"), ("upper95", "permutation")}  # fmt: skip
     # UiO and Dorig describe the original alone: no baseline
-    assert not any(r.measure in ("UiO", "Dorig") and "baseline" in r.params for r in rows)
+    assert not any(r.measure in ("UiO", "Dorig") and r.role != "observed" for r in rows)
+    assert {r.synthetic for r in rows if r.summary is not None} == {"all"}  # never the measure's own "mean"

@@ -28,7 +28,8 @@ def test_strict_mode_names_file_variable_and_mismatch():
     with pytest.raises(CompatibilityError) as e:
         align_synthetic(o, [s], "strict")
     msg = str(e.value)
-    assert "syn2.csv: variable 'sex': levels only in the synthetic: ['X']" in msg
+    # the count of levels, never their labels (levels of confidential data are values)
+    assert "syn2.csv: variable 'sex': 1 level(s) only in the synthetic data" in msg and "'X'" not in msg
     assert "syn2.csv: variable 'inc': present in the original but missing in the synthetic data" in msg
 
 

@@ -109,6 +109,8 @@ def test_missing_codes_added_on_read():
     [
         (None, ".csv", "data file not found"),
         ("a,b\n", ".csv", "the data set is empty"),
+        ("", ".csv", r"bad.csv: the file is empty \(0 bytes\)"),  # issue 36: was ArrowInvalid
+        ("", ".parquet", r"bad.parquet: the file is empty \(0 bytes\)"),
         ("a,a\n1,2\n", ".csv", "duplicated column"),
         ("x", ".xlsx", "unsupported format '.xlsx'"),
         ("not a parquet file", ".parquet", "cannot read as .parquet"),

@@ -36,6 +36,7 @@ LAYERS = {
     "pipeline.rcompat": 0,
     "pipeline.config_io": 0,
     "pipeline.worker_log": 0,
+    "pipeline.notices": 0,
     "pipeline.interrupts": 0,
     "pipeline.kernel_cache": 0,
     "pipeline.lazy": 0,

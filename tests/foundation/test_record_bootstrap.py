@@ -36,9 +36,9 @@ def _ce_one_set(n: int = 1500):
 
 def _bootstrap(rows, measure: str, **params) -> dict[str, float]:
     got = {
-        r.params["summary"]: r.value
+        r.summary: r.value
         for r in rows
-        if r.measure == measure and r.params.get("ci", "bootstrap") == "bootstrap" and "summary" in r.params
+        if r.measure == measure and (r.method or "bootstrap") == "bootstrap" and r.summary is not None
         and all(r.params.get(k) == v for k, v in params.items())
     }  # fmt: skip
     return got
@@ -60,8 +60,8 @@ def test_one_set_gets_percentile_bounds_around_its_value():
     p = next(r.value for r in rows if r.measure == "true.rate" and r.synthetic == "1" and r.params == params)
     b = _bootstrap(rows, "true.rate", **params)
     assert (b["upper95"] - b["lower95"]) / 2 == pytest.approx(1.96 * np.sqrt(p * (1 - p) / len(frame)), rel=0.15)
-    bound_rows = [r for r in rows if r.params.get("ci") == "bootstrap"]
-    assert bound_rows and all(r.synthetic == "mean" for r in bound_rows)
+    bound_rows = [r for r in rows if r.method == "bootstrap"]
+    assert bound_rows and all(r.synthetic == "all" for r in bound_rows)
 
 
 def test_a_sweep_keeps_the_observed_maximising_radius_and_the_rows_are_the_same_on_partitions(clients):
@@ -78,9 +78,7 @@ def test_a_sweep_keeps_the_observed_maximising_radius_and_the_rows_are_the_same_
     got = evaluate(measure, lazy, Executor(clients[1], policy="blocks", block_rows=200), options).rows()
 
     def bounds(rows):
-        return sorted(
-            (r.measure, r.synthetic, str(r.params), r.value) for r in rows if r.params.get("ci") == "bootstrap"
-        )
+        return sorted((r.measure, r.synthetic, str(r.params), r.value) for r in rows if r.method == "bootstrap")
 
     assert bounds(rows) and bounds(got) == bounds(rows)
 
@@ -113,15 +111,15 @@ def test_no_bootstrap_where_it_is_not_sound_or_not_needed():
     frame, schema = sd.to_pandas(), sd.schema
     one = as_eval_data(frame.iloc[:800], [frame.iloc[800:1600]], schema=schema)
     rows = evaluate(DisclosureMeasure({"keys": ["sex", "agegr"], "targets": ["depress"]}), one, MEMORY).rows()
-    assert not [r for r in rows if r.params.get("ci") == "bootstrap"]  # uniqueness: resampling is not sound
+    assert not [r for r in rows if r.method == "bootstrap"]  # uniqueness: resampling is not sound
     ce, syn, schema = _ce_one_set(600)
     two = as_eval_data(ce, [syn, syn.sample(frac=1, random_state=2).reset_index(drop=True)], schema=schema)
     rows = evaluate(IdentificationRiskMeasure({**SCENARIO, "radius": 0.05}), two, MEMORY).rows()
-    assert not [r for r in rows if r.params.get("ci") == "bootstrap"]  # m = 2: t over sets
-    assert [r for r in rows if r.params.get("ci") == "t"]
+    assert not [r for r in rows if r.method == "bootstrap"]  # m = 2: t over sets
+    assert [r for r in rows if r.method == "t"]
     off = evaluate(IdentificationRiskMeasure({**SCENARIO, "radius": 0.05}), as_eval_data(ce, [syn], schema=schema),
                    MEMORY, BaselineOptions(bootstrap=0)).rows()  # fmt: skip
-    assert not [r for r in off if r.params.get("ci") == "bootstrap"]
+    assert not [r for r in off if r.method == "bootstrap"]
 
 
 def test_replicate_count_is_validated():

@@ -25,7 +25,7 @@ from pipeline.report.sections import (
     synthesis_section,
     utility_section,
 )
-from pipeline.results import RESULT_COLUMNS
+from pipeline.results import RESULT_COLUMNS, ROLE_COLUMNS, with_role_columns
 from pipeline.risk.idrisk.plots import plot_risk_by_radius, risk_by_radius, risk_points
 from pipeline.row_params import param_columns, unit_labels
 from pipeline.store import ResultsStore
@@ -45,7 +45,10 @@ def rows(
     source: str = "s",
     repetition: int = 0,
 ) -> list[dict[str, Any]]:
-    """Result rows of one measure entry at one params: ``values`` maps measure -> {synthetic: value}."""
+    """Result rows of one measure entry at one params: ``values`` maps measure -> {synthetic: value}.
+    The entry's measure type is its name; a row's part in a holdout comparison is written as
+    results were before the role columns (params keys ``baseline``/``summary``/``ci``, summaries
+    under synthetic "mean") and read by :func:`table` as the results store reads old runs."""
     return [
         {
             "task": "t",
@@ -54,6 +57,7 @@ def rows(
             "source": source,
             "repetition": repetition,
             "family": family,
+            "type": name,
             "measure_name": name,
             "setting": OPAQUE,
             "params": canonical_json(params),
@@ -67,7 +71,8 @@ def rows(
 
 
 def table(*groups: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame([r for g in groups for r in g], columns=RESULT_COLUMNS)
+    old = pd.DataFrame([r for g in groups for r in g], columns=[c for c in RESULT_COLUMNS if c not in ROLE_COLUMNS])
+    return with_role_columns(old)[RESULT_COLUMNS]
 
 
 def sets(*values: float) -> dict[str, float]:

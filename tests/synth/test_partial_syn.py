@@ -18,7 +18,7 @@ from pipeline.evaluation.execution import Executor
 from pipeline.row_params import of_kind
 from pipeline.runner import run_task
 from pipeline.synth.partial.params import PartialParams
-from pipeline.synth.partial.syn import plan_synthesis, prepare, synthesise_partial
+from pipeline.synth.partial.syn import plan_lines, plan_synthesis, prepare, synthesise_partial
 from pipeline.synthesisers import parse_settings
 from pipeline.tasks import load_task
 
@@ -190,7 +190,18 @@ def test_same_seed_same_sets_and_table_on_one_and_two_workers(tmp_path):
     s0 = pd.read_parquet(runs[0] / "synthesis/cedata/s3/rep0/synthetic/syn1.parquet")
     s1 = pd.read_parquet(runs[0] / "synthesis/cedata/s3/rep1/synthetic/syn1.parquet")
     assert not s0["Income"].equals(s1["Income"])  # repetitions draw from different seeds
-    cols = ["dataset", "source", "repetition", "measure_name", "params", "synthetic", "measure", "value"]
+    cols = [
+        "dataset",
+        "source",
+        "repetition",
+        "measure_name",
+        "params",
+        "synthetic",
+        "measure",
+        "role",
+        "summary",
+        "value",
+    ]
     t1, t2 = (pd.read_parquet(o / "results.parquet")[cols] for o in runs)
     pd.testing.assert_frame_equal(t1, t2)
     assert (of_kind(t1)["measure"] == "file_risk_at_max").sum() == 2 * 3  # own rows (not the summaries over sets)
@@ -333,13 +344,44 @@ def test_kept_first_visits_every_kept_variable_before_the_synthesised_first_colu
     assert abs(r_kept_first - r_orig) < 0.05
 
 
-def test_plan_notes_are_logged_once_per_process(caplog):
-    from pipeline.synth.partial.syn import _warn_once, warn_plan
+def test_plan_notes_are_kept_once_by_the_unit_that_raises_them():
+    from pipeline import notices
+    from pipeline.synth.partial.syn import warn_plan
 
-    _warn_once.cache_clear()  # other tests of this process may have logged the same note
     cps = _cps_like(200)
     params = partial_params(method={"wage": "cart"}, variables=["wage", "experience", "education"])
-    with caplog.at_level("WARNING", logger="pipeline"):
+    note = plan_synthesis(cps.schema, params).notes[0]
+    with notices.collected() as kept:
         for _ in range(3):  # the repetitions of a study share their plan
             warn_plan(plan_synthesis(cps.schema, params))
-    assert [r.getMessage() for r in caplog.records].count(plan_synthesis(cps.schema, params).notes[0]) == 1
+    assert kept == [note]
+    with pytest.warns(UserWarning, match="'wage' is synthesised with no predictors"):
+        warn_plan(plan_synthesis(cps.schema, params))
+
+
+def test_a_variable_predicted_by_fewer_than_half_of_the_kept_ones_is_noted():
+    cps = _cps_like(200)
+    order = ["education", "wage", "experience", "parttime"]
+    plan = plan_synthesis(cps.schema, partial_params(method={"wage": "cart"}, variables=order))
+    assert plan.notes == (
+        "'wage' is synthesised with 1 of the 3 kept variables as predictors (education); visit the kept ones "
+        "first (visit_sequence: kept_first) or name its predictors",
+    )
+    # two of three is at least half; named predictors are as the user asked
+    order = ["education", "experience", "wage", "parttime"]
+    assert plan_synthesis(cps.schema, partial_params(method={"wage": "cart"}, variables=order)).notes == ()
+    named = partial_params(method={"wage": "cart"}, predictors={"wage": ["parttime"]})
+    assert plan_synthesis(cps.schema, named).notes == ()
+    assert plan_lines(plan_synthesis(cps.schema, named)) == ["wage (cart) <- parttime"]
+
+
+def test_synthesise_partial_takes_a_pandas_frame_and_keyword_settings():
+    """Issue 36: a notebook user passes a pandas frame (its schema inferred, as the measures'
+    functions do) and the settings as keywords; the sets are a list, as synthpop's syn()$syn."""
+    frame = _cps_like(300).to_pandas()
+    res = synthesise_partial(frame, method={"wage": "cart"}, visit_sequence="kept_first", m=2, seed=5)
+    assert isinstance(res.synthetic, list) and len(res.synthetic) == 2
+    assert list(res.synthetic[0].columns) == list(frame.columns) and len(res.synthetic[0]) == 300
+    assert res.synthetic[0]["education"].equals(frame["education"])  # kept variables unchanged
+    with pytest.raises(ParameterError, match="either as params or as keywords"):
+        synthesise_partial(frame, partial_params(method={"wage": "cart"}), m=2)

@@ -300,8 +300,22 @@ def test_a_level_held_by_fewer_than_limit_records_is_counted_not_named(sd2011_su
     assert "ZQXMARKER" not in json.dumps(summary)
     marital = next(v for v in summary["layout"]["variables"] if v["name"] == "marital")
     held = frame["marital"].value_counts(dropna=False)
-    rare = [lv for lv, n in held.items() if 0 < n < 10]
+    rare = [lv for lv, n in held.items() if 0 < n < 10 and not pd.isna(lv)]  # missing is no label (issue 36)
     assert "ZQXMARKER" in rare and marital["unnamed_levels"] == len(rare)
     assert set(marital["levels"]) == {lv for lv, n in held.items() if n >= 10 or n == 0} | (
         {None} & set(marital["levels"])
     )
+
+
+def test_a_few_missing_values_are_not_a_rare_level_to_merge(sd2011_subset) -> None:
+    """Issue 36: "level(s) held by fewer than 10 records" must not count the NA level."""
+    from pipeline import notices
+
+    df, schema = sd2011_subset
+    frame = df.copy()
+    frame["sex"] = frame["sex"].astype(object)
+    frame.loc[frame.index[:3], "sex"] = None  # 3 missing values, both labelled levels frequent
+    frame["sex"] = pd.Categorical(frame["sex"], categories=df["sex"].cat.categories)
+    with notices.collected() as raised:
+        synthesise_frame(frame, schema, params(variables=["sex", "agegr"], sdc=[]))
+    assert not [w for w in raised if "'sex'" in w and "held by fewer than" in w]

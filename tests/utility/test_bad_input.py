@@ -176,6 +176,30 @@ def test_quasi_separation_is_a_row_per_set_and_the_fit_converges():
     assert res["pMSE"][0] == pytest.approx(0.0103, abs=1e-4)  # not the breakdown value 0.25 (R, |coef| ~ 1e15)
     flags = {r.synthetic: r.value for r in res.rows() if r.measure == "separation"}
     assert flags == {"1": 1.0, "2": 0.0, "mean": 0.5}
-    assert any("separation" in str(w.message) and "set 1" in str(w.message) for w in caught)
+    [note] = [str(w.message) for w in caught if "separates" in str(w.message)]
+    # issue 36: the term, the records and what they do to S_pMSE (refit without their cells)
+    assert "separates synthetic set 1 from the original on the term(s) region: 30 records" in note
+    sep = res.separations[0]
+    assert sep.records == 30 and sep.terms == ("region",) and res.separations[1] is None
+    assert sep.S_pMSE == pytest.approx(res["S_pMSE"][0]) and sep.S_pMSE_without < 0.1 * sep.S_pMSE
     plain = utility_gen(orig, [syn2, syn2], method="logit", vars=["sex", "region", "age"], maxorder=0, schema=SCHEMA)
     assert not [r for r in plain.rows() if r.measure == "separation"]  # nothing separated: no rows
+
+
+def test_a_single_record_alone_in_its_cell_does_not_flag_separation():
+    """Issue 36: one original record with a missing sex (a level no synthetic set has) separates
+    the logit fit but hardly moves S_pMSE: no note, no flag; the rows count the record."""
+    orig = ORIG.copy()
+    orig["sex"] = orig["sex"].cat.add_categories([]).astype(object)
+    orig.loc[orig.index[0], "sex"] = None
+    orig["sex"] = pd.Categorical(orig["sex"], categories=ORIG["sex"].cat.categories)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = utility_gen(orig, [SYN1, _data(len(ORIG), 23)], method="logit", vars=["sex", "region", "age"],
+                          maxorder=1, schema=SCHEMA)  # fmt: skip
+    assert all(f.separated for f in res.fits)
+    assert not [w for w in caught if "separates" in str(w.message)]
+    assert [s.records for s in res.separations] == [1.0, 1.0] and {s.terms for s in res.separations} == {("sex",)}
+    rows = {(r.synthetic, r.measure): r.value for r in res.rows()}
+    assert rows[("1", "separation")] == 0.0 and rows[("mean", "separation")] == 0.0
+    assert rows[("1", "separated_records")] == 1.0

@@ -153,8 +153,8 @@ def test_tidy_and_dict_shapes():
     assert list(tidy.columns) == TIDY_COLUMNS
     assert set(tidy["synthetic"]) == {"1", "2", "mean"}
     # U2's synthetic set has no (F, Y) record: the saturated logit separates it (quasi-complete),
-    # which the rows flag (issue 23)
-    assert set(tidy["measure"]) == {*GEN_STATS, "separation"}
+    # which the rows report with its records and S_pMSE without them (issues 23, 36)
+    assert set(tidy["measure"]) == {*GEN_STATS, "separation", "separated_records", "S_pMSE_without_separated"}
     assert set(tidy["params"]) == {"{}"} and set(tidy["setting"]) == {""}
     import json
 

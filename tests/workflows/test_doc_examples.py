@@ -39,6 +39,18 @@ def _strings(obj: Any) -> set[str]:
     return set()
 
 
+#: measures a gate example may judge (a gate on repU needs a disclosure measure in its task)
+GATED_MEASURES = [
+    {"type": "disclosure", "datasets": ["sd2011"], "params": {"keys": ["sex", "agegr"], "target": "edu"}},
+    {"type": "utility_tab", "datasets": ["sd2011"], "params": {"vars": ["sex", "edu"]}},
+    {
+        "type": "identification_risk",
+        "datasets": ["cedata"],
+        "params": {"scenarios": {"income": {"known": ["Urban", "Tenure"], "synthesised": ["Income"]}}},
+    },
+]
+
+
 def _base() -> dict[str, Any]:
     return {
         "name": "doc_example",
@@ -73,6 +85,15 @@ def as_task(example: Any) -> dict[str, Any]:
         task["datasets"][0]["synthetic"].append({"name": "synth", **example})
     else:  # task-level settings (gates, history, privacy budget, ...)
         task.update(example)
+        if isinstance(example, dict) and "gates" in example:  # measures whose rows the gates judge
+            task["measures"] += GATED_MEASURES
+        if any("baseline" in g for g in example.get("gates", [])):
+            # a baseline gate needs a dataset with a holdout (refused at load otherwise): records of
+            # SD2011's variables that are not the original's (a holdout equal to the training data
+            # is refused by the overlap check)
+            from pipeline.datasets import demo_path
+
+            task["datasets"][0]["holdout"] = {"path": str(demo_path("sd2011_cart_syn1.csv"))}
     return task
 
 
@@ -82,6 +103,8 @@ def test_yaml_example_validates(text, tmp_path, monkeypatch):
     from pipeline.tasks import load_task
 
     task = as_task(yaml.safe_load(text))
+    if "cluster" in task:  # validate reads it: the repository's config of that name
+        task["cluster"] = str(ROOT / "cluster_configs" / Path(task["cluster"]).name)
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "example.yaml"
     path.write_text(yaml.safe_dump(task, sort_keys=False), encoding="utf-8")

@@ -149,7 +149,7 @@ def test_validate_checks_the_cap_against_the_tasks_history(tmp_path: Path) -> No
     task = _task(tmp_path, seed=1, cap=f"history: {tmp_path / 'hist'}\nprivacy_budget: {{epsilon: 1.0}}")
     refused = CliRunner().invoke(main, ["validate", str(task)])
     assert refused.exit_code == 2
-    assert "epsilon 1.4 > cap 1 (already spent epsilon 0, delta 0 in the history" in refused.output
+    assert "epsilon 1.4 > cap 1 (already spent epsilon 0, delta 0 on the same data in the history" in refused.output
     assert not (tmp_path / "hist").exists()
 
 

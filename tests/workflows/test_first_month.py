@@ -70,7 +70,7 @@ def test_validate_warns_once_when_the_synthesised_first_column_has_no_predictors
     assert res.returncode == 0, res.stderr
     warned = [ln for ln in res.stderr.splitlines() if "synthesised with no predictors" in ln]
     assert warned == [
-        "WARNING pipeline: 'wage' is synthesised with no predictors (drawn independently of the kept variables); "
+        "warning: 'wage' is synthesised with no predictors (drawn independently of the kept variables); "
         "visit the kept ones first (visit_sequence: kept_first) or name its predictors"
     ]
     fixed = CPS_TASK.replace("m: 2,", "visit_sequence: kept_first, m: 2,")

@@ -25,7 +25,8 @@ from pipeline.runner import run_task, validate_task
 from pipeline.synth.split import HoldoutSplit
 from pipeline.tasks import GateSpec, load_task
 
-COLS = ["dataset", "source", "repetition", "family", "measure_name", "params", "synthetic", "measure", "value"]
+COLS = ["dataset", "source", "repetition", "family", "measure_name", "params", "synthetic", "measure", "role",
+        "summary", "method", "value"]  # fmt: skip
 KEYS = "[Urban, Tenure, Educ, Marital]"
 
 SPLIT_TASK = f"""
@@ -115,8 +116,7 @@ def test_a_fraction_holdout_is_split_off_before_synthesis_and_recorded(tmp_path,
     # the manifest records settings and counts, never a value
     assert set(record) == {"kind", "fraction", "seed", "training_records", "holdout_records", "fingerprint"}
     results = outcome.results
-    kinds = {json.loads(p).get("baseline") for p in results["params"]}
-    assert kinds >= {None, "training", "holdout", "excess", "normalised_excess"}
+    assert set(results["role"]) >= {"observed", "training", "holdout", "excess", "residual"}
     upper = of_kind(results[results["measure"] == "repU"], "excess", "upper95")
     assert len(upper) == 1 and np.isfinite(upper["value"].iloc[0])
 
@@ -142,13 +142,13 @@ def test_a_copy_of_the_training_records_adds_risk_an_independent_draw_does_not(t
     table = excess_summary(outcome.results).set_index(["source", "figure"])
     leak, independent = table.loc["leak"], table.loc["independent"]
     assert leak.loc["repU (%)", "verdict"] == ADDS_RISK
-    assert leak.loc["repU (%)", "excess"] > leak.loc["repU (%)", "holdout"]
+    assert leak.loc["repU (%)", "difference"] > leak.loc["repU (%)", "holdout"]
     assert leak.loc["dcr: share closer to training (%)", "training"] > 99
     assert leak.loc["dcr: share closer to training (%)", "verdict"] == ADDS_RISK
     for figure in ("repU (%)", "DiSCO (%)"):
         assert independent.loc[figure, "verdict"] == NO_EXCESS
-        assert independent.loc[figure, "lower95"] <= 0 <= independent.loc[figure, "upper95"]
-    assert abs(independent.loc["dcr: share closer to training (%)", "excess"]) < 5  # percentage points
+        assert independent.loc[figure, "difference_lower95"] <= 0 <= independent.loc[figure, "difference_upper95"]
+    assert abs(independent.loc["dcr: share closer to training (%)", "difference"]) < 5  # percentage points
     # the report's first screens: the headlines are the measures' own rows, the excess beside them
     own = of_kind(outcome.results)
     headline = release_summary(outcome.results, outcome.manifest).set_index(["source", "headline"])
@@ -284,7 +284,7 @@ measures:
     )
     results = outcome.results
     assert outcome.manifest["holdouts"] == {}
-    assert of_kind(results, baseline="excess").empty
+    assert of_kind(results, role="excess").empty
     own = of_kind(results[results["measure"] == "repU"])
     values = own.loc[own["synthetic"].str.isdigit(), "value"].to_numpy()
     assert len(values) == 5

@@ -183,3 +183,84 @@ def test_radius_plots_with_fixed_radii_are_not_squeezed(fixed_radii_run, tmp_pat
     shot = ARTIFACTS / "report-fixed-radii.png"
     r = _chromium([f"--screenshot={shot}", "--window-size=1280,1600", report.resolve().as_uri()], tmp_path / "p2")
     assert r.returncode == 0 and np.asarray(Image.open(shot).convert("L")).std() > 10
+
+
+# ---- verdicts on a leak and a null (issue 32): the first screen and the distance section -----------
+
+LEAK_AND_NULL_TASK = """
+name: leak_and_null
+seed: 4
+baseline: {{permutations: 10}}
+datasets:
+  - name: ce
+    original: {{path: {folder}/training.parquet, schema: {folder}/ce.schema.json}}
+    holdout: {folder}/holdout.parquet
+    synthetic:
+      # a leak: the training records themselves (control: the copy check lets it through)
+      - {{name: leak, paths: [{folder}/training.parquet], control: true}}
+      # a null: other records of the same population, seen by nobody
+      - {{name: unseen, paths: [{folder}/independent.parquet]}}
+measures:
+  - type: disclosure
+    params: {{keys: [Urban, Tenure, Educ, Marital], targets: [Income], ngroups_targets: {{Income: 5}}}}
+  - type: dcr
+  - type: inference
+    params: {{aux_cols: [Urban, Tenure, Educ, Marital, Age], secret: Income, n_attacks: 300}}
+"""
+
+
+@pytest.fixture(scope="module")
+def leak_and_null_run(tmp_path_factory):
+    from pipeline.datasets import load_demo
+
+    folder = tmp_path_factory.mktemp("leak_and_null")
+    cedata = load_demo("cedata").to_pandas().reset_index(drop=True)
+    thirds = np.array_split(np.random.default_rng(11).permutation(len(cedata)), 3)
+    for name, rows in zip(("training", "holdout", "independent"), thirds, strict=True):
+        cedata.iloc[np.sort(rows)].to_parquet(folder / f"{name}.parquet", index=False)
+    (folder / "ce.schema.json").write_text(json.dumps(load_demo("cedata").schema.to_dict()))
+    (folder / "task.yaml").write_text(LEAK_AND_NULL_TASK.format(folder=folder))
+    cluster = {"type": "local", "n_workers": 1, "processes": False}
+    return run_task(load_task(folder / "task.yaml"), cluster=cluster, out_dir=folder / "out", progress=False)
+
+
+def _check_verdicts(page: str) -> None:
+    """The leak reads "adds risk" naming the measures behind it, the null "no excess" with what it
+    could detect; the distance section shows its evidence and the share's ceiling."""
+    first = page[page.index('<section id="excess">') : page.index('<section id="metadata">')]
+    lines = dict(re.findall(r'<p class="verdict"><strong>ce / (\w+)</strong>: ([^<]+)</p>', first))
+    assert set(lines) == {"leak", "unseen"}, lines
+    assert lines["leak"].startswith("the synthesis adds risk — ")
+    for figure in ("repU (%)", "dcr: share closer to training (%)", "inference: success rate (%)"):
+        assert figure in lines["leak"], (figure, lines["leak"])
+    assert lines["unseen"].startswith("no excess detected at this size — ") and "detectable ≥" in lines["unseen"]
+    for column in ("training (%)", "holdout (%)", "difference (pp) [95 %]", "residual (%) [95 %]",
+                   "smallest detectable (pp)"):  # fmt: skip
+        assert f"<th>{column}</th>" in first, column
+    distance = page[page.index('<section id="distance">') :]
+    distance = distance[: distance.index("</section>")]
+    for column in ("exact copies (zero DCR, %)", "median NNDR", "baseline protection", "overfitting protection",
+                   "closer to training (%) [95 %]", "ceiling for this split (%)"):  # fmt: skip
+        assert f"<th>{column}</th>" in distance, column
+    assert "<h3>dcr: ce / leak</h3>" in distance and "<h3>dcr: ce / unseen</h3>" in distance
+    attacks = page[page.index('<section id="attacks">') :]
+    for column in ("main rate", "control rate", "baseline rate", "risk"):
+        assert f"<th>{column}</th>" in attacks, column
+
+
+def test_a_leak_and_a_null_get_their_verdicts(leak_and_null_run):
+    from pipeline.report.baselines import ADDS_RISK, NO_EXCESS, excess_summary
+
+    table = excess_summary(leak_and_null_run.results).set_index(["source", "figure"])
+    assert (table.loc["leak", "verdict"] == ADDS_RISK).all()
+    assert set(table.loc["unseen", "verdict"]) == {NO_EXCESS}
+    _check_verdicts((leak_and_null_run.out_dir / "report.html").read_text())
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (CI installs Debian's chromium)")
+def test_the_verdicts_render_in_chromium(leak_and_null_run, tmp_path):
+    url = (leak_and_null_run.out_dir / "report.html").resolve().as_uri()
+    dom = _chromium(["--enable-logging=stderr", "--v=0", "--dump-dom", url], tmp_path / "p")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "Uncaught" not in dom.stderr and "CONSOLE" not in dom.stderr
+    _check_verdicts(dom.stdout)

@@ -22,8 +22,15 @@ class Tasks:
         """
         if self.client is None or len(jobs) < 2:
             return [fn(*shared, *job) for job in jobs]
-        handles = [dask.delayed(s, traverse=False) for s in shared]
+        handles = [self._sent(s) for s in shared]
         return self.compute(*[dask.delayed(fn)(*handles, *job) for job in jobs])
+
+    def _sent(self, value: Any) -> Any:
+        """``value`` on the cluster (scattered: a graph embedding a data set is slow to send and
+        makes Dask warn about its size), else as a delayed value."""
+        if self.client is None:
+            return dask.delayed(value, traverse=False)
+        return self.client.scatter([value], hash=False)[0]
 
     def map_frame_tasks(
         self, fn: Callable[..., Any], jobs: Sequence[tuple], frames: Sequence[Frame], shared: Sequence[Any] = ()
@@ -38,12 +45,10 @@ class Tasks:
         if self.client is None and not any(dask.is_dask_collection(f) for f in frames):
             return [fn(*shared, [frames[i] for i in job[0]], *job[1:]) for job in jobs]
         whole = [
-            dask.delayed(_concat_parts)(*stored_parts(f))
-            if dask.is_dask_collection(f)
-            else dask.delayed(f, traverse=False)
+            dask.delayed(_concat_parts)(*stored_parts(f)) if dask.is_dask_collection(f) else self._sent(f)
             for f in frames
         ]
-        handles = [dask.delayed(s, traverse=False) for s in shared]
+        handles = [self._sent(s) for s in shared]
         return self.compute(*[dask.delayed(fn)(*handles, [whole[i] for i in job[0]], *job[1:]) for job in jobs])
 
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure, Params, Row
+from pipeline.evaluation.comparison import Compared
 from pipeline.evaluation.data import EvalData
 from pipeline.risk.attacks.params import Columns, InferenceParams, LinkabilityParams, SinglingOutParams
 from pipeline.risk.nearest.checks import check_block_on, split_kinds
@@ -15,6 +16,13 @@ from pipeline.risk.nearest.checks import check_block_on, split_kinds
 if TYPE_CHECKING:
     from pipeline.evaluation.execution import Executor
     from pipeline.risk.attacks.result import AttackResult
+
+
+#: every attack's holdout view: the main (training) against the control (holdout) success rate,
+#: anonymeter's risk the residual (docs/attacks.md)
+ATTACK_VIEW = (
+    Compared("success rate (%)", "main_rate", "rates", holdout="control_rate", residual="risk", scale=100.0),
+)
 
 
 def _prepared(data: EvalData, variables: list[str], executor: Executor) -> EvalData:
@@ -32,6 +40,7 @@ class LinkabilityMeasure(Measure):
 
     type: ClassVar[str] = "linkability"
     family: ClassVar[str] = "attacks"
+    holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
     params_model: ClassVar[type[Params]] = LinkabilityParams
     description: ClassVar[str] = "anonymeter linkability attack: main, control, baseline rates and risk"
 
@@ -40,17 +49,22 @@ class LinkabilityMeasure(Measure):
         split_kinds(data.schema, self.params.variables(), self.type)
         check_block_on(data.schema, self.params.block_on, self.type)
 
+    def check_aggregates(self, data: EvalData, executor: Executor) -> None:
+        # before any work: the synthetic sets' size (of a synthesis not made yet: its original's)
+        params: LinkabilityParams = self.params  # type: ignore[assignment]
+        smallest = min(sum(n) for n in executor.partition_rows(*(data.frames[1:] or data.frames[:1])))
+        if params.n_neighbors > smallest:
+            raise ParameterError(
+                f"linkability: n_neighbors = {params.n_neighbors} exceeds the records of a synthetic set ({smallest})"
+            )
+
     def evaluate(self, data: EvalData, executor: Executor) -> AttackResult:
         from pipeline.risk.attacks.compute import linkability_counts
         from pipeline.risk.attacks.result import AttackResult, attack_rows
 
         params: LinkabilityParams = self.params  # type: ignore[assignment]
+        self.check_aggregates(data, executor)  # the API's run() checks no aggregates
         ready = _prepared(data, params.variables(), executor)
-        smallest = min(executor.rows(ready)[1:])
-        if params.n_neighbors > smallest:
-            raise ParameterError(
-                f"linkability: n_neighbors = {params.n_neighbors} exceeds the records of a synthetic set ({smallest})"
-            )
         aux = (list(params.aux_cols[0]), list(params.aux_cols[1]))
         counts = linkability_counts(
             ready, executor, aux, params.n_neighbors, params.n_attacks, params.seed, params.block_on
@@ -65,6 +79,7 @@ class InferenceMeasure(Measure):
 
     type: ClassVar[str] = "inference"
     family: ClassVar[str] = "attacks"
+    holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
     params_model: ClassVar[type[Params]] = InferenceParams
     description: ClassVar[str] = "anonymeter inference attack: main, control, baseline rates and risk"
 
@@ -100,6 +115,7 @@ class SinglingOutMeasure(Measure):
 
     type: ClassVar[str] = "singling_out"
     family: ClassVar[str] = "attacks"
+    holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
     params_model: ClassVar[type[Params]] = SinglingOutParams
     description: ClassVar[str] = "anonymeter singling-out attack: main, control, baseline rates and risk"
 

@@ -11,6 +11,11 @@ from pydantic import Field, field_validator, model_validator
 from pipeline.config_io import Seed
 from pipeline.evaluation.base import Params
 
+#: attacks (records attacked, predicates built, neighbours searched) a task may ask for
+MAX_ATTACKS = 10_000_000
+#: predicates a singling-out search may try
+MAX_ATTEMPTS = 1_000_000_000
+
 
 class RateParams(Params):
     """What every attack takes: ``seed`` and the ``confidence_level`` of the Wilson intervals and
@@ -35,7 +40,7 @@ class AttackParams(RateParams):
         (on key blocks of them, so the search scales with the block sizes).
     """
 
-    n_attacks: int | None = Field(500, ge=1)
+    n_attacks: int | None = Field(500, ge=1, le=MAX_ATTACKS)
     block_on: list[str] = Field(default_factory=list)
 
 
@@ -48,7 +53,7 @@ class LinkabilityParams(AttackParams):
     of each half that may link them."""
 
     aux_cols: tuple[list[str], list[str]]
-    n_neighbors: int = Field(1, ge=1)
+    n_neighbors: int = Field(1, ge=1, le=MAX_ATTACKS)
 
     @field_validator("aux_cols")
     @classmethod
@@ -100,7 +105,7 @@ class SinglingOutParams(RateParams):
         Columns per predicate (multivariate mode and its baseline).
     max_attempts : int or None
         Predicates tried at most in the multivariate mode before settling for fewer than
-        ``n_attacks``; None: no limit.
+        ``n_attacks`` (at most :data:`MAX_ATTEMPTS`; no limit is refused: the search could not end).
     footing : {"equal", "size_corrected"}
         When the training records and the holdout differ in size: "equal" (default since issue
         32) counts the main and baseline attacks in a seeded subsample of the training records
@@ -113,10 +118,20 @@ class SinglingOutParams(RateParams):
 
     mode: Literal["multivariate", "univariate"] = "multivariate"
     cols: list[str] | None = Field(None, min_length=1)
-    n_attacks: int = Field(500, ge=1)
+    n_attacks: int = Field(500, ge=1, le=MAX_ATTACKS)
     n_cols: int = Field(3, ge=1)
-    max_attempts: int | None = Field(10_000_000, ge=1)
+    max_attempts: int | None = Field(10_000_000, ge=1, le=MAX_ATTEMPTS)
     footing: Literal["equal", "size_corrected"] = "equal"
+
+    @field_validator("max_attempts")
+    @classmethod
+    def _bounded(cls, value: int | None) -> int | None:
+        if value is None:
+            raise ValueError(
+                "give a number (default 10000000): with no limit the search never ends when the data hold fewer "
+                "than n_attacks distinct predicates"
+            )
+        return value
 
     @field_validator("cols")
     @classmethod

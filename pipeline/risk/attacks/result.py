@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.evaluation.base import Result, Row
+from pipeline.evaluation.comparison import Rate, bounded, residual_rate, wilson
 from pipeline.risk.attacks.compute import AttackCounts
-from pipeline.risk.intervals import Rate, bounded, residual_risk, wilson
 
 
 def _rate_rows(label: str, name: str, attacks: int, successes: int, rate: Rate, p: Mapping[str, Any]) -> list[Row]:
@@ -37,7 +37,7 @@ def attack_rows(label: str, counts: AttackCounts, confidence: float, p: Mapping[
     if counts.control_attacks is not None and counts.control_successes is not None:
         control = wilson(counts.control_successes, counts.control_attacks, confidence)
         rows += _rate_rows(label, "control", counts.control_attacks, counts.control_successes, control, p)
-        risk = residual_risk(main, control)
+        risk = residual_rate(main, control)
     rows += [
         Row(label, "risk", bounded(risk.value), p),
         Row(label, "risk_lower", risk.lower, p),

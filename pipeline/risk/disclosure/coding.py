@@ -23,7 +23,6 @@ counts as "present in the synthetic data".
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
+from pipeline import notices
 from pipeline.data.schema import Variable
 from pipeline.errors import DataError, ParameterError
 from pipeline.evaluation.data import source_name
@@ -297,7 +297,7 @@ def bin_coder(
     if len(breaks) - 1 + len(special) < 3:
         breaks = class_breaks(values, counts, ngroups, "equal")
         if len(breaks) - 1 + len(special) < 3:
-            warnings.warn(f"only {len(breaks) - 1 + len(special)} groups produced for {name!r}", stacklevel=3)
+            notices.warn(f"only {len(breaks) - 1 + len(special)} groups produced for {name!r}", stacklevel=3)
     intervals = interval_labels(breaks)
     special_labels = [r_number_label(c) for c in special]
     labels = [*intervals, *special_labels, MISSING]
@@ -354,7 +354,7 @@ def build_coders(
         n = ngroups.get(name)
         if per_set[0].categorical:
             if n:
-                warnings.warn(f"ngroups for {name!r} ignored: it is not numeric", stacklevel=2)
+                notices.warn(f"ngroups for {name!r} ignored: it is not numeric", stacklevel=2)
             coders[name] = factor_coder(name, per_set)
         elif n:
             coders[name] = bin_coder(name, per_set, n, codes, style)

@@ -32,7 +32,6 @@ choice gives identical results.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -41,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pipeline import notices
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
@@ -319,7 +319,7 @@ def _plan(
     for level in options.not_targetlev:
         code = target.code_of(level)
         if code is None:
-            warnings.warn(
+            notices.warn(
                 f"not_targetlev: {level!r} is not a level of {options.target!r}; nothing excluded", stacklevel=5
             )
         else:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pipeline.data.schema import Variable
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure, common_key
+from pipeline.evaluation.comparison import Compared
 from pipeline.evaluation.data import EvalData
 from pipeline.risk.disclosure.coding import MISSING, build_coders
 from pipeline.risk.disclosure.params import DisclosureOptions, DisclosureParams, bind_options
@@ -46,6 +47,10 @@ class DisclosureMeasure(Measure):
     #: percentages of original records that depend on the synthetic sets (docs/baselines.md)
     baseline_measures: ClassVar[Mapping[str, float | None]] = dict.fromkeys(
         ("UiOiS", "repU", "iS", "DiS", "DiSCO", "DiSDiO", "DCAP", "TCAP"), 100.0
+    )
+    holdout_view: ClassVar[tuple[Compared, ...]] = (
+        Compared("repU (%)", "repU", "footing"),
+        Compared("DiSCO (%)", "DiSCO", "footing"),
     )
     params: DisclosureParams
 

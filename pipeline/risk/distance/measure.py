@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from pipeline.evaluation.base import Measure, Params
+from pipeline.evaluation.comparison import Compared
 from pipeline.evaluation.data import EvalData
 from pipeline.risk.distance.params import DCRParams
 from pipeline.risk.nearest.checks import check_block_on, split_kinds
@@ -23,6 +24,11 @@ class DCRMeasure(Measure):
     family: ClassVar[str] = "distance"
     params_model: ClassVar[type[Params]] = DCRParams
     description: ClassVar[str] = "distance to closest record (SDMetrics DCR), holdout share with interval, NNDR"
+    #: the share of synthetic records closer to a training than to a holdout record, against the
+    #: half expected when the synthesis memorises nothing
+    holdout_view: ClassVar[tuple[Compared, ...]] = (
+        Compared("share closer to training (%)", "closer_to_training", "share", null=0.5, scale=100.0),
+    )
 
     def compared(self, data: EvalData) -> list[str]:
         """The compared variables: the parameter, else every factor and numeric variable."""

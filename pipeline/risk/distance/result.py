@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 
 from pipeline.evaluation.base import Result, Row
+from pipeline.evaluation.comparison import wilson
 from pipeline.evaluation.intervals import shift_interval
 from pipeline.risk.distance.compute import SetDistances, closer_share, relabelled_shares
 from pipeline.risk.distance.params import DCRParams
-from pipeline.risk.intervals import wilson
 
 
 def _median(x: np.ndarray) -> float:

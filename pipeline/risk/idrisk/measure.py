@@ -15,6 +15,7 @@ import numpy as np
 
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure, common_key
+from pipeline.evaluation.comparison import Compared
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.footing import Footing, PairedFooting
 from pipeline.risk.idrisk.params import IdentificationRiskParams, ScenarioSetup
@@ -36,6 +37,9 @@ class IdentificationRiskMeasure(Measure):
     needs_row_aligned = True
     #: exp.risk is a sum over records (no normalised form); file_risk and true.rate are shares
     baseline_measures: ClassVar[Mapping[str, float | None]] = {"exp.risk": None, "file_risk": 1.0, "true.rate": 1.0}
+    holdout_view: ClassVar[tuple[Compared, ...]] = (
+        Compared("identification risk (file_risk, %)", "file_risk", "footing", scale=100.0),
+    )
     params: IdentificationRiskParams
 
     def baseline_units(self, data: EvalData) -> list[tuple[Measure, Footing]]:

@@ -43,13 +43,11 @@ offered; of synthpop's smoothings only ``density``.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,11 +55,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from pipeline import notices
 from pipeline.data.dataset import Dataset
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
-from pipeline.evaluation.data import EvalData, Frame
+from pipeline.evaluation.data import EvalData, Frame, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.synth.base import OutputFormat, Synthesiser
 from pipeline.synth.partial.lindep import lindep_keep
@@ -72,8 +71,6 @@ from pipeline.synth.release import write_release
 
 if TYPE_CHECKING:
     from pipeline.rmodels.rpart import Tree
-
-log = logging.getLogger("pipeline")
 
 #: synthpop's ``collinear.out`` threshold of |correlation|
 COLLINEAR = 0.99999
@@ -197,18 +194,17 @@ def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
         else:
             chosen = {p for p in visit if position[p] < position[v]}
         predictors[v] = tuple(p for p in variables if p in chosen)
-    if any(meth == "" for meth in method.values()):
-        # synthpop's default predictor matrix gives a variable only those visited before it: a
-        # synthesised first column is then drawn with no regard to any kept variable
-        notes += [
-            f"{v!r} is synthesised with no predictors (drawn independently of the kept variables); "
-            f"visit the kept ones first (visit_sequence: kept_first) or name its predictors"
-            for v, preds in predictors.items()
-            if not preds and method[v] != "sample"
-        ]
+    notes += _few_kept_predictors(method, predictors, set(params.predictors or ()))
     for v, preds in predictors.items():
         for p in (v, *preds):
             var = schema[p]
+            if not (var.is_factor or var.is_numeric):
+                role = "synthesised" if p == v else f"used as a predictor of {v!r}"
+                raise ParameterError(
+                    f"{p!r} ({var.kind}) cannot be {role}: a model takes factors and numbers; give it kind "
+                    f"'factor' in the schema{'' if p == v else ', or leave it out of the predictors (predictors: '}"
+                    f"{'' if p == v else f'{{{v}: [...]}} or a visit_sequence without it)'}"
+                )
             if var.is_factor and len(var.levels or ()) > MAX_FACTOR_LEVELS:
                 raise ParameterError(
                     f"{p!r} has {len(var.levels or ())} levels; a factor in a model may have at most "
@@ -217,15 +213,42 @@ def plan_synthesis(schema: Schema, params: PartialParams) -> Plan:
     return Plan(tuple(variables), method, tuple(visit), predictors, dropped, tuple(notes))
 
 
-@functools.cache
-def _warn_once(note: str) -> None:
-    log.warning(note)
+def _few_kept_predictors(method: dict[str, str], predictors: dict[str, tuple[str, ...]], given: set[str]) -> list[str]:
+    """A note for every synthesised variable whose default predictors hold fewer than half of the
+    kept variables: synthpop's default predictor matrix gives a variable only those visited
+    before it, so a synthesised early column is drawn with little regard to the kept variables
+    (and its disclosure risk understated). Variables drawn by ``sample`` or with their predictors
+    named are as the user asked."""
+    kept = [v for v, meth in method.items() if meth == ""]
+    notes = []
+    for v, preds in predictors.items():
+        used = [p for p in preds if p in kept]
+        if method[v] == "sample" or v in given or 2 * len(used) >= len(kept):
+            continue
+        what = (
+            "no predictors (drawn independently of the kept variables)"
+            if not preds
+            else f"{len(used)} of the {len(kept)} kept variables as predictors ({', '.join(used) or 'none'})"
+        )
+        notes.append(
+            f"{v!r} is synthesised with {what}; visit the kept ones first (visit_sequence: kept_first) "
+            "or name its predictors"
+        )
+    return notes
 
 
 def warn_plan(plan: Plan) -> None:
-    """Log the plan's notes, each once per process (the repetitions of a study share their plan)."""
+    """Warn the plan's notes (:func:`pipeline.notices.warn`)."""
     for note in plan.notes:
-        _warn_once(note)
+        notices.warn(note)
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """The predictor matrix for people: one line per synthesised variable, in visit order."""
+    return [
+        f"{v} ({plan.method[v]}) <- {', '.join(plan.predictors.get(v, ())) or 'no predictors'}"
+        for v in plan.synthesised
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -483,8 +506,6 @@ def prepare(frame: pd.DataFrame, schema: Schema, plan: Plan, params: PartialPara
         c = _coding(v, frame[v], schema)
         if c.kind == "padded" and v not in used:
             c = _Coding(v, "numeric")  # padMis applies only to variables in a model
-        if c.kind == "other" and v in used:
-            raise ParameterError(f"{v!r} ({schema[v].kind}) cannot be synthesised or used as a predictor")
         codings[v] = c
         if c.kind != "other":
             cols.update(_encode(frame[v], c))
@@ -574,7 +595,7 @@ def collinear(plan: Plan, cols: dict[str, np.ndarray], codings: dict[str, _Codin
         if not new or len(group) < 2 or any(v not in position for v in group):
             continue
         first = min(group, key=position.__getitem__)
-        log.warning("variables %s are collinear: those visited after %s are derived from it", ", ".join(group), first)
+        notices.warn(f"variables {', '.join(group)} are collinear: those visited after {first} are derived from it")
         for v in group:
             if v != first:
                 method[v] = "collinear"
@@ -604,7 +625,7 @@ class PartialSynthesisResult(Result):
 
     Attributes
     ----------
-    synthetic : tuple of pandas DataFrame
+    synthetic : list of pandas DataFrame
         The m sets in ``schema``'s in-memory form (kept columns identical to the original).
     schema : Schema
     plan : Plan
@@ -615,7 +636,7 @@ class PartialSynthesisResult(Result):
     params : PartialParams
     """
 
-    synthetic: tuple[pd.DataFrame, ...]
+    synthetic: list[pd.DataFrame]
     schema: Schema
     plan: Plan
     tree_sizes: dict[str, tuple[int, int]]
@@ -644,6 +665,7 @@ class PartialSynthesisResult(Result):
             "seed": self.seed,
             "params": self.params.model_dump(mode="json"),
             **self.plan.to_dict(),
+            "warnings": list(self.plan.notes),
             "trees": {c: {"nodes": n, "leaves": k} for c, (n, k) in self.tree_sizes.items()},
         }
 
@@ -671,6 +693,7 @@ def synthesise_partial_frame(
     """:func:`synthesise_partial` on a frame in ``schema``'s in-memory form."""
     executor = executor or Executor.current()
     plan = plan_synthesis(schema, params)
+    warn_plan(plan)
     data = executor.collect(EvalData((frame,), schema))
     original = data.original
     if len(original) == 0:
@@ -680,7 +703,7 @@ def synthesise_partial_frame(
     entropy = int(root.entropy)
     sets = executor.map_tasks(synthetic_set, [(entropy, i) for i in range(params.m)], shared=[prepared])
     return PartialSynthesisResult(
-        synthetic=tuple(sets),
+        synthetic=list(sets),
         schema=prepared.schema,
         plan=prepared.plan,
         tree_sizes=prepared.tree_sizes(),
@@ -691,17 +714,27 @@ def synthesise_partial_frame(
 
 
 def synthesise_partial(
-    original: Dataset, params: PartialParams, executor: Executor | None = None
+    original: Dataset | Frame,
+    params: PartialParams | Mapping[str, Any] | None = None,
+    executor: Executor | None = None,
+    *,
+    schema: Schema | None = None,
+    **settings: Any,
 ) -> PartialSynthesisResult:
     """Partially synthetic versions of ``original`` with synthpop ``syn()`` semantics.
 
     Parameters
     ----------
-    original : Dataset
-    params : PartialParams
+    original : Dataset or pandas/Dask DataFrame
+        A frame is cast to ``schema`` (a pandas frame without one: the schema inferred, as the
+        measures' functions do: :func:`~pipeline.evaluation.data.as_eval_data`).
+    params : PartialParams or mapping, optional
+        The settings; else given as keywords (``method={"Income": "cart"}, m=5, seed=1``).
     executor : Executor, optional
         Makes the m sets as parallel tasks on its cluster (the original is collected into
         memory: the models need all records); default :meth:`Executor.current`.
+    schema : Schema, optional
+        The schema of a frame (a Dataset carries its own).
 
     Returns
     -------
@@ -710,10 +743,15 @@ def synthesise_partial(
     Raises
     ------
     ParameterError
-        See :func:`plan_synthesis`; an empty original.
+        See :func:`plan_synthesis`; settings given both as ``params`` and as keywords; an empty original.
     """
-    warn_plan(plan_synthesis(original.schema, params))
-    return synthesise_partial_frame(original.frame, original.schema, params, executor)
+    if params is not None and settings:
+        raise ParameterError("give the settings either as params or as keywords, not both")
+    params = PartialSynthesiser.parse(params if params is not None else settings)
+    if isinstance(original, Dataset) and schema is None:
+        return synthesise_partial_frame(original.frame, original.schema, params, executor)
+    data = as_eval_data(original, schema=schema, require_synthetic=False)
+    return synthesise_partial_frame(data.original, data.schema, params, executor)
 
 
 class PartialSynthesiser(Synthesiser):
@@ -728,6 +766,9 @@ class PartialSynthesiser(Synthesiser):
 
     def schema_of(self, original: Dataset, executor: Executor) -> Schema:
         return partial_schema(original, self.params)
+
+    def plan_lines(self, schema: Schema) -> list[str]:
+        return plan_lines(plan_synthesis(schema, self.params))
 
     def synthesise_frame(self, frame: Frame, schema: Schema, executor: Executor) -> PartialSynthesisResult:
         return synthesise_partial_frame(frame, schema, self.params, executor)

@@ -1,0 +1,100 @@
+"""The report's distance section: per ``dcr`` entry and release, the evidence behind its verdict —
+the share of synthetic records that copy a training record (zero DCR), the NNDR, both
+protections, and the share closer to training with its interval beside the largest share the split
+at hand allows (:func:`share_ceiling`) — and the plot of the median distances.
+
+Fed by tidy rows (aggregates) and the manifest's holdout sizes (counts).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from typing import Any
+
+import pandas as pd
+
+from pipeline.report.markup import figure_html, number_text, table_html
+from pipeline.results import per_set
+from pipeline.risk.distance.plots import plot_dcr_rows
+from pipeline.row_params import param_columns, unit_groups
+
+#: the columns of one synthetic set's line: title -> (row measure, times)
+COLUMNS = {
+    "exact copies (zero DCR, %)": ("dcr_zero_pct", 1.0),
+    "median NNDR": ("nndr_median", 1.0),
+    "median DCR to training": ("dcr_median", 1.0),
+    "median DCR to holdout": ("holdout_dcr_median", 1.0),
+    "median DCR of random records": ("random_dcr_median", 1.0),
+    "baseline protection": ("dcr_baseline_protection", 1.0),
+    "overfitting protection": ("dcr_overfitting_protection", 1.0),
+}
+SHARE = "closer_to_training"
+RELEASE = ["dataset", "source", "repetition"]
+
+
+def share_ceiling(training_records: int, holdout_records: int, footing: str = "equal") -> float:
+    """The largest share of synthetic records closer to training than to holdout that the split
+    allows: a release copying every training record reaches it.
+
+    With equal footing (``footing: equal``, the default) a larger training part is subsampled to
+    the holdout's size: a copy of a training record left out of the subsample is as likely to be
+    closer to either, so the ceiling is ``1/2 + h / (2 t)`` (62.5 % at 4 : 1). Otherwise (a larger
+    holdout is subsampled, or ``footing: all``) every copy is closer to training: 1.
+    """
+    if footing != "equal" or holdout_records >= training_records or training_records <= 0:
+        return 1.0
+    return 0.5 + 0.5 * holdout_records / training_records
+
+
+def _ceiling(manifest: dict[str, Any], dataset: str, params: str) -> float:
+    """The split's ceiling from the manifest's holdout record (NaN when it lacks the training part's
+    size: a holdout read from a file or generated records only count their own)."""
+    split = (manifest.get("holdouts") or {}).get(dataset) or {}
+    if "training_records" not in split or "holdout_records" not in split:
+        return math.nan
+    footing = json.loads(params).get("footing", "equal") if isinstance(params, str) else "equal"
+    return share_ceiling(int(split["training_records"]), int(split["holdout_records"]), footing)
+
+
+def dcr_table(rows: pd.DataFrame, ceiling: float) -> pd.DataFrame:
+    """One line per synthetic set of one entry and setting: the figures of :data:`COLUMNS`, the
+    share closer to training with its interval, and the split's ceiling (percentages)."""
+    out = []
+    for synthetic, sub in per_set(rows).groupby("synthetic", sort=False):
+        value = sub.set_index("measure")["value"]
+        line: dict[str, Any] = {"synthetic": synthetic}
+        for title, (measure, times) in COLUMNS.items():
+            line[title] = number_text(value[measure] * times) if measure in value.index else "–"
+        if SHARE in value.index:
+            bounds = [number_text(100 * value.get(f"{SHARE}_{b}", math.nan)) for b in ("lower", "upper")]
+            line["closer to training (%) [95 %]"] = f"{number_text(100 * value[SHARE])} [{bounds[0]}, {bounds[1]}]"
+            line["ceiling for this split (%)"] = number_text(100 * ceiling) if math.isfinite(ceiling) else "–"
+        out.append(line)
+    return pd.DataFrame(out)
+
+
+def distance_section(results: pd.DataFrame, outcome: Any) -> list[str]:
+    """Per dataset, source, repetition, ``dcr`` entry and setting: the evidence table and the plot."""
+    out = []
+    rows = param_columns(results)
+    for (dataset, source, rep, name), unit, sub in unit_groups(
+        rows, ["dataset", "source", "repetition", "measure_name"]
+    ):
+        title = f"{name}: {dataset}" + (f" / {source}" if source else "") + (f" #{rep}" if rep else "")
+        title += f" ({unit})" if unit else ""
+        ceiling = _ceiling(outcome.manifest, dataset, sub["params"].iloc[0])
+        out.append(f"<h3>{html.escape(title)}</h3>" + table_html(dcr_table(sub, ceiling)))
+        out.append(figure_html(f"{title}: median distances to the closest record", plot_dcr_rows, sub))
+    if out:
+        out.append(
+            "<p>Exact copies: synthetic records at distance 0 from a training record. NNDR: the distance to the "
+            "closest training record over that to the second closest (near 0: the record sits on one training "
+            "record). Baseline protection: the median DCR over that of random records (1: as far as random "
+            "data); overfitting protection: 2 × (1 − share closer to training), capped at 1. The share closer "
+            "to training is 50 % when the synthesis memorises nothing; a release that copies every training "
+            "record reaches the ceiling, not 100 %, when the training part is subsampled to the holdout's size "
+            "(docs/distance.md).</p>"
+        )
+    return out
