@@ -4,12 +4,14 @@ independent draw, a small control set, all-categorical and all-numeric data; Wil
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import cache
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from pipeline.data.schema import Schema
 from pipeline.datasets import load_demo
 from pipeline.errors import ParameterError
 from pipeline.evaluation.comparison import Rate, residual_rate, wilson
@@ -64,8 +66,9 @@ def test_random_link_probability():
 def test_a_copy_of_the_training_records_has_risk_near_one(attack, params):
     train, hold, _, schema = _cedata()
     got = _values(attack(train, [train.copy()], holdout=hold, schema=schema, executor=MEMORY, **params))
-    # not every one: a record with a duplicate on one column set may be linked to the earlier twin
-    assert got["main_successes"] >= 0.95 * 400
+    # not every one: a record with a duplicate on one column set may be linked to a twin (a random
+    # one per column set since issue 32: 379 of 400 here; the earlier twin won in both before)
+    assert got["main_successes"] >= 0.93 * 400
     assert got["risk"] > 0.94 and got["risk_lower"] > 0.9
     assert got["baseline_beats_main"] == 0.0
 
@@ -187,3 +190,38 @@ def test_block_on_exact_factors():
     assert copy["dcr_zero_pct"] == 100.0
     with pytest.raises(ParameterError, match="block_on variable\\(s\\) 'Age' must be factors"):
         dcr(train, [other], schema=schema, executor=MEMORY, block_on=["Age"])
+
+
+def test_inference_reads_missing_codes_as_missing():
+    """Since issue 32: a secret's cont.na codes (SD2011's income = -8) are missing in the guesses
+    and the true values alike, so the attack equals the one on the data with the codes set
+    missing (before, a -8 guess for a record whose income is -8 counted as wrong, against the
+    distances and singling out, which read -8 as missing)."""
+    d = load_demo("sd2011_subset")
+    frame = d.to_pandas().sample(frac=1.0, random_state=5).reset_index(drop=True)
+    assert (frame["income"] == -8).sum() > 100
+    parts = [frame.iloc[a:b].reset_index(drop=True) for a, b in ((0, 1500), (1500, 3000), (3000, 4500))]
+    params = {"aux_cols": ["sex", "age", "edu", "marital"], "secret": "income", "n_attacks": 600}
+    coded = inference(parts[0], [parts[1]], parts[2], schema=d.schema, executor=MEMORY, **params)
+    plain_schema = Schema(tuple(replace(v, missing_codes=()) for v in d.schema.variables))
+    nan = [p.assign(income=p["income"].mask(p["income"] == -8)) for p in parts]
+    plain = inference(nan[0], [nan[1]], nan[2], schema=plain_schema, executor=MEMORY, **params)
+    assert _values(coded) == _values(plain)
+    assert _values(coded)["main_successes"] > 50  # both missing counts as right
+
+
+def test_linkability_breaks_ties_at_random_and_the_same_on_partitions():
+    """Since issue 32: a synthetic set holding every training record twice ties each half of a
+    target between the two twins; the earlier twin used to win in both halves (every target
+    linked), a seeded random order per search links about half of them."""
+    import dask.dataframe as dd
+
+    train, hold, _, schema = _cedata()
+    twice = pd.concat([train, train], ignore_index=True)
+    params = {**LINK, "n_attacks": None}
+    got = _values(linkability(train, [twice], holdout=hold, schema=schema, executor=MEMORY, **params))
+    assert 0.4 * 1800 < got["main_successes"] < 0.65 * 1800
+    lazy = [dd.from_pandas(f, npartitions=3, sort=False) for f in (train, twice, hold)]
+    blocks = Executor(policy="blocks", block_rows=500)
+    again = _values(linkability(lazy[0], [lazy[1]], holdout=lazy[2], schema=schema, executor=blocks, **params))
+    assert again == got

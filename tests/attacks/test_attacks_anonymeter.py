@@ -22,7 +22,14 @@ import pytest
 from pipeline.datasets import load_demo, load_demo_synthetic
 from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
-from pipeline.risk.attacks.compute import guesses, inference_guesses, inference_successes, link_searches, links
+from pipeline.risk.attacks.compute import (
+    guesses,
+    inference_guesses,
+    inference_successes,
+    link_searches,
+    link_ties,
+    links,
+)
 from pipeline.risk.attacks.measure import InferenceMeasure, LinkabilityMeasure
 from tests.reference import reference_path
 
@@ -54,15 +61,16 @@ def _bits(text: str) -> np.ndarray:
     return np.frombuffer(text.encode(), dtype=np.uint8) == ord("1")
 
 
-def _outcomes(case: dict, data, targets) -> tuple[np.ndarray, np.ndarray]:
+def _outcomes(case: dict, data, targets, target_set: int) -> tuple[np.ndarray, np.ndarray]:
     """Our outcome per target, and where anonymeter's rule is known to differ: a negative numeric
     guess, which anonymeter always counts as right (it divides by the signed guess)."""
     syn = data.synthetic[0]
     if case["attack"] == "linkability":
         k = case["n_neighbors"]
         aux = (case["aux_cols"][0], case["aux_cols"][1])
-        first, second = MEMORY.compute(*link_searches(data, MEMORY, targets, syn, aux, k))
-        found = links(first, second, k)
+        ties = link_ties(0, 1, target_set)  # the measure's tie orders (seed 0, set 1); since issue 32
+        first, second = MEMORY.compute(*link_searches(data, MEMORY, targets, syn, aux, k, ties=ties))
+        found = links(first, second, k, ties)
         return found, np.zeros(len(found), dtype=bool)
     (found,) = MEMORY.compute(inference_guesses(data, MEMORY, targets, syn, case["aux_cols"], case["secret"]))
     secrets = targets[case["secret"]]
@@ -90,8 +98,8 @@ def test_outcomes_and_counts_equal_anonymeter(name):
     case = _reference()["cases"][name]
     data = _data(case["data"])
     counts = {r.measure: r.value for r in _measure(case).run(data, MEMORY).rows()}
-    for role, targets in (("main", data.original), ("control", data.holdout)):
-        ours, negative = _outcomes(case, data, targets)
+    for target_set, (role, targets) in enumerate((("main", data.original), ("control", data.holdout))):
+        ours, negative = _outcomes(case, data, targets, target_set)
         theirs, ambiguous = _bits(case[f"{role}_outcomes"]), _bits(case[f"{role}_ambiguous"])
         assert theirs[negative & ~ambiguous].all()  # anonymeter: a negative guess is always right
         ambiguous = ambiguous | negative

@@ -70,3 +70,43 @@ def test_the_subsample_is_the_same_on_partitions_and_workers(clients):
     data = as_eval_data(lazy(train, 3), [lazy(syn, 2)], schema=SCHEMA, holdout=lazy(hold, 2))
     got = measure.run(data, Executor(clients[1], policy="blocks")).rows()
     assert sorted((r.measure, r.value) for r in got) == sorted((r.measure, r.value) for r in want)
+
+
+def _categorical(rng: np.random.Generator, n: int) -> pd.DataFrame:
+    frame = pd.DataFrame({"g": rng.choice(["a", "b", "c"], n), "x": rng.integers(0, 3, n).astype(float)})
+    return SCHEMA.select(["g", "x"]).apply(frame, "draw")
+
+
+def test_ties_count_half_and_the_interval_comes_from_relabelling():
+    """Since issue 32: on categorical data nearly every synthetic record ties, and the strict rule
+    (SDMetrics, anonymeter) reads an independent draw far below 0.5; counting ties half puts it at
+    0.5 with an interval from relabelling training and holdout records that covers it."""
+    rng = np.random.default_rng(4)
+    train, hold, syn = _categorical(rng, 2000), _categorical(rng, 500), _categorical(rng, 1000)
+    data = as_eval_data(train, [syn], schema=SCHEMA.select(["g", "x"]), holdout=hold)
+    memory = Executor(policy="memory")
+    half = DCRMeasure({"seed": 1}).run(data, memory).rows()
+    strict = DCRMeasure({"seed": 1, "ties": "not_closer", "relabellings": 0}).run(data, memory).rows()
+    assert _share(half, "closer_to_training_ties") == 1.0  # 9 combinations: every record has a twin in both
+    assert _share(half) == 0.5 and _share(strict) == 0.0
+    # nothing tells training from holdout records here: every relabelling gives 0.5 too
+    assert _share(half, "closer_to_training_lower") == 0.5 == _share(half, "closer_to_training_upper")
+    # a copy can reach only (1 + 1/4) / 2 of the records at 4:1 (the training group is a quarter)
+    assert _share(half, "closer_to_training_ceiling") == 0.625
+
+
+def test_a_copy_of_binned_records_is_detected_with_ties_half_not_with_the_strict_rule():
+    """Issue 32: on binned data a memorising synthesis reads far below 0.5 with the strict rule
+    (97 % of the copies have a holdout twin); with ties half it is above 0.5, interval included."""
+    rng = np.random.default_rng(6)
+    train, hold = _draw(rng, 1000), _draw(rng, 1000)
+    train["x"], hold["x"] = train["x"].round(1), hold["x"].round(1)  # binned: many ties
+    copy = train.sample(1000, random_state=1).reset_index(drop=True)
+    data = as_eval_data(train, [copy], schema=SCHEMA, holdout=hold)
+    memory = Executor(policy="memory")
+    rows = DCRMeasure({"vars": ["g", "x"]}).run(data, memory).rows()
+    strict = DCRMeasure({"vars": ["g", "x"], "ties": "not_closer"}).run(data, memory).rows()
+    assert _share(rows, "closer_to_training_ceiling") == 1.0  # equal sizes: no subsample
+    assert _share(rows, "closer_to_training_ties") == pytest.approx(0.972)
+    assert _share(rows) == pytest.approx(0.514) and _share(rows, "closer_to_training_lower") > 0.5
+    assert _share(strict) == pytest.approx(0.028) and _share(strict, "closer_to_training_upper") < 0.5

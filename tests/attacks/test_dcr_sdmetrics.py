@@ -54,8 +54,10 @@ def test_distances_and_shares_equal_sdmetrics(name):
     np.testing.assert_allclose(got.to_training, case["dcr_training"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(got.to_holdout, case["dcr_holdout"], rtol=0, atol=1e-12)
 
+    # SDMetrics' strict comparison (a tie is not closer to training): ties count half by default
+    # since issue 32, which moves SD2011's share from 0.6333 to 0.6383 (1 % of its records tie)
     result = dcr(train, [syn], holdout=hold, schema=schema, vars=variables, executor=executor, holdout_scale="holdout",
-                 footing="all")  # fmt: skip
+                 footing="all", ties="not_closer")  # fmt: skip
     values = {r.measure: r.value for r in result.rows()}
     overfit, base = case["overfitting_protection"], case["baseline_protection"]
     assert values["closer_to_training"] == pytest.approx(

@@ -87,15 +87,36 @@ def test_an_independent_draw_has_a_risk_interval_covering_zero(mode, extra):
 
 
 def test_a_control_set_smaller_than_n_attacks_is_rescaled():
+    # anonymeter's size correction, an option since issue 32 (equal footing is the default)
     train, hold, other, schema = _cedata()
     small = hold.iloc[:150]
-    got = _values(singling_out(train, [other], holdout=small, schema=schema, executor=MEMORY, mode="univariate"))
-    raw = _values(singling_out(train, [other], holdout=train, schema=schema, executor=MEMORY, mode="univariate"))
+    corrected = {"mode": "univariate", "footing": "size_corrected"}
+    got = _values(singling_out(train, [other], holdout=small, schema=schema, executor=MEMORY, **corrected))
+    raw = _values(singling_out(train, [other], holdout=train, schema=schema, executor=MEMORY, **corrected))
     assert got["control_attacks"] == 500 and got["main_attacks"] == 500
     assert got["main_successes"] == raw["main_successes"]
     # predicates matching one of 150 records mostly match several of 1,800: the count is scaled down
     assert 0 <= got["control_successes"] < raw["control_successes"]
     assert 0 <= got["risk_lower"] <= got["risk"] <= got["risk_upper"] <= 1
+
+
+def test_equal_footing_counts_the_main_attack_in_a_training_subsample_of_the_holdouts_size():
+    """Since issue 32: with a holdout a quarter of the training size, the size correction
+    quarters the control count of an independent draw and reports risk; on equal footing the
+    main attack meets as many training records as the control attack meets holdout records."""
+    train, hold, other, schema = _cedata()
+    small = hold.iloc[:450]
+    params = {"mode": "multivariate", "n_attacks": 300, "max_attempts": 30_000}
+    equal = _values(singling_out(train, [other], holdout=small, schema=schema, executor=MEMORY, **params))
+    corrected = _values(
+        singling_out(train, [other], holdout=small, schema=schema, executor=MEMORY, footing="size_corrected", **params)
+    )
+    assert corrected["control_successes"] < 0.5 * equal["control_successes"]
+    assert corrected["risk_lower"] > 0  # a false "adds risk"
+    assert equal["risk_lower"] == 0 and equal["main_successes"] < corrected["main_successes"]
+    # the subsample is seeded: the same rows again, other ones with another seed
+    again = _values(singling_out(train, [other], holdout=small, schema=schema, executor=MEMORY, **params))
+    assert again == equal
 
 
 @pytest.mark.parametrize("cols", [["Urban", "Tenure", "Educ", "Marital"], ["Age", "Expenditure", "Income"]])

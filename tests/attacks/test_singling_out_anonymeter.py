@@ -76,6 +76,9 @@ def _ours(case: dict) -> dict[str, np.ndarray]:
     data = _data(case["data"])
     counts: dict[str, list[float]] = {"main": [], "control": [], "baseline": []}
     extra = {"n_cols": case["n_cols"]} if "n_cols" in case else {}
+    # anonymeter's size correction of the control count: equal footing is the default since issue
+    # 32 (the control slice is smaller than the training slice here)
+    extra["footing"] = "size_corrected"
     for run in case["runs"]:
         measure = SinglingOutMeasure(mode=case["mode"], n_attacks=500, seed=run["seed"], **extra)
         values = {r.measure: r.value for r in measure.run(data, MEMORY).rows()}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,8 +32,8 @@ from pipeline.risk.nearest.compute import (
     value_ranges,
 )
 
-#: roles of the random streams drawn from the seed
-MAIN, CONTROL, BASELINE_TARGETS, BASELINE_GUESSES = 0, 1, 2, 3
+#: roles of the random streams drawn from the seed (singling.py uses 4-6)
+MAIN, CONTROL, BASELINE_TARGETS, BASELINE_GUESSES, LINK_TIES = 0, 1, 2, 3, 7
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,9 @@ def _concat(parts: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate(list(parts)) if parts else np.zeros(0)
 
 
-def column_values(executor: Executor, frame: Frame, column: str) -> Deferred:
-    """A variable's values over all partitions, in record order (deferred)."""
-    return executor.map_reduce(frame[[column]], reported_values, _concat, column)
+def column_values(executor: Executor, frame: Frame, column: str, missing_codes: tuple[float, ...] = ()) -> Deferred:
+    """A variable's values over all partitions, in record order, its special missing codes as NaN (deferred)."""
+    return executor.map_reduce(frame[[column]], reported_values, _concat, column, missing_codes)
 
 
 def attack_space(
@@ -90,6 +90,13 @@ def attack_space(
     return space_from_ranges(factors, numerics, ranges, codes, block_on)
 
 
+def link_ties(seed: int, synthetic_set: int, target_set: int) -> tuple[list[int], list[int]]:
+    """The tie-order seeds of the two searches of a linkability attack: one random order of the
+    synthetic records per search, so a target whose halves tie between records (duplicated
+    synthetic records) links by chance, as often as those records are alike, not always."""
+    return [seed, synthetic_set, target_set, LINK_TIES, 0], [seed, synthetic_set, target_set, LINK_TIES, 1]
+
+
 def link_searches(
     data: EvalData,
     executor: Executor,
@@ -98,19 +105,30 @@ def link_searches(
     aux: tuple[list[str], list[str]],
     n_neighbors: int,
     block_on: Sequence[str] = (),
+    ties: tuple[list[int], list[int]] | None = None,
 ) -> list[Deferred]:
-    """The two searches of a linkability attack (deferred, one per column set; :func:`links` reads them)."""
+    """The two searches of a linkability attack (deferred, one per column set; :func:`links` reads
+    them); ``ties``: their tie-order seeds (:func:`link_ties`), else ties go to the earlier record."""
     return [
         nearest_neighbours(
-            executor, targets, syn, attack_space(data, executor, half, [syn, targets], block_on), n_neighbors
+            executor,
+            targets,
+            syn,
+            attack_space(data, executor, half, [syn, targets], block_on),
+            n_neighbors,
+            ties=None if ties is None else ties[h],
         )
-        for half in aux
+        for h, half in enumerate(aux)
     ]
 
 
-def links(first: Sequence, second: Sequence, n_neighbors: int) -> np.ndarray:
-    """Whether each target (in record order) is linked, from the computed :func:`link_searches`."""
-    return _linked(gather(first, n_neighbors).positions, gather(second, n_neighbors).positions)
+def links(
+    first: Sequence, second: Sequence, n_neighbors: int, ties: tuple[list[int], list[int]] | None = None
+) -> np.ndarray:
+    """Whether each target (in record order) is linked, from the computed :func:`link_searches`
+    (searched with ``ties``)."""
+    halves = [gather(found, n_neighbors, None if ties is None else ties[h]) for h, found in enumerate((first, second))]
+    return _linked(halves[0].positions, halves[1].positions)
 
 
 def inference_guesses(
@@ -124,6 +142,9 @@ def inference_guesses(
 ) -> Deferred:
     """The secret of each target's nearest synthetic record on ``aux`` (deferred; factor: level code)."""
     space = attack_space(data, executor, aux, [syn, targets], block_on)
+    codes = data.schema[secret].missing_codes
+    if codes:  # the guesses report the secret's special missing codes as missing, as its true values do
+        space = replace(space, missing_codes={**space.missing_codes, secret: tuple(codes)})
     return nearest_neighbours(executor, targets, syn, space, 1, payload=secret)
 
 
@@ -164,7 +185,8 @@ def linkability_counts(
     block_on: Sequence[str] = (),
 ) -> list[AttackCounts]:
     """Linkability of every synthetic set: a target is linked when the ``n_neighbors`` nearest
-    synthetic records of its two column sets share a record.
+    synthetic records of its two column sets share a record (equally near records in a seeded
+    random order per search, :func:`link_ties`).
 
     The baseline attack links two random draws of ``n_neighbors`` distinct synthetic records;
     its number of links is drawn from the binomial law that anonymeter's random draws follow
@@ -174,14 +196,15 @@ def linkability_counts(
     sizes = executor.rows(data)[1:]
     out = []
     for i, syn in enumerate(data.synthetic, start=1):
+        ties = [link_ties(seed, i, j) for j in range(len(targets))]
         found = executor.compute(
             *[
                 search
-                for t in targets
-                for search in link_searches(data, executor, t.frame, syn, aux, n_neighbors, block_on)
+                for t, tie in zip(targets, ties, strict=True)
+                for search in link_searches(data, executor, t.frame, syn, aux, n_neighbors, block_on, tie)
             ]
         )
-        linked = [int(links(found[2 * j], found[2 * j + 1], n_neighbors).sum()) for j in range(len(targets))]
+        linked = [int(links(found[2 * j], found[2 * j + 1], n_neighbors, ties[j]).sum()) for j in range(len(targets))]
         rng = np.random.default_rng([seed, i, BASELINE_GUESSES])
         baseline = int(rng.binomial(targets[0].count, random_link_probability(sizes[i - 1], n_neighbors)))
         control = (targets[1].count, linked[1]) if len(targets) > 1 else (None, None)
@@ -218,9 +241,10 @@ def inference_counts(
     (on ``aux``) is the guess.  The baseline guesses the secret of a random synthetic record
     for as many random training records (at most the synthetic set's size)."""
     numeric = data.schema[secret].is_numeric
+    codes = tuple(data.schema[secret].missing_codes or ())
     targets = target_sets(data, executor, n_attacks, seed)
     n_train = sum(executor.partition_rows(data.original)[0])
-    secrets = executor.compute(*[column_values(executor, t.frame, secret) for t in targets])
+    secrets = executor.compute(*[column_values(executor, t.frame, secret, codes) for t in targets])
     sizes = executor.rows(data)[1:]
     out = []
     for i, syn in enumerate(data.synthetic, start=1):
@@ -235,8 +259,8 @@ def inference_counts(
         keep = np.zeros(sizes[i - 1], dtype=bool)
         keep[order] = True
         base_secrets, pool = executor.compute(
-            column_values(executor, base_targets.frame, secret),
-            column_values(executor, executor.keep_rows(syn, keep), secret),
+            column_values(executor, base_targets.frame, secret, codes),
+            column_values(executor, executor.keep_rows(syn, keep), secret, codes),
         )
         base_guesses = pool[np.searchsorted(np.flatnonzero(keep), order)]  # the drawn records, in draw order
         baseline = int(inference_successes(base_guesses, base_secrets, numeric, tolerance).sum())

@@ -143,7 +143,15 @@ class SinglingOutMeasure(Measure):
         columns = self.columns(data)
         ready = _prepared(data, columns.names, executor)
         counts = singling_out_counts(
-            ready, executor, columns, params.mode, params.n_attacks, params.n_cols, params.max_attempts, params.seed
+            ready,
+            executor,
+            columns,
+            params.mode,
+            params.n_attacks,
+            params.n_cols,
+            params.max_attempts,
+            params.seed,
+            params.footing,
         )
         p = {"mode": params.mode, "cols": columns.names}
         if params.mode == "multivariate":

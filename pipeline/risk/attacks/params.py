@@ -106,6 +106,14 @@ class SinglingOutParams(RateParams):
     max_attempts : int or None
         Predicates tried at most in the multivariate mode before settling for fewer than
         ``n_attacks`` (at most :data:`MAX_ATTEMPTS`; no limit is refused: the search could not end).
+    footing : {"equal", "size_corrected"}
+        When the training records and the holdout differ in size: "equal" (default since issue
+        32) counts the main and baseline attacks in a seeded subsample of the training records
+        of the holdout's size (or the control in one of the holdout of the training's size), so
+        both attacks meet as many records; "size_corrected" (anonymeter 1.1.0) counts in every
+        training record and rescales the control count by a fitted curve, which on real data
+        halves it at 2:1 and quarters it at 4:1 and so reports risk where there is none
+        (docs/attacks.md).
     """
 
     mode: Literal["multivariate", "univariate"] = "multivariate"
@@ -113,6 +121,7 @@ class SinglingOutParams(RateParams):
     n_attacks: int = Field(500, ge=1, le=MAX_ATTACKS)
     n_cols: int = Field(3, ge=1)
     max_attempts: int | None = Field(10_000_000, ge=1, le=MAX_ATTEMPTS)
+    footing: Literal["equal", "size_corrected"] = "equal"
 
     @field_validator("max_attempts")
     @classmethod

@@ -41,7 +41,7 @@ from pipeline.risk.attacks.predicates import (
 )
 
 #: random streams of the seed (after those of compute.py)
-QUERIES, BASELINE_QUERIES = 4, 5
+QUERIES, BASELINE_QUERIES, FOOTING = 4, 5, 6
 #: predicates tried per round of the multivariate attack (anonymeter's batch size)
 BATCH = 1000
 
@@ -78,6 +78,22 @@ def synthetic_records(executor: Executor, frame: Frame, columns: Columns) -> np.
     """A synthetic set's distinct records (first occurrences, in record order) as a matrix."""
     (records,) = executor.compute(executor.map_reduce(frame[columns.names], _matrix, _stack, columns))
     return records[~pd.DataFrame(records).duplicated().to_numpy()]
+
+
+def equal_footing(
+    executor: Executor, train: tuple[Frame, int], control: tuple[Frame, int], seed: int
+) -> tuple[tuple[Frame, int], tuple[Frame, int]]:
+    """The distinct training and control records on equal footing: the larger of the two
+    subsampled without replacement to the smaller one's size (positions by
+    ``default_rng([seed, FOOTING])``: the same records whatever the partitions or workers)."""
+    (frame_t, n_t), (frame_c, n_c) = train, control
+    if n_t == n_c:
+        return train, control
+    larger, size = (frame_t, n_t) if n_t > n_c else (frame_c, n_c)
+    keep = np.zeros(size, dtype=bool)
+    keep[np.random.default_rng([seed, FOOTING]).choice(size, min(n_t, n_c), replace=False)] = True
+    sub = (executor.keep_rows(larger, keep), min(n_t, n_c))
+    return (sub, control) if n_t > n_c else (train, sub)
 
 
 def univariate_predicates(
@@ -232,15 +248,21 @@ def singling_out_counts(
     n_cols: int,
     max_attempts: int | None,
     seed: int,
+    footing: str = "equal",
 ) -> list[tuple[AttackCounts, int]]:
     """Counts of every synthetic set and its number of singling-out predicates.
 
     As anonymeter reports them, every rate is over ``n_attacks`` (fewer predicates found in the
-    synthetic set lower the rates, anonymeter warns of an underestimate); the control count is
-    rescaled to the training set's size when the two differ (:func:`size_corrected`).
+    synthetic set lower the rates, anonymeter warns of an underestimate).  When the distinct
+    training and control records differ in number, ``footing`` "equal" counts the main and
+    baseline attacks in a seeded subsample of the larger of the two of the smaller one's size
+    (:func:`equal_footing`); "size_corrected" (anonymeter 1.1.0) counts them in every training
+    record and rescales the control count to the training set's size (:func:`size_corrected`).
     """
     train, n_train = distinct_records(executor, data.original, columns)
     control = distinct_records(executor, data.holdout, columns) if data.holdout is not None else None
+    if control is not None and footing == "equal":
+        (train, n_train), control = equal_footing(executor, (train, n_train), control, seed)
     out = []
     for i, syn in enumerate(data.synthetic, start=1):
         records = synthetic_records(executor, syn, columns)

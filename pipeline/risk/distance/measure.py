@@ -50,7 +50,7 @@ class DCRMeasure(Measure):
         return tuple(self.params.block_on)
 
     def evaluate(self, data: EvalData, executor: Executor) -> DCRResult:
-        from pipeline.risk.distance.compute import set_distances
+        from pipeline.risk.distance.compute import RELABEL_NEIGHBOURS, set_distances
         from pipeline.risk.distance.result import DCRResult, set_rows
 
         params: DCRParams = self.params  # type: ignore[assignment]
@@ -68,10 +68,7 @@ class DCRMeasure(Measure):
             params.holdout_scale,
             params.block_on,
             params.footing,
+            RELABEL_NEIGHBOURS if params.relabellings else 1,
         )
-        rows = [
-            row
-            for i, d in enumerate(distances, start=1)
-            for row in set_rows(str(i), d, variables, params.confidence_level, params.block_on)
-        ]
+        rows = [row for i, d in enumerate(distances, start=1) for row in set_rows(str(i), d, variables, params)]
         return DCRResult(tuple(rows), tuple(variables))

@@ -22,9 +22,9 @@ class DCRParams(Params):
         Random records of the DCRBaselineProtection baseline (SDMetrics draws as many as there
         are synthetic records; we draw that many up to this bound: the median barely moves beyond it).
     seed : int
-        Seed of the random baseline.
+        Seed of the random baseline, the equal-footing subsample and the relabellings.
     confidence_level : float
-        Level of the Wilson interval of the share of synthetic records closer to training.
+        Level of the interval of the share of synthetic records closer to training.
     block_on : list of str
         Factors compared exactly: a record's nearest neighbours are searched only among the
         records with the same values of these (and the search runs on key blocks of them, so it
@@ -41,6 +41,16 @@ class DCRParams(Params):
         sizes (with a 4:1 split, "all" gives about 0.8 for a harmless synthesis); "all" —
         every training record against the holdout (SDMetrics 0.32's DCROverfittingProtection).
         The DCR and NNDR figures always use every training record.
+    ties : {"half", "not_closer"}
+        How ``closer_to_training`` counts a synthetic record exactly as close to both: half
+        (default since issue 32: an independent draw gives 0.5 however many records tie, as on
+        categorical or binned data) or not closer to training (SDMetrics 0.32 and anonymeter's
+        strict comparison, kept for comparison: with many ties it reads far below 0.5).
+    relabellings : int
+        Random splits of the compared training and holdout records into groups of their sizes
+        behind the interval of ``closer_to_training`` (its value ± t · sd over them: which
+        records fell in training or holdout moves the share more than the Wilson interval,
+        which counts only synthetic records, allows).  0: the Wilson interval.
     """
 
     vars: list[str] | None = Field(None, min_length=1)
@@ -50,6 +60,8 @@ class DCRParams(Params):
     block_on: list[str] = Field(default_factory=list)
     holdout_scale: Literal["training", "holdout"] = "training"
     footing: Literal["equal", "all"] = "equal"
+    ties: Literal["half", "not_closer"] = "half"
+    relabellings: int = Field(100, ge=0)
 
     def variables(self) -> list[str]:
         return list(dict.fromkeys([*self.block_on, *(self.vars or [])]))

@@ -10,18 +10,26 @@ import numpy as np
 
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.comparison import wilson
-from pipeline.risk.distance.compute import SetDistances
+from pipeline.evaluation.intervals import shift_interval
+from pipeline.risk.distance.compute import SetDistances, closer_share, relabelled_shares
+from pipeline.risk.distance.params import DCRParams
 
 
 def _median(x: np.ndarray) -> float:
     return float(np.median(x)) if len(x) else math.nan
 
 
-def set_rows(
-    label: str, d: SetDistances, variables: list[str], confidence: float, block_on: list[str] | None = None
-) -> list[Row]:
-    """The rows of one synthetic set (``label``); params ``{"vars": [...]}`` (and ``block_on``)."""
-    p = {"vars": variables, **({"block_on": block_on} if block_on else {})}
+def set_rows(label: str, d: SetDistances, variables: list[str], params: DCRParams) -> list[Row]:
+    """The rows of one synthetic set (``label``); params ``{"vars": [...]}`` (and ``block_on``).
+
+    With a holdout: ``closer_to_training`` (ties as ``params.ties`` says) with its interval (from
+    ``params.relabellings`` relabellings of training and holdout records, else Wilson's), the
+    share of synthetic records as close to both (``closer_to_training_ties``) and the share a
+    copy of the training records would reach (``closer_to_training_ceiling``: with a training
+    group subsampled to the holdout's size, a copied record is at 0 from its training twin only
+    when the twin is in the subsample, ``(1 + share) / 2`` — 62.5 % at 4:1).
+    """
+    p = {"vars": variables, **({"block_on": params.block_on} if params.block_on else {})}
     syn_median, random_median = _median(d.to_training), _median(d.random_to_training)
     rows = [
         Row(label, "dcr_median", syn_median, p),
@@ -36,17 +44,23 @@ def set_rows(
             p,
         ),
     ]
-    if d.to_holdout is not None:
+    if d.to_holdout is not None and d.compared is not None:
         n = len(d.to_training)
-        to_training, to_holdout = d.compared if d.compared is not None else (d.to_training, d.to_holdout)
-        closer = int(np.sum(to_training < to_holdout))
-        share = closer / n if n else math.nan
-        interval = wilson(closer, n, confidence)
+        a, b = d.compared.sizes
+        share, tied = closer_share(*d.compared.nearest(np.arange(a + b) < a), params.ties)
+        if params.relabellings:
+            relabelled = relabelled_shares(d.compared, params.ties, params.relabellings, params.seed)
+            lower, upper = (min(max(x, 0.0), 1.0) for x in shift_interval(share, relabelled, params.confidence_level))
+        else:
+            interval = wilson(share * n, n, params.confidence_level)
+            lower, upper = interval.lower, interval.upper
         rows += [
             Row(label, "holdout_dcr_median", _median(d.to_holdout), p),
             Row(label, "closer_to_training", share, p),
-            Row(label, "closer_to_training_lower", interval.lower, p),
-            Row(label, "closer_to_training_upper", interval.upper, p),
+            Row(label, "closer_to_training_lower", lower, p),
+            Row(label, "closer_to_training_upper", upper, p),
+            Row(label, "closer_to_training_ties", tied, p),
+            Row(label, "closer_to_training_ceiling", (1.0 + d.compared.training_share) / 2.0, p),
             Row(label, "dcr_overfitting_protection", min(2.0 * (1.0 - share), 1.0) if n else math.nan, p),
         ]
     return rows

@@ -27,8 +27,9 @@ The search (:func:`search_block`) is exact and prunes without approximation:
    out), so a query whose own group is short of neighbours looks at those groups only, not at
    every group of the block; only a query still without k neighbours below 2 checks them all.
 
-Candidates are kept by (distance, global position): ties go to the earlier reference record,
-so the result is the same whatever the blocks; only candidates whose lower bound is strictly
+Candidates are kept by (distance, key): the key is the record's global position (ties go to
+the earlier reference record) or a seeded random key of it (a random tie order), so the result
+is the same whatever the blocks; only candidates whose lower bound is strictly
 above the k-th best are skipped.  The running best of a query is passed from one reference
 block to the next, so partitions of the reference are searched one after the other with the
 bound found so far.
@@ -105,7 +106,9 @@ def build_reference(
     numbers : float array (n, p)
         Numeric values (NaN missing), unscaled.
     offset : int or int array (n,)
-        Global position of the block's first record (records consecutive), or of every record.
+        Global position of the block's first record (records consecutive), or the key of every
+        record (its position, or a random tie order's key): equally distant records go to the
+        smaller key.
     scale : float array (p,), optional
         The numeric variables' scales (``1 / range``), to choose the sort variable; without
         them every variable counts as scaled alike. The choice changes the speed, never the
@@ -120,7 +123,8 @@ def build_reference(
     sort_on = _least_crowded(numbers, np.ones(numbers.shape[1]) if scale is None else scale)
     first = numbers[:, sort_on] if numbers.shape[1] else np.zeros(n)
     missing = np.isnan(first)
-    order = np.lexsort((np.arange(n), np.where(missing, 0.0, first), missing, group))
+    tie_keys = np.arange(n) + offset if np.ndim(offset) == 0 else np.asarray(offset)
+    order = np.lexsort((tie_keys, np.where(missing, 0.0, first), missing, group))  # ties: by key, as searched
     sorted_group = group[order]
     starts = np.searchsorted(sorted_group, np.arange(len(keys) + 1)).astype(np.int64)
     present = np.bincount(group[~missing], minlength=len(keys)).astype(np.int64)
@@ -132,7 +136,7 @@ def build_reference(
         starts=starts,
         missing_starts=starts[:-1] + present,
         numbers=np.ascontiguousarray(numbers[order], dtype=np.float64),
-        positions=(order + offset if np.ndim(offset) == 0 else np.asarray(offset)[order]).astype(np.int64),
+        positions=tie_keys[order].astype(np.int64),
         sort_on=sort_on,
         loo_keys=loo_keys,
         loo_order=loo_order,
