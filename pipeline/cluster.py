@@ -529,7 +529,7 @@ def _start_ssh(cfg: SSHConfig, stack: contextlib.ExitStack) -> Any:
 #: kernels' temporaries of a million records are 8 MB each).  With the threshold at 32 MiB — the
 #: largest glibc accepts; a larger value is silently ignored — such arrays reuse the worker's heap:
 #: at 5M register records the workers' minor page faults fell 3-6x and their CPU by a third
-#: (disclosure) and 10-20 % (identification risk) (docs/benchmarks.md, "Worker malloc settings").
+#: (disclosure) and 10-20 % (identification risk) (measured 2026-12-02; CHANGELOG.md).
 WORKER_MMAP_THRESHOLD = 32 * 2**20
 
 
