@@ -48,7 +48,12 @@ def test_a_messy_60k_row_csv_runs_from_the_readme(tmp_path):
     orig.loc[orig.index % 97 == 0, "ls"] = None  # written as an empty field
     orig.to_csv(tmp_path / "survey.csv", index=False, encoding="latin-1", na_rep="NA")
     for i in (1, 2):
-        _survey(10 + i).to_csv(tmp_path / f"release_{i}.csv", index=False, encoding="latin-1", na_rep="")
+        # a release's incomes moved by up to 2 % (the missing code kept): records drawn from the same
+        # survey without it would be the original's records, refused as a copy (issue 35)
+        release = _survey(10 + i)
+        factor = np.random.default_rng(20 + i).uniform(0.98, 1.02, N)
+        release["income"] = release["income"].where(release["income"] <= 0, (release["income"] * factor).round())
+        release.to_csv(tmp_path / f"release_{i}.csv", index=False, encoding="latin-1", na_rep="")
     (tmp_path / "task.yaml").write_text(TASK, encoding="utf-8")
     (tmp_path / "local.yaml").write_text("type: local\nn_workers: 2\nprocesses: false\n", encoding="utf-8")
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(tmp_path / "task.yaml"), "--out", str(tmp_path / "run"),
