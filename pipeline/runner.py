@@ -72,7 +72,15 @@ from pipeline.run.inputs import (
     read_inputs,
     stand_in_syntheses,
 )
-from pipeline.run.integrity import CHECKED_FILE, Overlap, check_inputs, inputs_checked, overlap_rows, record_checked
+from pipeline.run.integrity import (
+    CHECKED_FILE,
+    OriginalHashes,
+    Overlap,
+    check_inputs,
+    inputs_checked,
+    overlap_rows,
+    record_checked,
+)
 from pipeline.run.layout import lay_out_inputs
 from pipeline.run.notices import run_warnings, tell_warnings
 from pipeline.run.schedule import Batch, Progress, run_all
@@ -397,12 +405,13 @@ def _run_ungrouped(
     those not cached yet): their outputs by synthesis key and by unit index."""
     in_groups = {g.synthesis.key for g in groups}
     alone = [s for s in inputs.syntheses if s.key not in in_groups]
+    original_hashes = OriginalHashes(inputs.originals, executor)
     synthesised: dict[SourceKey, UnitOutput] = dict(
         zip(
             [s.key for s in alone],
             run_all(
                 alone,
-                lambda u: run_synthesis(u, inputs.originals[u.dataset], cache, executor),
+                lambda u: run_synthesis(u, inputs.originals[u.dataset], cache, executor, original_hashes),
                 lambda u: f"{task.path}: {u.where}: synthesise",
                 task.spec.concurrency,
                 report,

@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -102,6 +103,28 @@ def record_hashes(datasets: Sequence[Dataset], executor: Executor) -> list[np.nd
         for d in datasets
     ]
     return [np.asarray(h) for h in executor.compute(*lazy)]
+
+
+class OriginalHashes:
+    """The record hashes of each original over the variables asked for, computed once per run and
+    kept: every synthesis of a dataset (each repetition and source) compares its sets with them.
+
+    Called from the syntheses' concurrent threads; the lock makes each (dataset, variables) be
+    hashed once."""
+
+    def __init__(self, originals: Mapping[str, Dataset], executor: Executor) -> None:
+        self._originals = originals
+        self._executor = executor
+        self._found: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, dataset: str, variables: Sequence[str]) -> np.ndarray:
+        key = (dataset, tuple(variables))
+        with self._lock:
+            if key not in self._found:
+                original = self._originals[dataset].select(list(variables))
+                (self._found[key],) = record_hashes([original], self._executor)
+            return self._found[key]
 
 
 def overlap_share(original: np.ndarray, other: np.ndarray) -> float:

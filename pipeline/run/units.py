@@ -26,7 +26,7 @@ from pipeline.run.cache import (
     unit_paths,
 )
 from pipeline.run.inputs import SourceKey, TaskInputs
-from pipeline.run.integrity import overlap_share, record_hashes, set_hashes
+from pipeline.run.integrity import OriginalHashes, overlap_share, set_hashes
 from pipeline.synth.base import SynthesisOutput
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit
 
@@ -167,15 +167,17 @@ def synthesis_output(
     return result, output
 
 
-def run_synthesis(unit: SynthesisUnit, original: Dataset, cache: Path, executor: Executor) -> UnitOutput:
-    """Synthesise (or reuse the cached synthesis): the release, the unit's rows and summary."""
+def run_synthesis(
+    unit: SynthesisUnit, original: Dataset, cache: Path, executor: Executor, original_hashes: OriginalHashes
+) -> UnitOutput:
+    """Synthesise (or reuse the cached synthesis): the release, the unit's rows and summary
+    (``original_hashes``: the run's record hashes of the originals, for the sets' overlap)."""
     cached = cached_output(*synthesis_paths(cache, unit))
     if cached is not None:
         return cached
-
-    def original_hashes(result: SynthesisOutput) -> np.ndarray:
-        (hashes,) = record_hashes([original.select(list(result.schema.names))], executor)
-        return hashes
-
-    result, output = synthesis_output(unit, lambda: unit.synthesiser.synthesise(original, executor), original_hashes)
+    result, output = synthesis_output(
+        unit,
+        lambda: unit.synthesiser.synthesise(original, executor),
+        lambda result: original_hashes(unit.dataset, result.schema.names),
+    )
     return store_synthesis(unit, result, output, cache)

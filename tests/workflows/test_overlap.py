@@ -168,3 +168,26 @@ def test_a_synthesised_sets_overlap_is_a_row(tmp_path: Path, policy: str) -> Non
         synthetic = pd.read_parquet(path).astype(object)
         expected = synthetic.merge(original.drop_duplicates(), how="inner").shape[0] / len(synthetic)
         assert 0 < expected < 1 and value == pytest.approx(expected)
+
+
+def test_each_original_is_hashed_once_per_variable_set_for_every_synthesis(monkeypatch) -> None:
+    # every synthesis of a dataset (repetitions, sources) compares its sets with the original's
+    # record hashes: they are computed once per run and variable set, not once per synthesis
+    import numpy as np
+
+    from pipeline.datasets import load_demo
+    from pipeline.evaluation.execution import Executor
+    from pipeline.run import integrity
+
+    calls = []
+    real = integrity.record_hashes
+    monkeypatch.setattr(integrity, "record_hashes", lambda ds, ex: calls.append(ds) or real(ds, ex))
+    sd = load_demo("sd2011_subset")
+    executor = Executor(policy="memory")
+    hashes = integrity.OriginalHashes({"sd": sd}, executor)
+    first = hashes("sd", ["sex", "age"])
+    assert hashes("sd", ["sex", "age"]) is first and len(calls) == 1
+    other = hashes("sd", ["sex", "age", "edu"])
+    assert len(calls) == 2 and len(other) == len(first) == len(sd.to_pandas())
+    (expected,) = real([sd.select(["sex", "age"])], executor)
+    np.testing.assert_array_equal(first, expected)
