@@ -1,15 +1,15 @@
 """The report's distance section: per ``dcr`` entry and release, the evidence behind its verdict —
 the share of synthetic records that copy a training record (zero DCR), the NNDR, both
 protections, and the share closer to training with its interval beside the largest share the split
-at hand allows (:func:`share_ceiling`) — and the plot of the median distances.
+at hand allows (the measure's ``closer_to_training_ceiling`` row) — and the plot of the median
+distances.
 
-Fed by tidy rows (aggregates) and the manifest's holdout sizes (counts).
+Fed by tidy rows (aggregates) only.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import math
 from typing import Any
 
@@ -34,31 +34,7 @@ SHARE = "closer_to_training"
 RELEASE = ["dataset", "source", "repetition"]
 
 
-def share_ceiling(training_records: int, holdout_records: int, footing: str = "equal") -> float:
-    """The largest share of synthetic records closer to training than to holdout that the split
-    allows: a release copying every training record reaches it.
-
-    With equal footing (``footing: equal``, the default) a larger training part is subsampled to
-    the holdout's size: a copy of a training record left out of the subsample is as likely to be
-    closer to either, so the ceiling is ``1/2 + h / (2 t)`` (62.5 % at 4 : 1). Otherwise (a larger
-    holdout is subsampled, or ``footing: all``) every copy is closer to training: 1.
-    """
-    if footing != "equal" or holdout_records >= training_records or training_records <= 0:
-        return 1.0
-    return 0.5 + 0.5 * holdout_records / training_records
-
-
-def _ceiling(manifest: dict[str, Any], dataset: str, params: str) -> float:
-    """The split's ceiling from the manifest's holdout record (NaN when it lacks the training part's
-    size: a holdout read from a file or generated records only count their own)."""
-    split = (manifest.get("holdouts") or {}).get(dataset) or {}
-    if "training_records" not in split or "holdout_records" not in split:
-        return math.nan
-    footing = json.loads(params).get("footing", "equal") if isinstance(params, str) else "equal"
-    return share_ceiling(int(split["training_records"]), int(split["holdout_records"]), footing)
-
-
-def dcr_table(rows: pd.DataFrame, ceiling: float) -> pd.DataFrame:
+def dcr_table(rows: pd.DataFrame) -> pd.DataFrame:
     """One line per synthetic set of one entry and setting: the figures of :data:`COLUMNS`, the
     share closer to training with its interval, and the split's ceiling (percentages)."""
     out = []
@@ -70,6 +46,7 @@ def dcr_table(rows: pd.DataFrame, ceiling: float) -> pd.DataFrame:
         if SHARE in value.index:
             bounds = [number_text(100 * value.get(f"{SHARE}_{b}", math.nan)) for b in ("lower", "upper")]
             line["closer to training (%) [95 %]"] = f"{number_text(100 * value[SHARE])} [{bounds[0]}, {bounds[1]}]"
+            ceiling = value.get(f"{SHARE}_ceiling", math.nan)
             line["ceiling for this split (%)"] = number_text(100 * ceiling) if math.isfinite(ceiling) else "–"
         out.append(line)
     return pd.DataFrame(out)
@@ -84,8 +61,7 @@ def distance_section(results: pd.DataFrame, outcome: Any) -> list[str]:
     ):
         title = f"{name}: {dataset}" + (f" / {source}" if source else "") + (f" #{rep}" if rep else "")
         title += f" ({unit})" if unit else ""
-        ceiling = _ceiling(outcome.manifest, dataset, sub["params"].iloc[0])
-        out.append(f"<h3>{html.escape(title)}</h3>" + table_html(dcr_table(sub, ceiling)))
+        out.append(f"<h3>{html.escape(title)}</h3>" + table_html(dcr_table(sub)))
         out.append(figure_html(f"{title}: median distances to the closest record", plot_dcr_rows, sub))
     if out:
         out.append(

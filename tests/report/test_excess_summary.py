@@ -184,8 +184,22 @@ def test_identification_risk_headline_is_its_excess_with_r_star_beside_it_and_th
     )
 
 
-def test_the_share_ceiling_of_the_split():
-    from pipeline.report.distance import share_ceiling
+def test_the_distance_table_shows_the_measures_own_share_ceiling():
+    # the ceiling is the dcr measure's row (closer_to_training_ceiling), never recomputed from the
+    # manifest: a holdout read from a file has it too
+    from pipeline.report.distance import dcr_table
 
-    assert share_ceiling(4000, 1000) == pytest.approx(0.625)  # 4 : 1 on equal footing
-    assert share_ceiling(1000, 1000) == share_ceiling(1000, 4000) == share_ceiling(4000, 1000, "all") == 1.0
+    figures = {"closer_to_training": 0.61, "closer_to_training_lower": 0.58, "closer_to_training_upper": 0.64,
+               "closer_to_training_ceiling": 0.625, "dcr_zero_pct": 12.5}  # fmt: skip
+    rows = pd.DataFrame(
+        [
+            {"synthetic": s, "measure": m, "value": v + (0.01 if s == "2" and m == "closer_to_training" else 0)}
+            for s in ("1", "2")
+            for m, v in figures.items()
+        ]
+    )
+    table = dcr_table(rows).set_index("synthetic")
+    assert list(table["ceiling for this split (%)"]) == ["62.5", "62.5"]
+    assert table.loc["2", "closer to training (%) [95 %]"] == "62 [58, 64]"
+    assert table.loc["1", "exact copies (zero DCR, %)"] == "12.5"
+    assert dcr_table(rows[rows["measure"] != "closer_to_training_ceiling"])["ceiling for this split (%)"].eq("–").all()
