@@ -290,17 +290,29 @@ def test_without_relabellings_the_observed_rows_stand_for_the_training_group(par
 def test_row_aligned_excess_interval_is_what_it_was():
     """The demo's form (a radius sweep, 20 relabellings) on CE records: the permutation interval
     of the excess as the per-relabelling evaluation computed it (values from the code before
-    relabellings were drawn from per-record counts)."""
+    relabellings were drawn from per-record counts), each setting's own interval
+    (``settings: each``); the simultaneous intervals over the four settings (the default) have
+    the same centres, are wider by one factor, and say so in their method."""
     data = _ce_two_sets(missing=True)
     measure = IdentificationRiskMeasure({**ROW_ALIGNED["two scenarios, no_match"], "radius_grid": [0.05, 0.2]})
-    rows = evaluate(measure, data, MEMORY, BaselineOptions(seed=2011, permutations=20)).rows()
-    got = [
-        _value(rows, "file_risk", baseline="excess", summary=bound, scenario=scenario, radius={"Income": radius})
-        for scenario in ("income", "tenure")
-        for radius in (0.05, 0.2)
-        for bound in ("lower95", "upper95")
-    ]
-    assert got == pytest.approx(PINNED_EXCESS, rel=1e-12, abs=1e-15)
+    options = BaselineOptions(seed=2011, permutations=20)
+    settings = [(scenario, {"Income": radius}) for scenario in ("income", "tenure") for radius in (0.05, 0.2)]
+
+    def bounds(rows: list) -> np.ndarray:
+        return np.array([
+            [_value(rows, "file_risk", baseline="excess", summary=b, scenario=s, radius=r) for b in ("lower95", "upper95")]
+            for s, r in settings
+        ])  # fmt: skip
+
+    each = evaluate(measure, data, MEMORY, options.model_copy(update={"settings": "each"})).rows()
+    assert bounds(each).ravel().tolist() == pytest.approx(PINNED_EXCESS, rel=1e-12, abs=1e-15)
+    together = evaluate(measure, data, MEMORY, options).rows()
+    wider = np.diff(bounds(together), axis=1) / np.diff(bounds(each), axis=1)
+    # max-t over 4 correlated settings: above t(0.975, 19) = 2.093, below Bonferroni's t(1 - 0.025/4, 19) = 2.861
+    assert np.allclose(wider, wider[0]) and 1.05 < wider[0, 0] < 2.861 / 2.093
+    methods = {r.method for r in together if r.role == "excess" and r.summary in ("lower95", "upper95")}
+    assert methods == {"max-t"}
+    assert {r.method for r in each if r.role == "excess" and r.summary in ("lower95", "upper95")} == {"permutation"}
 
 
 def test_the_measures_own_rows_do_not_change(sd2011):
