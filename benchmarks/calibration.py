@@ -11,11 +11,15 @@ Scenarios are built from real records, so the truth is known:
   value multiplied by a factor drawn uniformly in [0.99, 1.01].
 * **near-copy** — each released set is the training records in a shuffled order with 30 % of
   them replaced by other real records (70 % exact copies).
+* **cart** — a memorising synthesis: the project's CART synthesiser (synthpop's ``syn.cart``,
+  :func:`~pipeline.synth.partial.syn.synthesise_partial`) with ``minbucket`` 1 fitted to the
+  training records, every variable synthesised (the first drawn by ``sample``, as synthpop does).
 
 The identification risk needs row-aligned partially synthetic sets: its release keeps the
 training records' known variables and takes the synthesised ones from an other real record with
 the same categorical known values (null), from the training record itself with ±1 % noise (leak),
-or from the training record for 70 % of the records (near-copy).
+or from the training record for 70 % of the records (near-copy), or synthesises them by the
+memorising CART from every known variable (``visit_sequence: kept_first``).
 
 Every measure runs the way a task runs it (``pipeline.evaluation.baseline.evaluate``: holdout
 baselines with their permutation intervals) and its verdict is read from the report's excess
@@ -36,6 +40,7 @@ import math
 import os
 import resource
 import time
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -53,6 +58,7 @@ from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.measures import REGISTRY
 from pipeline.report.baselines import ADDS_RISK, excess_summary
+from pipeline.synth.partial.syn import synthesise_partial
 
 #: nominal false-positive rate of a verdict: an interval above 0 at 95 % (one side: 2.5 %)
 NOMINAL = 0.025
@@ -66,6 +72,10 @@ REGISTER_ROWS = 6000
 NEAR_COPY_REPLACED = 0.3
 #: relative noise of the leak's numeric values
 LEAK_NOISE = 0.01
+#: the memorising CART's smallest leaf (synthpop's default is 5)
+MEMORISING_MINBUCKET = 1
+#: the truths, in the order their columns are shown: "null" is the false-positive rate, the others power
+TRUTHS = ("null", "leak", "near-copy", "cart")
 
 
 @dataclass(frozen=True)
@@ -161,7 +171,7 @@ def surveys(names: Sequence[str]) -> list[Survey]:
 class Scenario:
     survey: str
     design: str  # "1:1" or "4:1"
-    truth: str  # "null", "leak", "near-copy"
+    truth: str  # one of TRUTHS
     m: int
 
 
@@ -221,6 +231,21 @@ def _aligned(survey: Survey, truth: str, training: pd.DataFrame, others: pd.Data
     return out
 
 
+def _memorised(
+    survey: Survey, training: pd.DataFrame, m: int, seed: int, synthesised: Sequence[str] | None = None
+) -> list[pd.DataFrame]:
+    """m sets of the memorising CART fitted to ``training``: every variable synthesised, or only
+    ``synthesised`` (the others kept, visited first: row-aligned, each record's own known values)."""
+    frame = training.reset_index(drop=True)
+    method = dict.fromkeys(synthesised if synthesised is not None else frame.columns, "cart")
+    order = {"visit_sequence": "kept_first"} if synthesised is not None else {}
+    with warnings.catch_warnings():  # "synthesised with no predictors": the first variable, by design
+        warnings.simplefilter("ignore")
+        result = synthesise_partial(frame, schema=survey.schema, method=method, m=m, seed=seed,
+                                    cart_minbucket=MEMORISING_MINBUCKET, **order)  # fmt: skip
+    return [s.reset_index(drop=True) for s in result.synthetic]
+
+
 def verdicts(results: pd.DataFrame) -> dict[str, bool]:
     """Per figure of the report's excess table: whether its verdict is "the synthesis adds risk".
 
@@ -244,8 +269,13 @@ def _results(
     rest = pool.iloc[n_train + n_hold :]
     # each set: other real records, drawn from the rest on its own (sets may share records)
     others = [rest.iloc[rng.choice(len(rest), n_train, replace=False)] for _ in range(scenario.m)]
-    released = [_released(survey, scenario.truth, training, o, rng) for o in others]
-    aligned = [_aligned(survey, scenario.truth, training, rest, rng) for _ in range(scenario.m)]
+    if scenario.truth == "cart":
+        seed = int(rng.integers(2**31))
+        released = _memorised(survey, training, scenario.m, seed)
+        aligned = _memorised(survey, training, scenario.m, seed, [survey.idrisk_synthesised])
+    else:
+        released = [_released(survey, scenario.truth, training, o, rng) for o in others]
+        aligned = [_aligned(survey, scenario.truth, training, rest, rng) for _ in range(scenario.m)]
     options = BaselineOptions(seed=rep, permutations=permutations, bootstrap=0)
     tables = []
     for type_, name, params in survey.measures:
@@ -272,7 +302,7 @@ class Plan:
     datasets: tuple[str, ...] = SURVEYS
     designs: tuple[str, ...] = ("1:1", "4:1")
     ms: tuple[int, ...] = (1, 3)
-    repetitions: tuple[tuple[str, int], ...] = (("null", 50), ("leak", 10), ("near-copy", 10))
+    repetitions: tuple[tuple[str, int], ...] = (("null", 50), ("leak", 5), ("near-copy", 5), ("cart", 5))
     measures: tuple[str, ...] = ()
     permutations: int = 19
 
@@ -340,7 +370,7 @@ def table(found: pd.DataFrame) -> pd.DataFrame:
     share = found.groupby(["figure", "truth", "m", "design"])["positive"].mean()
     wide = share.unstack(["truth", "m", "design"])
     columns = {}
-    for truth in ("null", "leak", "near-copy"):
+    for truth in TRUTHS:
         for m in sorted(found["m"].unique()):
             for design in ("1:1", "4:1"):
                 if (truth, m, design) in wide.columns:
@@ -373,7 +403,7 @@ def main() -> None:
     plan = Plan(
         datasets=tuple(args.datasets),
         ms=tuple(args.m),
-        repetitions=(("null", args.reps), ("leak", args.controls), ("near-copy", args.controls)),
+        repetitions=(("null", args.reps), *((truth, args.controls) for truth in TRUTHS[1:])),
         measures=tuple(args.measures),
         permutations=args.permutations,
     )
