@@ -216,10 +216,10 @@ def _ce_two_sets(missing: bool) -> EvalData:
     return as_eval_data(train, sets, schema=ce.schema, holdout=hold)
 
 
-#: computed by evaluating every relabelled footing (``each_footing``, equal to the per-record mixtures:
-#: test_row_aligned_relabellings_from_per_record_counts_are_those_of_each_relabelled_footing) with swaps per holdout partner (issue 32; before, per record: the same centres,
-#: bounds 0.0024747681201204626, 0.02211031791813895, ... — an interval too narrow where partners
-#: serve several records)
+#: computed by evaluating every relabelled footing (``each_footing``; the per-record mixtures equal
+#: it: test_row_aligned_relabellings_from_per_record_counts_are_those_of_each_relabelled_footing)
+#: with swaps per holdout partner (issue 32; before, per record: the same centres, bounds
+#: 0.0024747681201204626, 0.02211031791813895, ... — too narrow where partners serve several records)
 PINNED_EXCESS = [
     0.003505616288860647,
     0.021079469749398765,
@@ -302,8 +302,9 @@ def test_row_aligned_excess_interval_is_what_it_was():
     settings = [(scenario, {"Income": radius}) for scenario in ("income", "tenure") for radius in (0.05, 0.2)]
 
     def bounds(rows: list) -> np.ndarray:
+        excess = {"measure": "file_risk", "baseline": "excess"}
         return np.array([
-            [_value(rows, "file_risk", baseline="excess", summary=b, scenario=s, radius=r) for b in ("lower95", "upper95")]
+            [_value(rows, **excess, summary=b, scenario=s, radius=r) for b in ("lower95", "upper95")]
             for s, r in settings
         ])  # fmt: skip
 
