@@ -355,8 +355,10 @@ def run(plan: Plan, jobs: int = 1, progress: str | None = None) -> tuple[pd.Data
 
 
 def _figure_name(figure: str) -> str:
-    """The measure a figure of the excess table belongs to (its entry name, or the baseline figure)."""
-    return figure.split(":")[0].replace(" (%)", "")
+    """The measure a figure of the excess table belongs to (its entry name, or the baseline
+    figure; the dcr entries' second figure: "<entry> nndr")."""
+    entry = figure.split(":")[0].replace(" (%)", "")
+    return f"{entry} nndr" if "NNDR" in figure else entry
 
 
 def slack(reps: int, rate: float = FPR_BOUND, level: float = 0.95) -> float:

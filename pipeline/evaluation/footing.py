@@ -126,7 +126,7 @@ class PairedFooting(Footing):
     cells : tuple of str
         Categorical known variables: a partner is drawn among the holdout records with the
         record's values of them (a missing value is a value); a record whose cell has no
-        holdout record draws from the whole holdout.
+        holdout record is its own partner (:meth:`split`).
     replaced : tuple of str
         The synthesised variables, taken from the partner.
     columns : tuple of str
@@ -178,17 +178,22 @@ class PairedFooting(Footing):
 
     def _partnered(
         self, data: EvalData, executor: Executor, seed: int
-    ) -> tuple[EvalData, pd.DataFrame, pd.DataFrame, np.ndarray]:
-        """The data (the measure's columns), its training and holdout records whole, and the partners."""
+    ) -> tuple[EvalData, pd.DataFrame, pd.DataFrame, np.ndarray, np.ndarray]:
+        """The data (the measure's columns), its training and holdout records whole, the partners
+        and whether each record's cell had one (:meth:`partners`)."""
         data = data.select(self.columns)
         training, holdout = executor.whole(data.original, data.holdout)
-        return data, training, holdout, self.partners(training, holdout, seed)[0]
+        return data, training, holdout, *self.partners(training, holdout, seed)
 
     def split(self, data: EvalData, executor: Executor, seed: int, relabel: int = 0) -> tuple[EvalData, EvalData]:
-        data, training, holdout, partner = self._partnered(data, executor, seed)
+        data, training, holdout, partner, paired = self._partnered(data, executor, seed)
         cols = list(self.replaced)
         own = training[cols].reset_index(drop=True)
+        # a record whose cell has no holdout record keeps its own values in both groups (it adds
+        # nothing to the excess): a partner from another cell brings values of another
+        # distribution, further from the record's synthetic row, and a null read as risk
         other = holdout[cols].iloc[partner].reset_index(drop=True)
+        other = other.mask(pd.DataFrame(dict.fromkeys(cols, ~paired)), own)
         if relabel:
             swap = pd.DataFrame(dict.fromkeys(cols, self.swapped(partner, len(holdout), seed, relabel)))
             own, other = own.mask(swap, other), other.mask(swap, own)
@@ -201,7 +206,7 @@ class PairedFooting(Footing):
         values or its partner's (a training group takes the partner's where swapped, its holdout
         group the others)."""
         train, control = self.split(data, executor, seed)
-        _, training, holdout, partner = self._partnered(data, executor, seed)  # pandas frames, on the client
+        _, training, holdout, partner, _ = self._partnered(data, executor, seed)  # pandas frames, on the client
         swaps = [np.zeros(len(training), dtype=bool)]
         swaps += [self.swapped(partner, len(holdout), seed, r) for r in range(1, relabellings + 1)]
         return train, control, [t for s in swaps for t in (s, ~s)]

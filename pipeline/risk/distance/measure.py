@@ -28,6 +28,9 @@ class DCRMeasure(Measure):
     #: half expected when the synthesis memorises nothing
     holdout_view: ClassVar[tuple[Compared, ...]] = (
         Compared("share closer to training (%)", "closer_to_training", "share", null=0.5, scale=100.0),
+        Compared(
+            "share with a smaller NNDR to training (%)", "nndr_closer_to_training", "share", null=0.5, scale=100.0
+        ),
     )
 
     def compared(self, data: EvalData) -> list[str]:
@@ -68,7 +71,7 @@ class DCRMeasure(Measure):
             params.holdout_scale,
             params.block_on,
             params.footing,
-            RELABEL_NEIGHBOURS if params.relabellings else 1,
+            RELABEL_NEIGHBOURS if params.relabellings else 2,  # two: each group's NNDR
         )
         rows = [row for i, d in enumerate(distances, start=1) for row in set_rows(str(i), d, variables, params)]
         return DCRResult(tuple(rows), tuple(variables))
