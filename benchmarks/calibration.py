@@ -39,15 +39,19 @@ import contextlib
 import math
 import os
 import resource
+import sys
 import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.stats import binom
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tree this script is in, not an installed one
 
 from pipeline.data.schema import Schema
 from pipeline.datasets import load_demo
@@ -246,14 +250,19 @@ def _memorised(
     return [s.reset_index(drop=True) for s in result.synthetic]
 
 
-def verdicts(results: pd.DataFrame) -> dict[str, bool]:
-    """Per figure of the report's excess table: whether its verdict is "the synthesis adds risk".
+def verdicts(results: pd.DataFrame) -> dict[str, dict[str, float | bool]]:
+    """Per figure of the report's excess table: whether its verdict is "the synthesis adds risk"
+    (``positive``), its difference and the smallest difference its interval could detect
+    (``detectable``, both in the table's unit: percentage points).
 
     The one place that reads the report's verdicts: keep it in step with
     :func:`pipeline.report.baselines.excess_summary`.
     """
     table = excess_summary(results)
-    return {str(f): v == ADDS_RISK for f, v in zip(table["figure"], table["verdict"], strict=True)}
+    return {
+        str(f): {"positive": v == ADDS_RISK, "difference": float(d), "detectable": float(x)}
+        for f, v, d, x in zip(table["figure"], table["verdict"], table["difference"], table["detectable"], strict=True)
+    }
 
 
 def _results(
@@ -324,7 +333,7 @@ class Plan:
 _SURVEYS: dict[str, Survey] = {}
 
 
-def _one(job: tuple[Scenario, int, Plan]) -> tuple[Scenario, int, dict[str, bool], float]:
+def _one(job: tuple[Scenario, int, Plan]) -> tuple[Scenario, int, dict[str, dict[str, float | bool]], float]:
     """One repetition (in a worker process): its verdicts and CPU seconds."""
     scenario, rep, plan = job
     if scenario.survey not in _SURVEYS:
@@ -345,8 +354,8 @@ def run(plan: Plan, jobs: int = 1, progress: str | None = None) -> tuple[pd.Data
         for scenario, rep, found, seconds in done:
             cpu += seconds
             these = [
-                {**scenario.__dict__, "rep": rep, "figure": _figure_name(f), "positive": positive, "cpu": seconds}
-                for f, positive in found.items()
+                {**scenario.__dict__, "rep": rep, "figure": _figure_name(f), **figures, "cpu": seconds}
+                for f, figures in found.items()
             ]
             if progress:
                 pd.DataFrame(these).to_csv(progress, mode="a", header=not rows, index=False)
@@ -381,14 +390,48 @@ def table(found: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-def markdown(frame: pd.DataFrame) -> str:
+def informative(found: pd.DataFrame, m: int = 1) -> pd.DataFrame:
+    """Per figure and design (sets ``m``): the median smallest detectable difference on the nulls
+    and the median difference on each positive control (percentage points). A control whose
+    difference is below the detectable one is not informative at that split: "no excess
+    detected" is then what the verdict should say, and the power cannot reach 90 %."""
+    part = found[found["m"] == m]
+    columns = {}
+    for design in ("1:1", "4:1"):
+        here = part[part["design"] == design]
+        if here.empty:
+            continue
+        columns[f"detectable {design}"] = here[here["truth"] == "null"].groupby("figure")["detectable"].median()
+        for truth in TRUTHS[1:]:
+            done = here[here["truth"] == truth]
+            if len(done):
+                columns[f"{truth} {design}"] = done.groupby("figure")["difference"].median()
+    return pd.DataFrame(columns)
+
+
+def projected_cpu(found: pd.DataFrame, plan: Plan) -> float:
+    """CPU seconds ``plan`` would take at the measured CPU seconds per repetition of each data set,
+    m and truth (the cart control fits a synthesis; a cell not measured takes its data set's mean)."""
+    reps = found.drop_duplicates(["survey", "design", "truth", "m", "rep"])
+    per = reps.groupby(["survey", "m", "truth"])["cpu"].mean()
+    fallback = reps.groupby("survey")["cpu"].mean()
+    return float(
+        sum(per.get((s.survey, s.m, s.truth), fallback.get(s.survey, reps["cpu"].mean())) for s, _, _ in plan.jobs())
+    )
+
+
+def markdown(frame: pd.DataFrame, cell: str = "{:.0f} %", scale: float = 100.0) -> str:
     head = "| figure | " + " | ".join(frame.columns) + " |"
     rule = "|---|" + "---|" * len(frame.columns)
     lines = [head, rule]
     for name, row in frame.iterrows():
-        cells = ["–" if math.isnan(v) else f"{100 * v:.0f} %" for v in row]
+        cells = ["–" if math.isnan(v) else cell.format(scale * v) for v in row]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+#: the plan of the default command (R = 50 per null, 5 per positive control)
+DEFAULT_PLAN = Plan(datasets=("sd2011", "cedata"), repetitions=(("null", 50), *((t, 5) for t in TRUTHS[1:])))
 
 
 def main() -> None:
@@ -416,6 +459,16 @@ def main() -> None:
     found, cpu = run(plan, args.jobs, args.out)
     wall = time.perf_counter() - wall
     print(markdown(table(found)))
+    print("\nSmallest detectable difference on the nulls and the controls' differences (m = 1, pp, medians):\n")
+    print(markdown(informative(found), "{:.1f}", 1.0))
+    per_rep = found.drop_duplicates(["survey", "design", "truth", "m", "rep"]).groupby("m")["cpu"].mean()
+    default = projected_cpu(found, DEFAULT_PLAN)
+    print(
+        "\nCPU s per repetition: "
+        + ", ".join(f"m = {m} {v:.2f}" for m, v in per_rep.items())
+        + f"; the default command ({len(DEFAULT_PLAN.jobs())} repetitions) at these figures: {default:.0f} CPU s, "
+        f"{default / 2 / 60:.1f} min on 2 idle cores"
+    )
     print(
         f"\nR = {args.reps} per null (binomial slack at 5 %: +{100 * slack(args.reps):.1f} pp), "
         f"{args.controls} per positive control; permutations {args.permutations}; jobs {args.jobs}; "
