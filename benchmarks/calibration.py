@@ -436,9 +436,10 @@ DEFAULT_PLAN = Plan(datasets=("sd2011", "cedata"), repetitions=(("null", 50), *(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", nargs="+", default=["sd2011", "cedata"], choices=SURVEYS)
-    parser.add_argument("--reps", type=int, default=50, help="repetitions per null scenario")
-    parser.add_argument("--controls", type=int, default=5, help="repetitions per positive control")
+    counts = dict(DEFAULT_PLAN.repetitions)
+    parser.add_argument("--datasets", nargs="+", default=list(DEFAULT_PLAN.datasets), choices=SURVEYS)
+    parser.add_argument("--reps", type=int, default=counts["null"], help="repetitions per null scenario")
+    parser.add_argument("--controls", type=int, default=counts["leak"], help="repetitions per positive control")
     parser.add_argument("--m", type=int, nargs="+", default=[1, 3])
     parser.add_argument("--measures", nargs="*", default=[], help="entry names (default: all)")
     parser.add_argument("--permutations", type=int, default=19)
