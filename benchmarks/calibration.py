@@ -468,7 +468,7 @@ def main() -> None:
         "\nCPU s per repetition: "
         + ", ".join(f"m = {m} {v:.2f}" for m, v in per_rep.items())
         + f"; the default command ({len(DEFAULT_PLAN.jobs())} repetitions) at these figures: {default:.0f} CPU s, "
-        f"{default / 2 / 60:.1f} min on 2 idle cores"
+        f"{default / 2 / 60:.1f} min on 2 cores (CPU s measured at this run's load; more than idle when loaded)"
     )
     print(
         f"\nR = {args.reps} per null (binomial slack at 5 %: +{100 * slack(args.reps):.1f} pp), "
