@@ -282,17 +282,13 @@ def _interval_text(value: float, lower: float, upper: float) -> str:
     return number_text(value) + bounds
 
 
-def excess_section(results: pd.DataFrame) -> str:
-    """The first screen's excess-risk table with its verdicts, a verdict line per release and the
-    training-vs-holdout plots ("" when no dataset has a holdout)."""
-    table = excess_summary(results)
+def excess_section(results: pd.DataFrame, table: pd.DataFrame | None = None) -> str:
+    """The first screen's excess-risk table with its verdicts and the training-vs-holdout plots
+    ("" when no dataset has a holdout); ``table``: :func:`excess_summary` of ``results`` when the
+    caller has it (the release verdict lines above it are made from it: report/verdicts.py)."""
+    table = excess_summary(results) if table is None else table
     if table.empty:
         return ""
-    verdicts = release_verdicts(table)
-    lines = "".join(
-        f'<p class="verdict"><strong>{r}</strong>: {v}' + (f" — {d}" if d else "") + "</p>"
-        for r, v, d in zip(_release_text(verdicts), verdicts["verdict"], verdicts["driven_by"], strict=True)
-    )
     shown = pd.DataFrame(
         {
             "release": _release_text(table),
@@ -316,8 +312,7 @@ def excess_section(results: pd.DataFrame) -> str:
     )
     return (
         '<section id="excess"><h2>Excess risk: what does the synthesis add over its holdout baseline?</h2>'
-        + lines
-        + table_html(shown)
+        + table_html(shown, text_columns=("figure", "note"))
         + "<p>Training and holdout are percentages of records: each risk figure computed with the training "
         "records (those the synthetic data were made from) and with holdout records of the same population "
         "(docs/baselines.md). The difference (percentage points) is training − holdout with its 95 % interval "

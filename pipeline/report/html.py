@@ -13,11 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from pipeline.report.baselines import excess_section
+from pipeline.report.baselines import excess_section, excess_summary
 from pipeline.report.markup import CSS, figures_drawn_together, table_html
 from pipeline.report.notices import plans_section, warnings_section
 from pipeline.report.sections import SECTIONS
-from pipeline.report.summary import release_summary
+from pipeline.report.summary import RELEASE, release_summary
+from pipeline.report.verdicts import release_lines
 from pipeline.results import atomic_write_text
 from pipeline.row_params import of_kind
 
@@ -55,25 +56,45 @@ def _sections(results: pd.DataFrame) -> list[tuple[str, str, str, pd.DataFrame]]
     return out
 
 
-def summary_section(outcome: Any) -> str:
-    """The first screen: per release the headline risk and utility against the task's gates or
-    the rules of thumb (:mod:`pipeline.report.summary`), each marked pass or attention."""
+#: the summary's columns of sentences (wrapped within the page: markup.table_html)
+TEXT_COLUMNS = ("basis", "explanation", "note")
+
+
+def _release_text(dataset: str, source: str, repetition: int) -> str:
+    return f"{dataset} / {source}" + (f" #{repetition}" if repetition else "")
+
+
+def verdict_lines(summary: pd.DataFrame, excess: pd.DataFrame) -> str:
+    """The verdict line of every release (:func:`~pipeline.report.verdicts.release_lines`)."""
+    lines = release_lines(summary, excess)
+    return "".join(
+        f'<p class="verdict"><strong>{html.escape(_release_text(d, s, r))}</strong>: {html.escape(v)}'
+        + (f" — {html.escape(t)}" if t else "")
+        + "</p>"
+        for d, s, r, v, t in lines.itertuples(index=False)
+    )
+
+
+def summary_section(outcome: Any, excess: pd.DataFrame) -> str:
+    """The first screen: a verdict line per release, then per release the headline risk and
+    utility against the task's gates or the rules of thumb (:mod:`pipeline.report.summary`), each
+    marked pass or attention (``excess``: :func:`~pipeline.report.baselines.excess_summary`)."""
     table = release_summary(outcome.results, outcome.manifest)
-    if table.empty:
+    if table.empty and excess.empty:
         return ""
-    releases = zip(table["dataset"], table["source"], table["repetition"], strict=True)
-    shown = table.assign(release=[f"{d} / {s}" + (f" #{r}" if r else "") for d, s, r in releases])
-    # the explanation is the 7th column: markup.CSS gives it room
+    shown = table.assign(release=[_release_text(*r) for r in table[RELEASE].itertuples(index=False)])
     shown = shown[["release", "headline", "value", "threshold", "basis", "status", "explanation", "note"]]
     return (
         '<section id="summary"><h2>Summary: is each release safe and useful?</h2>'
-        + table_html(shown, cell_classes={"status": ""})
+        + verdict_lines(table, excess)
+        + (table_html(shown, cell_classes={"status": ""}, text_columns=TEXT_COLUMNS) if len(table) else "")
         + "<p>Units: risks are percentages of records (repU, DiSCO: of the original's records; "
         "identification risk: of the records an intruder matches correctly); S_pMSE is a ratio (pMSE "
         "over its expectation under a correct synthesis model: about 1 is ideal). Thresholds: the task's "
         "nightly gates where it has them, else the rules of thumb in docs/architecture.md (report summary). "
         "<em>attention</em> means look closer, not reject; the explanation says when a figure is high by "
-        "construction (keys released unchanged) or from prior knowledge (synthpop's flags).</p></section>"
+        "construction (keys released unchanged) or from prior knowledge (synthpop's flags). The verdict "
+        "line of a release with a holdout leads with the excess-risk verdict below.</p></section>"
     )
 
 
@@ -93,6 +114,7 @@ def render(outcome: Any, extra_sections: list[str] | None = None) -> str:
 def _page(outcome: Any, extra_sections: list[str] | None) -> str:
     m = outcome.manifest
     res = outcome.results
+    excess = excess_summary(res)
     meta = pd.DataFrame(
         [
             ("task", m["task"]),
@@ -110,9 +132,9 @@ def _page(outcome: Any, extra_sections: list[str] | None) -> str:
     )
     parts = [
         f"<h1>sdc-pipeline report — {html.escape(m['task'])}</h1>",
-        summary_section(outcome),
+        summary_section(outcome, excess),
         warnings_section(outcome),
-        excess_section(res),
+        excess_section(res, excess),
         plans_section(outcome),
         '<section id="metadata"><h2>Run</h2>',
         table_html(meta, css_class="meta"),

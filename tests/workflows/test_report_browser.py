@@ -227,7 +227,7 @@ def leak_and_null_run(tmp_path_factory):
 def _check_verdicts(page: str) -> None:
     """The leak reads "adds risk" naming the measures behind it, the null "no excess" with what it
     could detect; the distance section shows its evidence and the share's ceiling."""
-    first = page[page.index('<section id="excess">') : page.index('<section id="metadata">')]
+    first = page[page.index('<section id="summary">') : page.index('<section id="metadata">')]
     lines = dict(re.findall(r'<p class="verdict"><strong>ce / (\w+)</strong>: ([^<]+)</p>', first))
     assert set(lines) == {"leak", "unseen"}, lines
     assert lines["leak"].startswith("the synthesis adds risk — ")
