@@ -277,7 +277,7 @@ def number_text(v: float, float_format: str = "{:.4g}") -> str:
 
 
 #: where a sentence column's long settings may break first (``keys=Urban+Tenure;target=Income``)
-_BREAKS = re.compile(r"(?<=[+;=/])(?=\S)")
+_BREAKS = re.compile(r"(?<=[+;=])(?=\S)")
 
 
 def _breakable(text: str) -> str:
