@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from html import unescape as html_unescape
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -44,6 +45,16 @@ def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
     )
+
+
+def _probed(report: Path, script: str, attribute: str, window: str, tmp_path: Path) -> tuple[str, Any]:
+    """The report's DOM after ``script`` ran on load in chromium (window ``width,height``) and the
+    JSON it wrote into the body's ``attribute``."""
+    probe = tmp_path / "probe.html"
+    probe.write_text(report.read_text().replace("</body>", script + "</body>"))
+    dom = _chromium([f"--window-size={window}", "--dump-dom", probe.resolve().as_uri()], tmp_path / "p")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    return dom.stdout, json.loads(html_unescape(re.search(rf'{attribute}="([^"]*)"', dom.stdout).group(1)))
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (CI installs Debian's chromium)")
@@ -140,12 +151,7 @@ def _label_rows(table: str) -> list[tuple[str, ...]]:
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (CI installs Debian's chromium)")
 def test_the_first_screen_at_1400_px(demo_run, tmp_path):
     report = demo_run.out_dir / "report.html"
-    probe = tmp_path / "probe.html"
-    probe.write_text(report.read_text().replace("</body>", FIRST_SCREEN_SCRIPT + "</body>"))
-    dom = _chromium(["--window-size=1400,900", "--dump-dom", probe.resolve().as_uri()], tmp_path / "p")
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    page = dom.stdout
-    got = json.loads(html_unescape(re.search(r'data-first-screen="([^"]*)"', page).group(1)))
+    page, got = _probed(report, FIRST_SCREEN_SCRIPT, "data-first-screen", "1400,900", tmp_path)
     # no clipped text: no table box scrolls, no cell or paragraph runs past its width
     assert got["clipped"] == [], got["clipped"]
     # one verdict line per release, in the summary, within the first 900 px
@@ -259,11 +265,7 @@ def _plot_area(png: bytes) -> tuple[int, int]:
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (CI installs Debian's chromium)")
 def test_radius_plots_with_fixed_radii_are_not_squeezed(fixed_radii_run, tmp_path):
     report = fixed_radii_run.out_dir / "report.html"
-    probe = tmp_path / "probe.html"
-    probe.write_text(report.read_text().replace("</body>", SIZES_SCRIPT + "</body>"))
-    dom = _chromium(["--window-size=1280,900", "--dump-dom", probe.resolve().as_uri()], tmp_path / "p")
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    sizes = json.loads(html_unescape(re.search(r'data-sizes="([^"]*)"', dom.stdout).group(1)))
+    page, sizes = _probed(report, SIZES_SCRIPT, "data-sizes", "1280,900", tmp_path)
     plots = {
         fig: [s for s in sizes if caption in s["alt"]]
         for fig, caption in (("Fig. 6", "Hornby & Hu Fig. 6"), ("Fig. 7", "Hornby & Hu Fig. 7"))
@@ -273,7 +275,7 @@ def test_radius_plots_with_fixed_radii_are_not_squeezed(fixed_radii_run, tmp_pat
         assert shown["width"] >= 400 and shown["height"] >= 300, (fig, shown)  # rendered in the page
     # inside each image the axes keep a plotting area (with the full radii as tick labels Fig. 6's
     # axes were about 280 × 40 px)
-    images = dict(re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([^"]+)"', dom.stdout))
+    images = dict(re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([^"]+)"', page))
     for caption, b64 in images.items():
         width, height = _plot_area(base64.b64decode(b64))
         assert width >= 300 and height >= 220, (caption, width, height)
