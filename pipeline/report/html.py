@@ -64,9 +64,9 @@ def _release_text(dataset: str, source: str, repetition: int) -> str:
     return f"{dataset} / {source}" + (f" #{repetition}" if repetition else "")
 
 
-def verdict_lines(summary: pd.DataFrame, excess: pd.DataFrame) -> str:
+def verdict_lines(summary: pd.DataFrame, excess: pd.DataFrame, releases: pd.DataFrame) -> str:
     """The verdict line of every release (:func:`~pipeline.report.verdicts.release_lines`)."""
-    lines = release_lines(summary, excess)
+    lines = release_lines(summary, excess, releases)
     return "".join(
         f'<p class="verdict"><strong>{html.escape(_release_text(d, s, r))}</strong>: {html.escape(v)}'
         + (f" — {html.escape(t)}" if t else "")
@@ -80,13 +80,15 @@ def summary_section(outcome: Any, excess: pd.DataFrame) -> str:
     utility against the task's gates or the rules of thumb (:mod:`pipeline.report.summary`), each
     marked pass or attention (``excess``: :func:`~pipeline.report.baselines.excess_summary`)."""
     table = release_summary(outcome.results, outcome.manifest)
-    if table.empty and excess.empty:
+    results = outcome.results
+    releases = results.loc[results["source"] != "", RELEASE].drop_duplicates()
+    if releases.empty and excess.empty:
         return ""
     shown = table.assign(release=[_release_text(*r) for r in table[RELEASE].itertuples(index=False)])
     shown = shown[["release", "headline", "value", "threshold", "basis", "status", "explanation", "note"]]
     return (
         '<section id="summary"><h2>Summary: is each release safe and useful?</h2>'
-        + verdict_lines(table, excess)
+        + verdict_lines(table, excess, releases)
         + (table_html(shown, cell_classes={"status": ""}, text_columns=TEXT_COLUMNS) if len(table) else "")
         + "<p>Units: risks are percentages of records (repU, DiSCO: of the original's records; "
         "identification risk: of the records an intruder matches correctly); S_pMSE is a ratio (pMSE "

@@ -11,7 +11,9 @@ the two first-screen tables and nothing else (never recomputed):
   headline of the release summary (:func:`~pipeline.report.summary.release_summary`) is above its
   gate or rule of thumb, else *pass*;
 * either way the line names every summary headline marked *attention* with its value and
-  threshold, and the headlines within theirs.
+  threshold, and the headlines within theirs;
+* a release of the run with neither (its task runs no headline measure on it) is *not judged*,
+  and says so.
 
 The identification-risk excess headline of a release with a holdout is one of its excess
 figures: it is judged once, by the holdout verdict.
@@ -29,6 +31,8 @@ from pipeline.report.summary import IDRISK_EXCESS
 RELEASE = ["dataset", "source", "repetition"]
 LINE_COLUMNS = [*RELEASE, "verdict", "text"]
 PASS, ATTENTION = "pass", "attention"
+#: a release the task judges by no headline and no holdout comparison (e.g. compare_fit only)
+NOT_JUDGED = "not judged"
 
 
 def _headlines(rows: pd.DataFrame, lead: str) -> list[str]:
@@ -49,19 +53,25 @@ def _headlines(rows: pd.DataFrame, lead: str) -> list[str]:
     return out
 
 
-def release_lines(summary: pd.DataFrame, excess: pd.DataFrame) -> pd.DataFrame:
+def release_lines(summary: pd.DataFrame, excess: pd.DataFrame, releases: pd.DataFrame | None = None) -> pd.DataFrame:
     """One verdict line per release (columns :data:`LINE_COLUMNS`), in release order.
 
     ``summary``: :func:`~pipeline.report.summary.release_summary`; ``excess``:
-    :func:`~pipeline.report.baselines.excess_summary` (either may be empty)."""
+    :func:`~pipeline.report.baselines.excess_summary` (either may be empty); ``releases``: every
+    release of the run (:data:`RELEASE` columns), so that one without a headline gets its line too."""
     holdout = {tuple(k): (v, d) for *k, v, d in release_verdicts(excess).itertuples(index=False)} if len(excess) else {}
-    releases = pd.concat([summary[RELEASE], excess[RELEASE]]).drop_duplicates().sort_values(RELEASE, kind="stable")
+    every = [summary[RELEASE], excess[RELEASE]] + ([] if releases is None else [releases[RELEASE]])
+    releases = pd.concat(every).drop_duplicates().sort_values(RELEASE, kind="stable")
     by_release = dict(list(summary.groupby(RELEASE, sort=False))) if len(summary) else {}
     out = []
     for release in releases.itertuples(index=False):
         key = tuple(release)
         rows = by_release.get(key, summary.iloc[:0])
         found, driven = holdout.get(key, (NO_INTERVAL, ""))
+        if rows.empty and key not in holdout:
+            text = "the task runs no headline measure (repU, DiSCO, identification risk, S_pMSE) or holdout"
+            out.append([*key, NOT_JUDGED, text + " comparison on it: see its sections below"])
+            continue
         if found != NO_INTERVAL:
             verdict, parts = found, [driven, *_headlines(rows, ATTENTION)]
         else:

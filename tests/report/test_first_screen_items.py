@@ -21,7 +21,7 @@ from pipeline.evaluation.comparison import ADDS_RISK, NO_EXCESS, NO_INTERVAL
 from pipeline.report.markup import DPI, table_html
 from pipeline.report.sections import profile_section
 from pipeline.report.summary import IDRISK_EXCESS, SUMMARY_COLUMNS
-from pipeline.report.verdicts import ATTENTION, PASS, release_lines
+from pipeline.report.verdicts import ATTENTION, NOT_JUDGED, PASS, release_lines
 from pipeline.risk.disclosure.plots import plot_disclosure_rows
 from pipeline.risk.idrisk.plots import MAX_WIDTH, plot_risk_by_radius
 
@@ -79,6 +79,12 @@ def test_every_release_gets_one_verdict_line_that_matches_its_tables():
     assert got.loc["nothing", "verdict"] == PASS and "no interval against the holdout" in got.loc["nothing", "text"]
     assert got.loc["only_dcr", "verdict"] == NO_EXCESS  # a release with excess figures only
     assert release_lines(summary.iloc[:0], excess.iloc[:0]).empty
+    # a release of the run that no headline judges (say compare_fit only) still gets its line
+    releases = pd.DataFrame({"dataset": ["sd", "sd"], "source": ["cart", "fit_only"], "repetition": [0, 0]})
+    both = release_lines(summary, excess, releases).set_index("source")
+    assert len(both) == len(got) + 1 and both.loc["fit_only", "verdict"] == NOT_JUDGED
+    assert both.loc["fit_only", "text"].startswith("the task runs no headline measure")
+    assert both.drop(index="fit_only").equals(got)
 
 
 def test_the_profile_section_shows_each_variables_missing_share_and_levels():
