@@ -312,7 +312,7 @@ def excess_section(results: pd.DataFrame, table: pd.DataFrame | None = None) -> 
     )
     return (
         '<section id="excess"><h2>Excess risk: what does the synthesis add over its holdout baseline?</h2>'
-        + table_html(shown, text_columns=("figure", "note"))
+        + table_html(shown, text_columns=("release", "figure", "note"))
         + "<p>Training and holdout are percentages of records: each risk figure computed with the training "
         "records (those the synthetic data were made from) and with holdout records of the same population "
         "(docs/baselines.md). The difference (percentage points) is training − holdout with its 95 % interval "
