@@ -479,13 +479,12 @@ def write_run(
     figures = None
     if report:
         from pipeline.report.html import render
-        from pipeline.report.markup import FigureCache, cached_figures
+        from pipeline.report.markup import FigureCache
 
         figures = FigureCache(out / CACHE / FIGURES, code_version())
 
         def write_report(p: Path) -> None:
-            with cached_figures(figures):
-                p.write_text(render(outcome, list(extra_sections)), encoding="utf-8")
+            p.write_text(render(outcome, list(extra_sections), figures), encoding="utf-8")
 
         files["report.html"] = write_report
     releases = {_inside(out, dest): release for dest, release in outcome.releases.items()}

@@ -32,6 +32,7 @@ from pipeline.config_io import Seed, validation_message
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Row, canonical_params
+from pipeline.evaluation.reporting import ReportSection
 
 if TYPE_CHECKING:  # the settings models are part of a task file: loading one imports no Dask
     from pipeline.data.dataset import Dataset
@@ -102,6 +103,10 @@ class Synthesiser(ABC):
     #: else the records are new draws, on which row-aligned measures (identification risk) mean nothing
     row_aligned: ClassVar[bool] = False
     description: ClassVar[str] = ""
+    #: the report's section of this kind's synthesis rows (family ``synthesis``) and every row
+    #: name they can have (gates naming another are refused when the task is read)
+    report_section: ClassVar[ReportSection | None] = None
+    row_measures: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, params: SynthesisParams | Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.params = self.parse(params if params is not None else kwargs)

@@ -26,6 +26,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.reporting import ReportSection
 from pipeline.synth.base import OutputFormat, Synthesiser
 from pipeline.synth.coarsened_params import MarginsParams
 from pipeline.synth.control import (
@@ -334,6 +335,9 @@ class MarginsSynthesiser(Synthesiser):
     kind = "margins"
     params_model = MarginsParams
     description = "safe synthetic data from coarsened margins (Raab): SDC, V1/V2/V3 or DP margins, IPF, draws"
+    report_section = ReportSection(
+        "Synthesis from coarsened margins", "pipeline.synth.section:synthesis_section", anchor="synthesis-margins"
+    )
     params: MarginsParams
 
     def privacy_spend(self) -> tuple[float, float, str] | None:

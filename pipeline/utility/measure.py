@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.reporting import Headline, ReportSection
 from pipeline.utility.params import (
     UtilityCompareParams,
     UtilityGenParams,
@@ -54,11 +55,18 @@ if TYPE_CHECKING:
     )
 
 
+#: the utility family's section (every utility measure declares it)
+UTILITY_SECTION = ReportSection("Utility", "pipeline.utility.section:utility_section")
+#: S_pMSE of the table measures, the worst table (utility_tab and utility_tables share the headline)
+TABLES_HEADLINE = Headline("S_pMSE (tables, worst; ratio)", "S_pMSE", "mean", 10.0, unit="")
+
+
 class _UtilityMeasure(Measure):
     """What the three utility measures share: the family, and their own ``cont_na`` codes merged
     into the data's schema once, through the data boundary, for the checks and the evaluation."""
 
     family = "utility"
+    report_section = UTILITY_SECTION
     params: UtilityGenParams | UtilityTabParams | UtilityTablesParams | UtilityCompareParams
 
     def coded(self, data: EvalData) -> EvalData:
@@ -78,6 +86,8 @@ class UtilityGenMeasure(_UtilityMeasure):
     type = "utility_gen"
     params_model = UtilityGenParams
     description = "synthpop utility.gen(): propensity pMSE, S_pMSE, pMSE ratio (logit or CART)"
+    #: synthpop's guide: S_pMSE below 10 for a synthesis model that captures the data
+    headlines = (Headline("S_pMSE (utility_gen; ratio)", "S_pMSE", "mean", 10.0, unit=""),)
     params: UtilityGenParams
 
     def check_coded(self, data: EvalData) -> None:
@@ -114,6 +124,7 @@ class UtilityTabMeasure(_UtilityMeasure):
     type = "utility_tab"
     params_model = UtilityTabParams
     description = "synthpop utility.tab(): table utility (pMSE, S_pMSE, VW, FT, JSD, SPECKS, ...)"
+    headlines = (TABLES_HEADLINE,)
     params: UtilityTabParams
 
     def evaluate(self, data: EvalData, executor: Executor) -> UtilityTabResult:
@@ -128,6 +139,7 @@ class UtilityTablesMeasure(_UtilityMeasure):
     type = "utility_tables"
     params_model = UtilityTablesParams
     description = "synthpop utility.tables(): every low-order table and the heat map"
+    headlines = (TABLES_HEADLINE,)
     params: UtilityTablesParams
 
     def check_coded(self, data: EvalData) -> None:
@@ -149,6 +161,7 @@ class UtilitySyndsMeasure(Measure):
 
     type = "utility_synds"
     family = "utility"
+    report_section = UTILITY_SECTION
     params_model = UtilitySyndsParams
     description = "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null"
     params: UtilitySyndsParams

@@ -49,6 +49,7 @@ LAYERS = {
     "pipeline.evaluation": 1,
     "pipeline.blocks": 1,
     "pipeline.profile": 2,
+    "pipeline.profile_section": 2,
     "pipeline.risk": 2,
     "pipeline.utility": 2,
     "pipeline.compare_fit": 2,

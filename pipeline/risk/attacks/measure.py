@@ -8,6 +8,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure, Params, Row
 from pipeline.evaluation.comparison import Compared
 from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.reporting import ReportSection
 from pipeline.risk.attacks.params import Columns, InferenceParams, LinkabilityParams, SinglingOutParams
 from pipeline.risk.nearest.checks import check_block_on, split_kinds
 
@@ -22,6 +23,10 @@ if TYPE_CHECKING:
 #: anonymeter's risk the residual (docs/attacks.md)
 ATTACK_VIEW = (
     Compared("success rate (%)", "main_rate", "rates", holdout="control_rate", residual="risk", scale=100.0),
+)
+#: the attacks' section of the report (every attack declares it)
+ATTACK_SECTION = ReportSection(
+    "Attacks (anonymeter: singling out, linkability, inference)", "pipeline.risk.attacks.section:attack_section"
 )
 
 
@@ -41,6 +46,7 @@ class LinkabilityMeasure(Measure):
     type: ClassVar[str] = "linkability"
     family: ClassVar[str] = "attacks"
     holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
+    report_section: ClassVar[ReportSection] = ATTACK_SECTION
     params_model: ClassVar[type[Params]] = LinkabilityParams
     description: ClassVar[str] = "anonymeter linkability attack: main, control, baseline rates and risk"
 
@@ -80,6 +86,7 @@ class InferenceMeasure(Measure):
     type: ClassVar[str] = "inference"
     family: ClassVar[str] = "attacks"
     holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
+    report_section: ClassVar[ReportSection] = ATTACK_SECTION
     params_model: ClassVar[type[Params]] = InferenceParams
     description: ClassVar[str] = "anonymeter inference attack: main, control, baseline rates and risk"
 
@@ -116,6 +123,7 @@ class SinglingOutMeasure(Measure):
     type: ClassVar[str] = "singling_out"
     family: ClassVar[str] = "attacks"
     holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
+    report_section: ClassVar[ReportSection] = ATTACK_SECTION
     params_model: ClassVar[type[Params]] = SinglingOutParams
     description: ClassVar[str] = "anonymeter singling-out attack: main, control, baseline rates and risk"
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pipeline.evaluation.base import Measure, Params
 from pipeline.evaluation.comparison import Compared
 from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.reporting import ReportSection
 from pipeline.risk.distance.params import DCRParams
 from pipeline.risk.nearest.checks import check_block_on, split_kinds
 
@@ -28,6 +29,9 @@ class DCRMeasure(Measure):
     #: half expected when the synthesis memorises nothing
     holdout_view: ClassVar[tuple[Compared, ...]] = (
         Compared("share closer to training (%)", "closer_to_training", "share", null=0.5, scale=100.0),
+    )
+    report_section: ClassVar[ReportSection] = ReportSection(
+        "Distance to the closest record (DCR, NNDR)", "pipeline.risk.distance.section:distance_section"
     )
 
     def compared(self, data: EvalData) -> list[str]:

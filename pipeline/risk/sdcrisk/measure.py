@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.reporting import ReportSection
 from pipeline.risk.sdcrisk.params import SdcRiskParams
 
 if TYPE_CHECKING:
@@ -38,6 +39,10 @@ class SdcRiskMeasure(Measure):
     family = "sdcrisk"
     params_model = SdcRiskParams
     description = "sdcMicro freqCalc/measure_risk/kAnon/ldiversity/suda2/modRisk of every file"
+    report_section = ReportSection(
+        "Agencies' risk measures (sdcMicro: frequencies, risk, k-anonymity, l-diversity, SUDA2)",
+        "pipeline.risk.sdcrisk.section:sdc_risk_section",
+    )
     #: synthetic records that are sample uniques on an original sample unique (percent)
     baseline_measures: ClassVar[Mapping[str, float | None]] = {"uniques_matching_original_uniques_pct": 100.0}
     params: SdcRiskParams

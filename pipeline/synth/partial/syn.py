@@ -62,6 +62,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame, as_eval_data
 from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.reporting import ReportSection
 from pipeline.synth.base import OutputFormat, Synthesiser
 from pipeline.synth.partial.lindep import lindep_keep
 from pipeline.synth.partial.parametric import ParametricFit, fit_parametric
@@ -762,6 +763,11 @@ class PartialSynthesiser(Synthesiser):
     collects_original = True
     row_aligned = True
     description = "partially synthetic data with synthpop syn() semantics (cart, sample, norm, normrank, ...)"
+    report_section = ReportSection(
+        "Partial synthesis (synthpop syn(): the variables not synthesised are released unchanged)",
+        "pipeline.synth.section:synthesis_section",
+        anchor="synthesis-partial",
+    )
     params: PartialParams
 
     def schema_of(self, original: Dataset, executor: Executor) -> Schema:
