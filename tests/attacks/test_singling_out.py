@@ -178,9 +178,9 @@ def test_same_rows_on_partitions_and_workers_with_a_holdout(mode, clients):
 
 def test_report_section_shows_rates_risk_and_the_not_informative_warning():
     from pipeline.report.markup import blocks_html
-    from pipeline.risk.attacks.section import NOT_INFORMATIVE, attack_section
     from pipeline.risk.attacks.compute import AttackCounts
     from pipeline.risk.attacks.result import AttackResult, attack_rows
+    from pipeline.risk.attacks.section import NOT_INFORMATIVE, attack_section
 
     params = {"mode": "univariate", "cols": ["Age"]}
     informative = attack_rows("1", AttackCounts(500, 200, 500, 20.0, 500, 10), 0.95, params)

@@ -17,19 +17,19 @@ from matplotlib.figure import Figure
 
 from pipeline.evaluation.base import canonical_json
 from pipeline.nightly import check_gates, gates_html
-from pipeline.report import html as report_html
 from pipeline.profile_section import profile_section
+from pipeline.report import html as report_html
 from pipeline.report.markup import blocks_html
-from pipeline.risk.disclosure.section import disclosure_section
-from pipeline.risk.idrisk.section import identification_risk_figures
-from pipeline.synth.section import synthesis_section
-from pipeline.utility.section import utility_section
 from pipeline.results import RESULT_COLUMNS, ROLE_COLUMNS, with_role_columns
+from pipeline.risk.disclosure.section import disclosure_section
 from pipeline.risk.idrisk.plots import plot_risk_by_radius, risk_by_radius, risk_points
+from pipeline.risk.idrisk.section import identification_risk_figures
 from pipeline.row_params import param_columns, unit_labels
 from pipeline.store import ResultsStore
+from pipeline.synth.section import synthesis_section
 from pipeline.tasks import GateSpec
 from pipeline.utility.plots import heatmap_matrix
+from pipeline.utility.section import utility_section
 
 OPAQUE = "for people"
 
