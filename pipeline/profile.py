@@ -77,6 +77,7 @@ class Profile(Measure):
     needs_synthetic = False
     description = "per-variable counts, missing values and special codes"
     report_section = PROFILE_SECTION
+    row_measures = frozenset({"records", "missing_pct", "special_missing", "levels", "levels_observed", "distinct"})
 
     def evaluate(self, data: EvalData, executor: Executor) -> RowsResult:
         schema = data.schema
@@ -147,6 +148,7 @@ class KeyBlockSizes(Measure):
     params_model = KeyBlockParams
     description = "distribution of key-combination sizes, computed on key blocks"
     report_section = PROFILE_SECTION
+    row_measures = frozenset({"combinations", "unique_records_pct", "max_combination_size", "mean_combination_size"})
 
     def evaluate(self, data: EvalData, executor: Executor) -> RowsResult:
         keys = list(self.params.keys)

@@ -338,6 +338,12 @@ class MarginsSynthesiser(Synthesiser):
     report_section = ReportSection(
         "Synthesis from coarsened margins", "pipeline.synth.section:synthesis_section", anchor="synthesis-margins"
     )
+    row_measures = frozenset(
+        {"n", "k", "ipf_iterations", "ipf_converged", "ipf_stopping_criterion", "ipf_compatible", "ipf_max_abs_dev",
+         "ipf_max_abs_dev_n", "ipf_tvd_n", "margin_total_released", "margin_total_moved", "margin_total_moved_rel",
+         "margin_adjust_shift", "margin_adjust_scale", "dp_epsilon_spent", "dp_delta_spent", "dp_margin_epsilon",
+         "dp_noise_scale", "dp_cells_zeroed", "syn_margin_max_abs_dev", "syn_margin_tvd"}
+    )  # fmt: skip
     params: MarginsParams
 
     def privacy_spend(self) -> tuple[float, float, str] | None:

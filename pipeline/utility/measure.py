@@ -28,6 +28,7 @@ from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.reporting import Headline, ReportSection
 from pipeline.utility.params import (
+    TAB_STATS,
     UtilityCompareParams,
     UtilityGenParams,
     UtilitySyndsParams,
@@ -57,6 +58,13 @@ if TYPE_CHECKING:
 
 #: the utility family's section (every utility measure declares it)
 UTILITY_SECTION = ReportSection("Utility", "pipeline.utility.section:utility_section")
+#: utility.gen's statistics per set (gen.GEN_STATS) and the separation flags of a logit model
+GEN_ROWS = frozenset(
+    {"pMSE", "S_pMSE", "pMSEExp", "df", "SPECKS", "S_SPECKS", "PO50", "S_PO50", "U", "S_U", "separation",
+     "separated_records", "S_pMSE_without_separated"}
+)  # fmt: skip
+#: utility.tab's statistics (of one table, or of every table of utility.tables)
+TAB_ROWS = frozenset({*TAB_STATS, "nempty"})
 #: S_pMSE of the table measures, the worst table (utility_tab and utility_tables share the headline)
 TABLES_HEADLINE = Headline("S_pMSE (tables, worst; ratio)", "S_pMSE", "mean", 10.0, unit="")
 
@@ -88,6 +96,7 @@ class UtilityGenMeasure(_UtilityMeasure):
     description = "synthpop utility.gen(): propensity pMSE, S_pMSE, pMSE ratio (logit or CART)"
     #: synthpop's guide: S_pMSE below 10 for a synthesis model that captures the data
     headlines = (Headline("S_pMSE (utility_gen; ratio)", "S_pMSE", "mean", 10.0, unit=""),)
+    row_measures = GEN_ROWS
     params: UtilityGenParams
 
     def check_coded(self, data: EvalData) -> None:
@@ -125,6 +134,7 @@ class UtilityTabMeasure(_UtilityMeasure):
     params_model = UtilityTabParams
     description = "synthpop utility.tab(): table utility (pMSE, S_pMSE, VW, FT, JSD, SPECKS, ...)"
     headlines = (TABLES_HEADLINE,)
+    row_measures = TAB_ROWS
     params: UtilityTabParams
 
     def evaluate(self, data: EvalData, executor: Executor) -> UtilityTabResult:
@@ -140,6 +150,7 @@ class UtilityTablesMeasure(_UtilityMeasure):
     params_model = UtilityTablesParams
     description = "synthpop utility.tables(): every low-order table and the heat map"
     headlines = (TABLES_HEADLINE,)
+    row_measures = TAB_ROWS
     params: UtilityTablesParams
 
     def check_coded(self, data: EvalData) -> None:
@@ -162,6 +173,9 @@ class UtilitySyndsMeasure(Measure):
     type = "utility_synds"
     family = "utility"
     report_section = UTILITY_SECTION
+    row_measures = frozenset(
+        {"pMSE", "pMSE_sd", "deviance", "deviance_sd", "deviance_df", "null_pMSE", "null_mean_diff", "null_mean_ratio"}
+    )
     params_model = UtilitySyndsParams
     description = "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null"
     params: UtilitySyndsParams
@@ -184,6 +198,8 @@ class UtilityCompareMeasure(_UtilityMeasure):
     type = "compare"
     params_model = UtilityCompareParams
     description = "synthpop compare.synds(): per-variable distributions (bar data) and utility.tab per variable"
+    #: the distributions (percent or count per category) and the per-variable table utility
+    row_measures = frozenset({"percent", "count", *TAB_STATS})
     params: UtilityCompareParams
 
     def check_coded(self, data: EvalData) -> None:

@@ -143,6 +143,8 @@ def test_rows_carry_structured_params(type_: str) -> None:
     assert rows and all(isinstance(r, Row) for r in rows)
     m = 2
     allowed = {"original", "mean", *(str(i) for i in range(1, m + 1))}
+    # every row name is one the measure declares (a gate naming another is refused when the task is read)
+    assert {r.measure for r in rows} <= cls.row_measures, sorted({r.measure for r in rows} - cls.row_measures)
     for r in rows:
         assert r.synthetic in allowed, r
         assert isinstance(r.measure, str) and r.measure

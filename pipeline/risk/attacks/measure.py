@@ -24,6 +24,13 @@ if TYPE_CHECKING:
 ATTACK_VIEW = (
     Compared("success rate (%)", "main_rate", "rates", holdout="control_rate", residual="risk", scale=100.0),
 )
+#: every attack's rows: attacks, successes and the rate with its interval of the main, control and
+#: baseline attacks, the risk with its interval, and whether random guessing does as well
+ATTACK_ROWS = frozenset(
+    {f"{attack}_{figure}" for attack in ("main", "control", "baseline")
+     for figure in ("attacks", "successes", "rate", "rate_lower", "rate_upper")}
+    | {"risk", "risk_lower", "risk_upper", "baseline_beats_main"}
+)  # fmt: skip
 #: the attacks' section of the report (every attack declares it)
 ATTACK_SECTION = ReportSection(
     "Attacks (anonymeter: singling out, linkability, inference)", "pipeline.risk.attacks.section:attack_section"
@@ -47,6 +54,7 @@ class LinkabilityMeasure(Measure):
     family: ClassVar[str] = "attacks"
     holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
     report_section: ClassVar[ReportSection] = ATTACK_SECTION
+    row_measures: ClassVar[frozenset[str]] = ATTACK_ROWS
     params_model: ClassVar[type[Params]] = LinkabilityParams
     description: ClassVar[str] = "anonymeter linkability attack: main, control, baseline rates and risk"
 
@@ -87,6 +95,7 @@ class InferenceMeasure(Measure):
     family: ClassVar[str] = "attacks"
     holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
     report_section: ClassVar[ReportSection] = ATTACK_SECTION
+    row_measures: ClassVar[frozenset[str]] = ATTACK_ROWS
     params_model: ClassVar[type[Params]] = InferenceParams
     description: ClassVar[str] = "anonymeter inference attack: main, control, baseline rates and risk"
 
@@ -124,6 +133,7 @@ class SinglingOutMeasure(Measure):
     family: ClassVar[str] = "attacks"
     holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
     report_section: ClassVar[ReportSection] = ATTACK_SECTION
+    row_measures: ClassVar[frozenset[str]] = ATTACK_ROWS
     params_model: ClassVar[type[Params]] = SinglingOutParams
     description: ClassVar[str] = "anonymeter singling-out attack: main, control, baseline rates and risk"
 

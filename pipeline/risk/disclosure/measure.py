@@ -101,6 +101,11 @@ class DisclosureMeasure(Measure):
         "pipeline.risk.disclosure.section:disclosure_section",
     )
     headlines: ClassVar[tuple[Headline, ...]] = DISCLOSURE_HEADLINES
+    row_measures: ClassVar[frozenset[str]] = frozenset(
+        {"UiO", "UiS", "UiOiS", "repU", "Dorig", "Dsyn", "iS", "DiS", "DiSCO", "DiSDiO", "max_denom", "mean_denom",
+         "baseCAPd", "CAPd", "CAPs", "DCAP", "TCAP", "check_1way", "check_2way", "same_key_counts",
+         "same_key_target_counts"}
+    )  # fmt: skip
     params: DisclosureParams
 
     def bound_key_sets(self, data: EvalData) -> list[KeySet]:

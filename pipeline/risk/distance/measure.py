@@ -33,6 +33,11 @@ class DCRMeasure(Measure):
     report_section: ClassVar[ReportSection] = ReportSection(
         "Distance to the closest record (DCR, NNDR)", "pipeline.risk.distance.section:distance_section"
     )
+    row_measures: ClassVar[frozenset[str]] = frozenset(
+        {"dcr_median", "dcr_mean", "dcr_zero_pct", "nndr_median", "random_dcr_median", "dcr_baseline_protection",
+         "holdout_dcr_median", "closer_to_training", "closer_to_training_lower", "closer_to_training_upper",
+         "closer_to_training_ties", "closer_to_training_ceiling", "dcr_overfitting_protection"}
+    )  # fmt: skip
 
     def compared(self, data: EvalData) -> list[str]:
         """The compared variables: the parameter, else every factor and numeric variable."""

@@ -56,6 +56,10 @@ class IdentificationRiskMeasure(Measure):
             details="pipeline.risk.idrisk.section:headline_details",
         ),
     )
+    row_measures: ClassVar[frozenset[str]] = frozenset(
+        {"exp.risk", "file_risk", "true.rate", "false.rate", "s", "file_risk_at_max", "r_star", "r_star_at_boundary",
+         "excluded_share", "repetition_file_risk"}
+    )  # fmt: skip
     params: IdentificationRiskParams
 
     def baseline_units(self, data: EvalData) -> list[tuple[Measure, Footing]]:

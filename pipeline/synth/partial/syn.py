@@ -768,6 +768,7 @@ class PartialSynthesiser(Synthesiser):
         "pipeline.synth.section:synthesis_section",
         anchor="synthesis-partial",
     )
+    row_measures = frozenset({"n", "m", "cart_nodes", "cart_leaves"})
     params: PartialParams
 
     def schema_of(self, original: Dataset, executor: Executor) -> Schema:
