@@ -206,7 +206,7 @@ def headlines(types: Iterable[str]) -> list[tuple[Headline, str, tuple[str, ...]
     (headline, family, the types declaring it) — measures declaring the same headline share it."""
     present = set(types)
     found: dict[Headline, tuple[str, list[str]]] = {}
-    for entry in _ENTRIES:
+    for entry in REGISTRY.values():
         if entry.type in present:
             for h in entry.measure.headlines:
                 found.setdefault(h, (entry.family, []))[1].append(entry.type)
