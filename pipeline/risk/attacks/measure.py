@@ -133,7 +133,7 @@ class SinglingOutMeasure(Measure):
     family: ClassVar[str] = "attacks"
     holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
     report_section: ClassVar[ReportSection] = ATTACK_SECTION
-    row_measures: ClassVar[frozenset[str]] = ATTACK_ROWS
+    row_measures: ClassVar[frozenset[str]] = ATTACK_ROWS | {"predicates"}  # the predicates found per set
     params_model: ClassVar[type[Params]] = SinglingOutParams
     description: ClassVar[str] = "anonymeter singling-out attack: main, control, baseline rates and risk"
 
