@@ -420,8 +420,8 @@ def _check_gates_can_apply(task: LoadedTask, families: set[str]) -> None:
             close = difflib.get_close_matches(gate.measure, sorted(produced), n=3, cutoff=0.6)
             hint = f"did you mean {', '.join(map(repr, close))}?" if close else "no produced name is close"
             raise TaskError(
-                f"{task.path}: gate on {gate.measure!r}: no measure of the task produces rows of that name; {hint} "
-                "(`sdc-pipeline measures` lists the measure types; a gate names a row's measure)"
+                f"{task.path}: gate names measure {gate.measure!r}, which no measure of the task produces; {hint} "
+                "(a gate names a row's measure; `sdc-pipeline measures` lists the measure types)"
             )
 
 

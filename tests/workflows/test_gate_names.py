@@ -50,14 +50,14 @@ def _refusal(out) -> str:
 def test_a_misspelt_row_name_is_refused_with_the_closest_names(tmp_path: Path, command: str) -> None:
     out = CliRunner().invoke(main, [command, str(_task(tmp_path, "{measure: DiSC0, above: 5}"))])
     line = _refusal(out)
-    assert "gate on 'DiSC0': no measure of the task produces rows of that name; did you mean 'DiSCO'" in line
+    assert "gate names measure 'DiSC0', which no measure of the task produces; did you mean 'DiSCO'" in line
     assert not (tmp_path / "out").exists()  # refused before any work: nothing written
 
 
 def test_a_name_of_a_measure_the_task_does_not_run_is_refused(tmp_path: Path) -> None:
     # main_rate is an attack's row: the task runs no attack
     line = _refusal(CliRunner().invoke(main, ["validate", str(_task(tmp_path, "{measure: main_rate, above: 0.5}"))]))
-    assert "gate on 'main_rate': no measure of the task produces rows of that name" in line
+    assert "gate names measure 'main_rate', which no measure of the task produces" in line
 
 
 @pytest.mark.parametrize(
