@@ -8,7 +8,7 @@ Layout::
 
 Each run writes new files (temporary name, then rename), so nothing in the history is ever
 overwritten and a crash leaves no half-written file.  A run appends under the store's lock
-(``<store>/.sdc-lock``, :mod:`pipeline.run.lock`): concurrent runs append one after the other
+(``<store>/.sdc-lock``, :mod:`pipeline.lock`): concurrent runs append one after the other
 (waiting up to :data:`LOCK_WAIT` seconds), and a check-then-append (a nightly run's "not yet
 stored for this date") holds it across both.  Query it with pandas or pyarrow::
 
@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.errors import DataError
+from pipeline.lock import exclusive
 from pipeline.results import (
     RESULT_COLUMNS,
     ROLE_COLUMNS,
@@ -36,7 +37,6 @@ from pipeline.results import (
     jsonable,
     with_role_columns,
 )
-from pipeline.run.lock import exclusive
 
 MARKER = "_sdc_results_store.json"
 FORMAT_VERSION = 1
@@ -169,9 +169,9 @@ class ResultsStore:
     def budget(self, task: str | None = None) -> pd.DataFrame:
         """Privacy budget spent per dataset over the stored runs (optionally of one task): each
         DP release counted once, ε and δ summed under basic composition
-        (:func:`~pipeline.synth.dp_ledger.budget_table`); columns dataset, data (content hash of
+        (:func:`~pipeline.privacy_ledger.budget_table`); columns dataset, data (content hash of
         the original), releases, epsilon, delta."""
-        from pipeline.synth.dp_ledger import budget_table, history_entries
+        from pipeline.privacy_ledger import budget_table, history_entries
 
         self._check(create=False)
         return budget_table(history_entries(self.root, task))

@@ -32,8 +32,8 @@ from pipeline.errors import TaskError
 from pipeline.evaluation.base import Measure, canonical_params, setting_text
 from pipeline.evaluation.baseline import BaselineOptions
 from pipeline.evaluation.policy import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
+from pipeline.privacy_ledger import BudgetCap
 from pipeline.synth.base import Synthesiser, SynthesisParams
-from pipeline.synth.dp_ledger import BudgetCap
 from pipeline.synthesisers import SynthesisSettings, synthesiser
 
 

@@ -42,18 +42,18 @@ from typing import Any
 import pandas as pd
 
 from pipeline.errors import TaskError
+from pipeline.lock import TAKEOVER_SUFFIX, exclusive
 from pipeline.results import atomic_write_text, jsonable, make_private
 from pipeline.run.inputs import TaskInputs
-from pipeline.run.lock import TAKEOVER_SUFFIX, exclusive
 from pipeline.tasks import LoadedTask, code_version
 
 #: the units' caches, the owner file and the lock of a run folder
 CACHE = ".units"
 #: in ``<out>/.units``: the task the run folder belongs to
 OWNER_FILE = "task.json"
-#: in ``<out>/.units``: the lock a run holds on its folder (:mod:`pipeline.run.lock`)
+#: in ``<out>/.units``: the lock a run holds on its folder (:mod:`pipeline.lock`)
 LOCK_FILE = "lock"
-#: the lock's files: the lock, and the guard of a takeover from a dead holder (:mod:`pipeline.run.lock`)
+#: the lock's files: the lock, and the guard of a takeover from a dead holder (:mod:`pipeline.lock`)
 LOCK_FILES = (LOCK_FILE, LOCK_FILE + TAKEOVER_SUFFIX)
 #: in ``<out>/.units``: what a run is publishing (ours, should it stop before its manifest)
 PUBLISHING_FILE = "publishing.json"
@@ -244,7 +244,7 @@ def _missing_parents(folder: Path) -> list[Path]:
 
 @contextmanager
 def hold_run_folder(out: Path) -> Iterator[None]:
-    """Hold the run folder's lock (``<out>/.units/lock``; :func:`pipeline.run.lock.exclusive`).
+    """Hold the run folder's lock (``<out>/.units/lock``; :func:`pipeline.lock.exclusive`).
 
     Folders created for the lock are removed on release when the run left nothing else in them
     (a run refused on its inputs leaves no folder behind).

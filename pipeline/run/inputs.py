@@ -1,7 +1,7 @@
 """The data of a task: originals, holdouts and sources read, aligned and kept in cluster memory once.
 
 A dataset's holdout is read from its file as the original is, or split off the original
-before any synthesis (:mod:`pipeline.synth.split`): the original the synthesisers and the
+before any synthesis (:mod:`pipeline.run.split`): the original the synthesisers and the
 measures get is then the training part.  A synthesised source enters as its
 :class:`~pipeline.tasks.SynthesisUnit`; until it has run it is a schema-only stand-in
 (:func:`stand_in_syntheses`) so that every measure unit can be checked before any work.
@@ -23,7 +23,7 @@ from pipeline.data.compare import align_synthetic
 from pipeline.data.dataset import DEFAULT_ENCODING, Dataset, read_dataset, read_raw
 from pipeline.errors import PipelineError, TaskError
 from pipeline.evaluation.execution import Executor
-from pipeline.synth.split import MIN_HOLDOUT_RECORDS, HoldoutSplit
+from pipeline.run.split import MIN_HOLDOUT_RECORDS, HoldoutSplit
 from pipeline.tasks import DatasetSpec, LoadedTask, SourceSpec, SynthesisUnit, content_hash, synthesis_units
 
 #: (dataset, source, repetition)
@@ -255,7 +255,7 @@ def planned_spend(
     task: LoadedTask, inputs: TaskInputs, history: str | Path | None, executor: Executor, record: bool = False
 ) -> list[dict[str, Any]]:
     """The privacy-budget ledger entries of the run's DP releases, after checking the task's cap
-    against them and the spend already in ``history`` (see :mod:`pipeline.synth.dp_ledger`; the
+    against them and the spend already in ``history`` (see :mod:`pipeline.privacy_ledger`; the
     column fingerprints of the originals with a DP release are computed with ``executor``).
 
     With ``record`` (a run, not ``validate``) and a ``history``, the check and the record of
@@ -268,8 +268,7 @@ def planned_spend(
         The run would take a dataset over its cap, or the task has a cap but no history to
         keep its ledger in (nothing has been written yet).
     """
-    from pipeline.store import ResultsStore
-    from pipeline.synth.dp_ledger import (
+    from pipeline.privacy_ledger import (
         check_cap,
         column_fingerprints,
         history_entries,
@@ -277,6 +276,7 @@ def planned_spend(
         release_spend,
         reserve,
     )
+    from pipeline.store import ResultsStore
 
     spends = []
     columns: dict[str, tuple[str, ...]] = {}

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from pipeline.cli import main
 from pipeline.datasets import demo_path
 from pipeline.errors import DataError
-from pipeline.synth.dp_ledger import LEDGER_FILE, history_entries
+from pipeline.privacy_ledger import LEDGER_FILE, history_entries
 
 TASK = """
 name: {name}
