@@ -20,7 +20,7 @@ import pandas as pd
 
 from pipeline import notices
 from pipeline.data.schema import Schema
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, located
 from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.run.cache import (
@@ -75,7 +75,7 @@ def _named(what: str) -> Iterator[None]:
     try:
         yield
     except PipelineError as e:
-        raise type(e)(f"{what}: {e}") from e
+        raise located(what, e) from e
     except Exception as e:
         raise PipelineError(f"{what} failed: {type(e).__name__}: {e}") from e
 

@@ -21,7 +21,7 @@ import pandas as pd
 from pipeline import notices
 from pipeline.data.compare import align_synthetic
 from pipeline.data.dataset import DEFAULT_ENCODING, Dataset, read_dataset, read_raw
-from pipeline.errors import PipelineError, TaskError
+from pipeline.errors import PipelineError, TaskError, located
 from pipeline.evaluation.execution import Executor
 from pipeline.run.split import MIN_HOLDOUT_RECORDS, HoldoutSplit
 from pipeline.tasks import DatasetSpec, LoadedTask, SourceSpec, SynthesisUnit, content_hash, synthesis_units
@@ -246,11 +246,6 @@ def read_inputs(task: LoadedTask, executor: Executor | None = None, with_sources
     return inputs
 
 
-def in_context(task: LoadedTask, unit: SynthesisUnit, e: PipelineError) -> PipelineError:
-    """``e`` naming the task file and the synthesis."""
-    return type(e)(f"{task.path}: {unit.where}: synthesise: {e}")
-
-
 def planned_spend(
     task: LoadedTask, inputs: TaskInputs, history: str | Path | None, executor: Executor, record: bool = False
 ) -> list[dict[str, Any]]:
@@ -319,7 +314,7 @@ def stand_in_syntheses(task: LoadedTask, inputs: TaskInputs, executor: Executor)
         try:
             schema = u.synthesiser.schema(original, executor)
         except PipelineError as e:
-            raise in_context(task, u, e) from None
+            raise located(f"{task.path}: {u.where}: synthesise", e) from e
         key = (u.dataset, u.source, json.dumps(schema.to_dict(), sort_keys=True), u.synthesiser.m)
         if key not in stand_ins:
             empty = pd.DataFrame({v.name: pd.Series(dtype=v.dtype) for v in schema})
