@@ -35,7 +35,6 @@ A ``fraction`` holdout is split off the original record by record, so it is only
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections.abc import Mapping, Sequence
@@ -49,6 +48,7 @@ from pipeline.blocks import key_hash
 from pipeline.data.dataset import Dataset
 from pipeline.errors import TaskError
 from pipeline.evaluation.execution import Executor
+from pipeline.fingerprint import fingerprint
 from pipeline.results import RESULT_COLUMNS, atomic_write_text
 from pipeline.run.inputs import SourceKey, TaskInputs
 from pipeline.tasks import LoadedTask, code_version
@@ -337,7 +337,7 @@ def checked_fingerprint(task: LoadedTask, inputs: TaskInputs) -> str:
         "sources": sorted([*k, inputs.hashes[k], (k[0], k[1]) in controls] for k in _file_sources(inputs)),
         "version": code_version(),
     }
-    return hashlib.sha256(json.dumps(checked, sort_keys=True).encode()).hexdigest()[:20]
+    return fingerprint(checked)
 
 
 def inputs_checked(cache: Path, task: LoadedTask, inputs: TaskInputs) -> list[Overlap] | None:

@@ -6,7 +6,7 @@ The layers (docs/architecture.md, "Layers"), lowest first; a module may import i
 the layers below it, never one above:
 
 ===========  ===================================================================================
-foundation   errors, rcompat, config_io, worker_log, results, row_params, gates, lock, data/,
+foundation   errors, rcompat, config_io, worker_log, results, row_params, gates, lock, fingerprint, data/,
              datasets/, rmodels/ (the R model ports)
 contract     evaluation/ (EvalData, Executor, Params/Measure/Result), blocks
 families     profile, risk/*/, utility/, compare_fit/, synth/, measures, synthesisers (the registries)
@@ -49,6 +49,7 @@ LAYERS = {
     "pipeline.row_params": 0,
     "pipeline.gates": 0,
     "pipeline.lock": 0,
+    "pipeline.fingerprint": 0,
     "pipeline.data": 0,
     "pipeline.datasets": 0,
     "pipeline.rmodels": 0,
