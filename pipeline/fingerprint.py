@@ -50,6 +50,13 @@ def canonical(parts: Any) -> str:
     return json.dumps(parts, sort_keys=True, separators=(",", ":"), allow_nan=False, default=_part)
 
 
+def recorded_data_identity(files: str, schema: dict[str, Any]) -> str:
+    """A data set's identity as privacy ledgers record it (a short hash of it is the entries'
+    ``data``): its files' content hash followed by the JSON of its schema.  Ledgers written
+    before are matched by it, so its form is kept, not this module's canonical one."""
+    return files + json.dumps([schema], sort_keys=True)
+
+
 def fingerprint(parts: Any, length: int = LENGTH) -> str:
     """The first ``length`` hexadecimal characters of the sha256 of :func:`canonical` ``(parts)``.
 

@@ -34,7 +34,7 @@ from pipeline.results import (
     ROLE_COLUMNS,
     atomic_write_parquet,
     atomic_write_text,
-    jsonable,
+    json_text,
     with_role_columns,
 )
 
@@ -78,7 +78,7 @@ class ResultsStore:
         if self.root.exists() and any(self.root.iterdir()):
             raise DataError(f"{self.root} is not a results store (no {MARKER}); refusing to write into it")
         if create:
-            atomic_write_text(json.dumps({"format": FORMAT_VERSION, "columns": RESULT_COLUMNS}), marker)
+            atomic_write_text(json_text({"format": FORMAT_VERSION, "columns": RESULT_COLUMNS}), marker)
             return True
         if missing_ok:
             return False
@@ -117,9 +117,7 @@ class ResultsStore:
             table = results.drop(columns=[c for c in ("task",) if c in results.columns])
             try:
                 atomic_write_parquet(table, path)
-                atomic_write_text(
-                    json.dumps(jsonable(manifest), indent=1), folder / f"{manifest['run_id']}.manifest.json"
-                )
+                atomic_write_text(json_text(manifest, indent=1), folder / f"{manifest['run_id']}.manifest.json")
             except OSError as e:
                 path.unlink(missing_ok=True)
                 raise DataError(f"cannot add the run to the history {self.root}: {e.strerror or e}") from None

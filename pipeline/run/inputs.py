@@ -9,7 +9,6 @@ measures get is then the training part.  A synthesised source enters as its
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,7 +21,7 @@ from pipeline.data.compare import align_synthetic
 from pipeline.data.dataset import DEFAULT_ENCODING, Dataset, read_dataset, read_raw
 from pipeline.errors import PipelineError, TaskError, located
 from pipeline.evaluation.execution import Executor
-from pipeline.fingerprint import canonical, fingerprint
+from pipeline.fingerprint import canonical, fingerprint, recorded_data_identity
 from pipeline.run.split import MIN_HOLDOUT_RECORDS, HoldoutSplit
 from pipeline.tasks import DatasetSpec, LoadedTask, SourceSpec, SynthesisUnit, content_hash, synthesis_units
 
@@ -90,8 +89,7 @@ def _ledger_data(original: Dataset) -> str:
     """The original's identity as privacy ledgers record it (:func:`pipeline.privacy_ledger.release_spend`
     keeps a short hash of it): the files' content hash followed by the schema's JSON.  Ledgers
     written before are matched by it, so its form does not change."""
-    schemas = json.dumps([original.schema.to_dict()], sort_keys=True)
-    return content_hash([Path(original.source)]) + schemas
+    return recorded_data_identity(content_hash([Path(original.source)]), original.schema.to_dict())
 
 
 def _read_original(task: LoadedTask, spec: DatasetSpec) -> Dataset:

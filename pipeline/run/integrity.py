@@ -49,7 +49,7 @@ from pipeline.data.dataset import Dataset
 from pipeline.errors import TaskError
 from pipeline.evaluation.execution import Executor
 from pipeline.fingerprint import fingerprint
-from pipeline.results import RESULT_COLUMNS, atomic_write_text
+from pipeline.results import RESULT_COLUMNS, atomic_write_text, json_text
 from pipeline.run.inputs import SourceKey, TaskInputs
 from pipeline.tasks import LoadedTask, code_version
 
@@ -357,4 +357,4 @@ def record_checked(cache: Path, task: LoadedTask, inputs: TaskInputs, figures: S
     """Record in ``cache`` (the task's claimed ``<out>/.units``) that these inputs passed
     :func:`check_inputs`, with their overlap figures (aggregates only)."""
     found = {"fingerprint": checked_fingerprint(task, inputs), "overlaps": [asdict(f) for f in figures]}
-    atomic_write_text(json.dumps(found), cache / CHECKED_FILE)
+    atomic_write_text(json_text(found), cache / CHECKED_FILE)
