@@ -69,7 +69,7 @@ from pipeline.run.integrity import (
 )
 from pipeline.run.notices import run_warnings, tell_warnings
 from pipeline.run.units import validate_units
-from pipeline.run.work import compute, reuse
+from pipeline.run.work import Run, compute, reuse
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit, code_version, expand
 
 __all__ = [
@@ -210,11 +210,12 @@ def _execute(
     # told before the work starts
     told: list[str] = []
     with notices.collected() as at_checks:
+        run = Run(task, inputs, units, cache, progress, history, told)
         if reused is not None:
-            work = reuse(task, inputs, units, reused, cache, local, progress, history, told)
+            work = reuse(run, reused, local)
         else:
             with connect(cluster_cfg.model_dump()) as client:
-                work = compute(task, inputs, units, cache, task_executor(task, client), progress, history, told)
+                work = compute(run, task_executor(task, client))
     tables = []
     summaries: dict[str, Any] = {}
     timings: dict[str, dict[str, Any]] = {}

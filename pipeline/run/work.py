@@ -86,24 +86,31 @@ def _plan_and_claim(
     return budget
 
 
-def reuse(
-    task: LoadedTask,
-    inputs: TaskInputs,
-    units: list[Unit],
-    reused: tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput]],
-    cache: Path,
-    executor: Executor,
-    progress: bool,
-    history: str | Path | None,
-    told: list[str],
-) -> Work:
-    """A run whose every unit is cached, without a cluster: the checks of the data as a whole
-    (unless the folder records that these inputs passed them; a source's ``control`` counts) on
-    ``executor``'s local threads, the privacy-budget record, the cached outputs. The checks'
-    warnings are told and added to ``told``.
+@dataclass(frozen=True)
+class Run:
+    """What a run's work is about: the task, its inputs and measure units, the units' cache,
+    whether progress is printed, the results history whose privacy ledger counts (None: the
+    task's), and the warnings told so far (the work adds its checks')."""
+
+    task: LoadedTask
+    inputs: TaskInputs
+    units: list[Unit]
+    cache: Path
+    progress: bool
+    history: str | Path | None
+    told: list[str]
+
+
+def reuse(run: Run, reused: tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput]], executor: Executor) -> Work:
+    """A run whose every unit is cached (``reused``), without a cluster: the checks of the data
+    as a whole (unless the folder records that these inputs passed them; a source's ``control``
+    counts) on ``executor``'s local threads, the privacy-budget record, the cached outputs.
 
     The units' own checks are not repeated: they passed, with this code, on these data and
     params (all in the fingerprints), when the cached units ran."""
+    task, inputs, units, cache, progress, history, told = (
+        run.task, run.inputs, run.units, run.cache, run.progress, run.history, run.told,
+    )  # fmt: skip
     checked = _checked(task, inputs, cache, executor)
     budget = _plan_and_claim(task, inputs, cache, executor, history, checked, told)
     synthesised, evaluated = reused
@@ -115,19 +122,13 @@ def reuse(
     return Work(synthesised, evaluated, budget, checked[0], cluster_started=False)
 
 
-def compute(
-    task: LoadedTask,
-    inputs: TaskInputs,
-    units: list[Unit],
-    cache: Path,
-    executor: Executor,
-    progress: bool,
-    history: str | Path | None,
-    told: list[str],
-) -> Work:
+def compute(run: Run, executor: Executor) -> Work:
     """Run the units not cached yet on ``executor``'s cluster (reusing the others): the data they
-    read kept in cluster memory, every check (its warnings told before the work and added to
-    ``told``), the syntheses, groups and measure units."""
+    read kept in cluster memory, every check (its warnings told before the work), the
+    syntheses, groups and measure units."""
+    task, inputs, units, cache, progress, history, told = (
+        run.task, run.inputs, run.units, run.cache, run.progress, run.history, run.told,
+    )  # fmt: skip
     todo = [u for u in units if not is_cached(unit_paths(cache, u))]
     to_synthesise = [s for s in inputs.syntheses if not is_cached(synthesis_paths(cache, s))]
     # only what a unit still to run reads goes to the cluster (synthesised sources: after their synthesis)
