@@ -15,8 +15,8 @@ the two first-screen tables and nothing else (never recomputed):
 * a release of the run with neither (its task runs no headline measure on it) is *not judged*,
   and says so.
 
-The identification-risk excess headline of a release with a holdout is one of its excess
-figures: it is judged once, by the holdout verdict.
+A headline a family judges otherwise (``by_threshold`` false: identification risk's excess over
+the holdout) is one of the release's excess figures: it is judged once, by the holdout verdict.
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ from __future__ import annotations
 import pandas as pd
 
 from pipeline.evaluation.comparison import NO_INTERVAL
+from pipeline.evaluation.holdout_rows import RELEASE
 from pipeline.report.baselines import release_verdicts
 from pipeline.report.markup import number_text
-from pipeline.report.summary import IDRISK_EXCESS
 
-RELEASE = ["dataset", "source", "repetition"]
 LINE_COLUMNS = [*RELEASE, "verdict", "text"]
 PASS, ATTENTION = "pass", "attention"
 #: a release the task judges by no headline and no holdout comparison (e.g. compare_fit only)
@@ -38,7 +37,7 @@ NOT_JUDGED = "not judged"
 def _headlines(rows: pd.DataFrame, lead: str) -> list[str]:
     """What the release summary's rule-of-thumb and gate headlines say: those marked attention with
     their value and threshold (after ``lead``), then those within their threshold."""
-    judged = rows[rows["headline"] != IDRISK_EXCESS]
+    judged = rows[rows["by_threshold"].astype(bool)]
     high = judged[judged["status"] == ATTENTION]
     out = [
         f"{h} {number_text(v)} "
