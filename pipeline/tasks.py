@@ -17,7 +17,6 @@ import difflib
 import glob
 import hashlib
 import itertools
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,8 +32,9 @@ from pipeline.errors import TaskError
 from pipeline.evaluation.base import Measure, canonical_params, setting_text
 from pipeline.evaluation.baseline import BaselineOptions
 from pipeline.evaluation.policy import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
+from pipeline.fingerprint import fingerprint
+from pipeline.privacy_ledger import BudgetCap
 from pipeline.synth.base import Synthesiser, SynthesisParams
-from pipeline.synth.dp_ledger import BudgetCap
 from pipeline.synthesisers import SynthesisSettings, synthesiser
 
 
@@ -479,8 +479,7 @@ def content_hash(paths: list[Path]) -> str:
 
 def _fingerprint(parts: dict[str, Any]) -> str:
     """Short stable hash of a unit's inputs, settings and the code version."""
-    data = {**parts, "version": code_version()}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    return fingerprint({**parts, "version": code_version()})
 
 
 def synthesis_seed(task: LoadedTask, src: SourceSpec, repetition: int) -> int:

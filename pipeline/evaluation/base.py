@@ -17,7 +17,6 @@ display ``setting`` string is derived from it by :func:`setting_text` and never 
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.comparison import OBSERVED, Compared
 from pipeline.evaluation.public import MIN_RECORDS, LevelCounts, coarsen, public_summary
 from pipeline.evaluation.reporting import Headline, ReportSection
+from pipeline.results import json_text
 
 if TYPE_CHECKING:  # the contract is importable without Dask: task files validate params before any data
     import numpy as np
@@ -72,7 +72,7 @@ def parse_params(model: type[Params], params: Params | Mapping[str, Any], where:
 
 def canonical_json(params: Mapping[str, Any]) -> str:
     """One text form of a params mapping: sorted keys, no spaces (equal params, equal text)."""
-    return json.dumps(params, sort_keys=True, separators=(",", ":"), default=_json_default)
+    return json_text(params, sort_keys=True, compact=True, default=_json_default)
 
 
 def canonical_params(params: BaseModel) -> dict[str, Any]:

@@ -13,7 +13,7 @@ It mirrors the measure contract (:mod:`pipeline.evaluation.base`). Every synthes
   (the m sets, their schema, rows of the results table, a release to write).
 
 What a synthesiser sees is decided before it is called: a dataset's ``holdout: {fraction}``
-splits the original once (:class:`~pipeline.synth.split.HoldoutSplit`, run by
+splits the original once (:class:`~pipeline.run.split.HoldoutSplit`, run by
 :mod:`pipeline.run.inputs` after reading the original), and every synthesiser of that dataset
 gets the training part as its ``original`` — the same call, no synthesiser special case.
 """

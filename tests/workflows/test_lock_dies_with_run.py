@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.run.lock import exclusive
+from pipeline.lock import exclusive
 
 REPO = Path(__file__).resolve().parents[2]
 
 HOLD_AND_FORK = """
 import os, sys, time
 from pathlib import Path
-from pipeline.run.lock import exclusive
+from pipeline.lock import exclusive
 with exclusive(Path(sys.argv[1]), "run folder"):
     child = os.fork()
     if child == 0:
