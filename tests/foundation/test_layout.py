@@ -51,6 +51,15 @@ FINER = IdentificationRiskMeasure(
         "scenarios": {"s": {"known": ["sex", "region", "age"], "synthesised": ["edu", "money"]}},
     }
 )
+#: identification risk with age matched exactly (``exact``): keyed on sex × region × age, a numeric
+#: variable in a key finer than the layout's (the register task's sex × age × municipality scenario)
+EXACT = IdentificationRiskMeasure(
+    {
+        "exact": ["age"],
+        "radius_grid": [0.05, 0.1],
+        "scenarios": {"s": {"known": ["sex", "region", "age"], "synthesised": ["money"]}},
+    }
+)
 #: identification risk keyed on region × edu (its categorical variables): the sex layout does not serve it
 OTHER = IdentificationRiskMeasure(
     {
@@ -83,7 +92,10 @@ def test_measures_on_the_layout_give_the_rows_of_memory(clients, n_parts, monkey
     schema = Schema.infer(orig)
     memory = as_eval_data(orig, [syn], schema, holdout=hold)
     executor = Executor(policy="memory")
-    finer, other, dcr, disclosure = (_rows(m.run(memory, executor)) for m in (FINER, OTHER, DCR, DISCLOSURE))
+    assert EXACT.block_keys(memory) == ("sex", "region", "age")
+    finer, exact, other, dcr, disclosure = (
+        _rows(m.run(memory, executor)) for m in (FINER, EXACT, OTHER, DCR, DISCLOSURE)
+    )
     for client in clients:
         executor = Executor(client, policy="blocks", block_rows=60)
         frames = [dd.from_pandas(f, npartitions=n_parts) for f in (orig, syn, hold)]
@@ -105,6 +117,7 @@ def test_measures_on_the_layout_give_the_rows_of_memory(clients, n_parts, monkey
         ]
         assert sexes[0] == sexes[1] == {"f", "m", "nan"}
         assert _rows(FINER.run(data, executor)) == finer
+        assert _rows(EXACT.run(data, executor)) == exact
         assert _rows(DCR.run(data, executor)) == dcr
         assert _rows(DISCLOSURE.run(data, executor)) == disclosure
         assert merged == [layout.blocks]
