@@ -1,0 +1,99 @@
+"""Where ``policy: auto`` evaluates a measure: in memory or on the cluster, by predicted cost.
+
+A pure function of sizes and measured costs (no Dask, no data): :func:`choose_path` compares the
+predicted wall time of the two paths for the records a measure reads,
+
+* in memory (one thread on the driver, the records collected from the workers first)::
+
+      T_memory  = (memory + collect) * n
+
+* on the cluster (``w`` worker threads; the driver's share is serial: workers wait for it)::
+
+      T_cluster = driver_fixed + driver * n + workers * n / w
+
+with ``n`` the records in millions (every data set the measure reads: original, synthetic sets,
+holdout) and the coefficients of the measure's :class:`PathCost` (CPU-seconds, from
+``benchmarks/bench_policy.py``).  In memory is chosen when it is predicted no slower and its
+working memory (``memory_bytes`` per record) fits in one worker's memory — a worker's share of
+the machine bounds what one process may hold.  A measure without a measured cost is decided by
+the records of its largest data set against ``in_memory_rows`` (the executor's threshold).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Path = Literal["memory", "blocks"]
+
+
+@dataclass(frozen=True)
+class PathCost:
+    """A measure kind's measured cost per million records (every data set it reads counted).
+
+    Attributes
+    ----------
+    memory : float
+        CPU-seconds in memory, one thread.
+    driver_fixed, driver : float
+        On the cluster, the driver's (and in-process scheduler's) CPU-seconds per call and per
+        million records: graph building, scheduling, result assembly — serial time.
+    workers : float
+        On the cluster, the workers' CPU-seconds per million records (on the task's layout), split
+        evenly over the worker threads.
+    memory_bytes : float
+        Peak working memory of the in-memory path per record (bytes), the records included.
+    """
+
+    memory: float
+    driver_fixed: float
+    driver: float
+    workers: float
+    memory_bytes: float
+
+
+#: CPU-seconds per million records of collecting persisted records to the driver (the in-memory
+#: path's transfer from the workers; shared by the units on the same inputs, charged to each)
+COLLECT = 0.25
+
+#: measured costs by measure type: ``benchmarks/bench_policy.py --rows 1000000 5000000``
+#: (register, 2 workers x 1 thread), 2026-12-07, load 8-18 (CPU-seconds; the lead's idle re-run
+#: may replace them)
+COSTS: dict[str, PathCost] = {
+    "disclosure": PathCost(memory=0.10, driver_fixed=0.15, driver=0.01, workers=0.13, memory_bytes=60),
+    "identification_risk": PathCost(memory=0.55, driver_fixed=0.25, driver=0.02, workers=0.60, memory_bytes=200),
+    "utility_gen": PathCost(memory=0.30, driver_fixed=0.40, driver=0.05, workers=0.45, memory_bytes=300),
+    "dcr": PathCost(memory=9.0, driver_fixed=0.50, driver=0.10, workers=9.5, memory_bytes=300),
+}
+
+
+def predicted_seconds(cost: PathCost, records: int, threads: int, collect: float = COLLECT) -> dict[Path, float]:
+    """Predicted wall seconds of each path for ``records`` records on ``threads`` worker threads."""
+    n = records / 1e6
+    return {
+        "memory": (cost.memory + collect) * n,
+        "blocks": cost.driver_fixed + cost.driver * n + cost.workers * n / max(1, threads),
+    }
+
+
+def choose_path(records: int, threads: int, memory_per_worker: float, cost: PathCost, collect: float = COLLECT) -> Path:
+    """In memory or on the cluster (``"blocks"``) for ``records`` records, by predicted wall time.
+
+    Parameters
+    ----------
+    records : int
+        Records of every data set the measure reads.
+    threads : int
+        Worker threads of the cluster (0: no cluster: always in memory).
+    memory_per_worker : float
+        Bytes one worker may hold (its memory limit): the in-memory path must fit in it.
+    cost : PathCost
+    collect : float
+        CPU-seconds per million records to bring persisted records to the driver.
+    """
+    if threads < 1:
+        return "memory"
+    if records * cost.memory_bytes > memory_per_worker:
+        return "blocks"
+    seconds = predicted_seconds(cost, records, threads, collect)
+    return "memory" if seconds["memory"] <= seconds["blocks"] else "blocks"
