@@ -46,7 +46,7 @@ from pipeline.data.dataset import read_dataset
 from pipeline.datasets.register import write_register, write_register_holdout
 from pipeline.evaluation import baseline
 from pipeline.evaluation.base import common_key
-from pipeline.evaluation.cost import COSTS, PathCost
+from pipeline.evaluation.cost import COSTS, PathCost, predicted_seconds
 from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.tasks import Unit, expand, load_task
@@ -121,8 +121,11 @@ def measure_size(rows: int, args: argparse.Namespace, units: list[tuple[Unit, bo
         key = common_key([u.measure.block_keys(with_holdout) for u in blockwise])
         variables = {v for u in blockwise for v in u.measure.params.variables()}
         selected = with_holdout.select([v for v in with_holdout.columns if v in variables])
+        sent = bytes_sent(client)
         m, layout = bench.time(partial(laid.lay_out, selected, key), repeat=1)
-        print(f"  the layout by {' x '.join(key)} ({layout.blocks} blocks; once per task): {m.line()}", flush=True)
+        layout_bytes = bytes_sent(client) - sent
+        print(f"  the layout by {' x '.join(key)} ({layout.blocks} blocks; once per task): {m.line()}; "
+              f"{layout_bytes / _records(with_holdout):.1f} bytes sent per record", flush=True)  # fmt: skip
         auto = Executor(client, policy="auto")
         for row, (u, reads_holdout) in zip(out, units, strict=True):
             on_cluster = eval_data(persisted, reads_holdout)
@@ -134,8 +137,11 @@ def measure_size(rows: int, args: argparse.Namespace, units: list[tuple[Unit, bo
             row["auto"] = "memory" if auto.for_measure(u.type).in_memory(on_cluster) else "blocks"
             paths = {"memory": row["memory"].wall + row["collect"].wall, "blocks": m.wall}
             row["auto_ratio"] = paths[row["auto"]] / min(paths.values())
-            print(f"  {u.label}: cluster {m.line()}; {row['bytes_sent'] / row['records']:.1f} bytes sent per record; "
-                  f"{'same rows' if row['same'] else 'ROWS DIFFER'}; auto: {row['auto']}, "
+            cost = COSTS.get(u.type)
+            row["predicted"] = predicted_seconds(cost, row["records"], args.workers)["blocks"] if cost else None
+            model = f"model {row['predicted']:.2f} s" if cost else "no cost in the table"
+            print(f"  {u.label}: cluster {m.line()}; {model}; {row['bytes_sent'] / row['records']:.1f} bytes sent "
+                  f"per record; {'same rows' if row['same'] else 'ROWS DIFFER'}; auto: {row['auto']}, "
                   f"{row['auto_ratio']:.2f}x the better path", flush=True)  # fmt: skip
         row = {"layout": m, "collect": collect[1], "records": _records(with_holdout), "rows": rows}
         out.append(row)
