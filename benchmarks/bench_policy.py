@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import sys
 import time
@@ -186,6 +187,7 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="8GiB")
     parser.add_argument("--only", nargs="*", help="measure types to run (default: every unit)")
     parser.add_argument("--data", type=Path, default=Path.home() / ".cache" / "sdc-pipeline" / "demo")
+    parser.add_argument("--json", type=Path, help="also write every measurement here (for docs/scaling.md)")
     args = parser.parse_args()
     units = [(u, h) for u, h in task_units() if not args.only or u.type in args.only]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -198,6 +200,9 @@ def main() -> None:
           f"{os.getloadavg()[0]:.1f}:")  # fmt: skip
     for kind, cost in fitted_costs(results).items():
         print(f"    {kind!r}: {cost!r},  # in the table now: {COSTS.get(kind)!r}")
+    if args.json:
+        plain = [{k: v.as_dict() if hasattr(v, "as_dict") else v for k, v in r.items()} for r in results]
+        args.json.write_text(json.dumps({"started": started, "workers": args.workers, "results": plain}, indent=1))
     collect = [r for r in results if "layout" in r]
     per_million = np.mean([r["collect"].cpu / (r["records"] / 1e6) for r in collect])
     print(f"  COLLECT = {per_million:.3f}  # CPU-s per million records collected (driver + workers)")

@@ -15,9 +15,13 @@ Bounded (every process under a timeout), cleaned up even on failure or Ctrl-C (p
 by their PID, the namespaces deleted with their links), skipped with the reason where it cannot
 run (not root, no network namespaces, no veth).
 
+``--loopback`` runs the same phases on a local cluster without namespaces and prints the bytes per
+record the workers wrote: the model's figures (:data:`MODEL`).
+
 Usage (as root)::
 
-    .venv/bin/python benchmarks/check_netem.py --rows 200000 --workers 2
+    .venv/bin/python benchmarks/check_netem.py --rows 1000000 --workers 2
+    .venv/bin/python benchmarks/check_netem.py --rows 1000000 --loopback   # the model's bytes
 """
 
 from __future__ import annotations
@@ -30,14 +34,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import TRANSFER_LOG, bytes_sent
+from harness import TRANSFER_LOG, bench_client, bytes_sent
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -145,10 +150,10 @@ def skip_reason() -> str | None:
     return None
 
 
-def driver(args: argparse.Namespace) -> None:
-    """Inside the scheduler's namespace: the phases, each with its bytes (JSON lines on stdout)."""
-    from distributed import Client
-
+def phases(client: Any, rows: int, folder: Path, links: Callable[[], dict[str, int]]) -> Iterator[dict[str, Any]]:
+    """The register's layout (the register tasks' common key, sex x municipality) and the block-wise
+    measures of ``tasks/register.yaml`` on it, each phase with its bytes: ``links()`` before and
+    after (bytes sent per endpoint), the workers' transfer logs, the model's."""
     from pipeline.data.dataset import read_dataset
     from pipeline.datasets.register import write_register
     from pipeline.evaluation.data import as_eval_data
@@ -157,37 +162,47 @@ def driver(args: argparse.Namespace) -> None:
     from pipeline.risk.idrisk.measure import IdentificationRiskMeasure
     from pipeline.tasks import load_task
 
-    ends = json.loads(args.ends)
-    net = Network.__new__(Network)
-    net.ends = ends
-    data = write_register(args.data, args.rows)
+    data = write_register(folder, rows)
     frames = [read_dataset(data.path(n), schema=data.schema_path).frame for n in ("original", "syn1")]
     spec = {m.type: m.params for m in load_task(ROOT / "tasks" / "register.yaml").spec.measures}
     measures = {
         "disclosure": DisclosureMeasure(spec["disclosure"]),
         "identification_risk": IdentificationRiskMeasure(spec["identification_risk"]),
     }
+    executor = Executor(client, policy="blocks")
+    original, synthetic = executor.persist(*frames)
+    on_cluster = as_eval_data(original, [synthetic], data.schema)
+    variables = sorted({v for m in measures.values() for v in m.params.variables()})
+    work = {"layout": partial(executor.lay_out, on_cluster.select(variables), ["sex", "municipality"])}
+    work |= {name: partial(m.run, on_cluster, executor) for name, m in measures.items()}
+    records = rows * 2
+    for name, fn in work.items():
+        before, counted, t0 = links(), bytes_sent(client), time.perf_counter()
+        fn()
+        wall = time.perf_counter() - t0
+        after, moved = links(), bytes_sent(client) - counted
+        yield {"phase": name, "records": records, "wall": round(wall, 3), "dask": moved,
+               "links": {ns: after[ns] - before[ns] for ns in after}, "model": MODEL[name] * records}  # fmt: skip
+
+
+def driver(args: argparse.Namespace) -> None:
+    """Inside the scheduler's namespace: the phases, as JSON lines on stdout."""
+    from distributed import Client
+
+    net = Network.__new__(Network)
+    net.ends = json.loads(args.ends)
     with Client(f"tcp://{args.scheduler}:{PORT}", timeout=60) as client:
-        client.wait_for_workers(len(ends) - 1, timeout=120)
-        executor = Executor(client, policy="blocks")
-        original, synthetic = executor.persist(*frames)
-        on_cluster = as_eval_data(original, [synthetic], data.schema)
-        records = args.rows * 2
+        client.wait_for_workers(len(net.ends) - 1, timeout=120)
+        for row in phases(client, args.rows, args.data, net.sent):
+            print(json.dumps(row), flush=True)
 
-        def phase(name: str, fn: Any) -> None:
-            links, counted, t0 = net.sent(), bytes_sent(client), time.perf_counter()
-            fn()
-            wall = time.perf_counter() - t0
-            after, moved = net.sent(), bytes_sent(client) - counted
-            crossed = {ns: after[ns] - links[ns] for ns in ends}
-            print(json.dumps({"phase": name, "records": records, "wall": round(wall, 3), "links": crossed,
-                              "dask": moved, "model": MODEL[name] * records}), flush=True)  # fmt: skip
 
-        variables = sorted({v for m in measures.values() for v in m.params.variables()})
-        key = ["sex", "municipality"]
-        phase("layout", lambda: executor.lay_out(on_cluster.select(variables), key))
-        for name, measure in measures.items():
-            phase(name, lambda measure=measure: measure.run(on_cluster, executor))
+def loopback(args: argparse.Namespace) -> None:
+    """The model's bytes: the same phases on a local cluster over loopback (no limits), per record."""
+    with bench_client(args.workers, "4GiB") as client:
+        for row in phases(client, args.rows, args.data, dict):
+            print(f"{row['phase']:<22} wall {row['wall']:7.2f} s  {row['dask']:>14,} bytes written by the workers "
+                  f"= {row['dask'] / row['records']:.1f} per record")  # fmt: skip
 
 
 def report(lines: list[dict[str, Any]], shaping: str, scheduler_ns: str) -> bool:
@@ -210,12 +225,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--data", type=Path, default=Path.home() / ".cache" / "sdc-pipeline" / "demo")
+    parser.add_argument("--loopback", action="store_true", help="measure the model's bytes per record (no namespaces)")
     parser.add_argument("--driver", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scheduler", help=argparse.SUPPRESS)
     parser.add_argument("--ends", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.driver:
-        driver(args)
+    if args.driver or args.loopback:
+        (driver if args.driver else loopback)(args)
         return
     reason = skip_reason()
     if reason:
