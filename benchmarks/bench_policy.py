@@ -15,8 +15,8 @@ evaluates them) and the ``sdc_risk`` unit of ``tasks/register.yaml`` (no holdout
   of the two measured paths (in memory with the collect, or the cluster); the goal is at most 1.10.
 
 Then the :class:`~pipeline.evaluation.cost.PathCost` of every measure type, fitted over the sizes
-(CPU per million records of every data set the unit reads; the driver's cost as fixed + per
-million), to paste into ``pipeline/evaluation/cost.py`` with this command and its date.
+(CPU per million records of every data set the unit reads; the driver's and the workers' cost
+as fixed + per million), to paste into ``pipeline/evaluation/cost.py`` with this command and its date.
 
 Usage::
 
@@ -154,6 +154,16 @@ def _through_origin(n: np.ndarray, values: list[float]) -> float:
     return float(np.dot(n, values) / np.dot(n, n))
 
 
+def _fixed_and_slope(n: np.ndarray, values: list[float]) -> tuple[float, float]:
+    """CPU per call and per million records, fitted over the sizes (least squares, both >= 0; the
+    per-million slope through the origin when one size was measured or the intercept is negative)."""
+    if len(set(n.tolist())) > 1:
+        slope, fixed = np.polyfit(n, values, 1)
+        if fixed >= 0 and slope >= 0:
+            return round(float(fixed), 3), round(float(slope), 3)
+    return 0.0, round(max(0.0, _through_origin(n, values)), 3)
+
+
 def fitted_costs(results: list[dict[str, Any]]) -> dict[str, PathCost]:
     """Each measure type's :class:`PathCost` fitted over the sizes measured (least squares; the
     driver's CPU as fixed + per million records, fixed only when one size was measured)."""
@@ -164,16 +174,14 @@ def fitted_costs(results: list[dict[str, Any]]) -> dict[str, PathCost]:
     costs = {}
     for kind, rows in by_type.items():
         n = np.array([r["records"] / 1e6 for r in rows])
-        drivers = np.array([r["cluster"].cpu_driver for r in rows])
-        if len(set(n)) > 1:
-            slope, fixed = np.polyfit(n, drivers, 1)
-        else:
-            slope, fixed = 0.0, float(drivers.mean())
+        driver_fixed, driver = _fixed_and_slope(n, [r["cluster"].cpu_driver for r in rows])
+        workers_fixed, workers = _fixed_and_slope(n, [r["cluster"].cpu_workers for r in rows])
         costs[kind] = PathCost(
             memory=round(_through_origin(n, [r["memory"].cpu for r in rows]), 3),
-            driver_fixed=round(max(0.0, float(fixed)), 3),
-            driver=round(max(0.0, float(slope)), 3),
-            workers=round(_through_origin(n, [r["cluster"].cpu_workers for r in rows]), 3),
+            driver_fixed=driver_fixed,
+            driver=driver,
+            workers_fixed=workers_fixed,
+            workers=workers,
             memory_bytes=round(max(r["memory_bytes"] for r in rows)),
         )
     return costs

@@ -9,7 +9,7 @@ predicted wall time of the two paths for the records a measure reads,
 
 * on the cluster (``w`` worker threads; the driver's share is serial: workers wait for it)::
 
-      T_cluster = driver_fixed + driver * n + workers * n / w
+      T_cluster = driver_fixed + driver * n + (workers_fixed + workers * n) / w
 
 with ``n`` the records in millions (every data set the measure reads: original, synthetic sets,
 holdout) and the coefficients of the measure's :class:`PathCost` (CPU-seconds, from
@@ -38,9 +38,9 @@ class PathCost:
     driver_fixed, driver : float
         On the cluster, the driver's (and in-process scheduler's) CPU-seconds per call and per
         million records: graph building, scheduling, result assembly — serial time.
-    workers : float
-        On the cluster, the workers' CPU-seconds per million records (on the task's layout), split
-        evenly over the worker threads.
+    workers_fixed, workers : float
+        On the cluster, the workers' CPU-seconds per call and per million records (on the task's
+        layout), split evenly over the worker threads.
     memory_bytes : float
         Peak working memory of the in-memory path per record (bytes), the records included.
     """
@@ -48,6 +48,7 @@ class PathCost:
     memory: float
     driver_fixed: float
     driver: float
+    workers_fixed: float
     workers: float
     memory_bytes: float
 
@@ -60,10 +61,10 @@ COLLECT = 0.25
 #: (register, 2 workers x 1 thread), 2026-12-07, load 8-18 (CPU-seconds; the lead's idle re-run
 #: may replace them)
 COSTS: dict[str, PathCost] = {
-    "disclosure": PathCost(memory=0.10, driver_fixed=0.15, driver=0.01, workers=0.13, memory_bytes=60),
-    "identification_risk": PathCost(memory=0.55, driver_fixed=0.25, driver=0.02, workers=0.60, memory_bytes=200),
-    "utility_gen": PathCost(memory=0.30, driver_fixed=0.40, driver=0.05, workers=0.45, memory_bytes=300),
-    "dcr": PathCost(memory=9.0, driver_fixed=0.50, driver=0.10, workers=9.5, memory_bytes=300),
+    "disclosure": PathCost(memory=0.10, driver_fixed=0.15, driver=0.01, workers_fixed=0.0, workers=0.13, memory_bytes=60),
+    "identification_risk": PathCost(memory=0.55, driver_fixed=0.25, driver=0.02, workers_fixed=0.0, workers=0.60, memory_bytes=200),
+    "utility_gen": PathCost(memory=0.30, driver_fixed=0.40, driver=0.05, workers_fixed=0.0, workers=0.45, memory_bytes=300),
+    "dcr": PathCost(memory=9.0, driver_fixed=0.50, driver=0.10, workers_fixed=0.0, workers=9.5, memory_bytes=300),
 }
 
 
@@ -72,7 +73,7 @@ def predicted_seconds(cost: PathCost, records: int, threads: int, collect: float
     n = records / 1e6
     return {
         "memory": (cost.memory + collect) * n,
-        "blocks": cost.driver_fixed + cost.driver * n + cost.workers * n / max(1, threads),
+        "blocks": cost.driver_fixed + cost.driver * n + (cost.workers_fixed + cost.workers * n) / max(1, threads),
     }
 
 

@@ -13,7 +13,7 @@ from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
 
 #: 1 CPU-s per million in memory; on the cluster 0.5 s per call and 1.2 CPU-s per million on the workers
-COST = PathCost(memory=0.9, driver_fixed=0.5, driver=0.02, workers=1.2, memory_bytes=100)
+COST = PathCost(memory=0.9, driver_fixed=0.5, driver=0.02, workers_fixed=0.0, workers=1.2, memory_bytes=100)
 GIB = 2**30
 
 
@@ -21,6 +21,10 @@ def test_predicted_seconds_follow_the_formula():
     got = predicted_seconds(COST, 3_000_000, threads=4, collect=0.1)
     assert got["memory"] == pytest.approx((0.9 + 0.1) * 3)
     assert got["blocks"] == pytest.approx(0.5 + 0.02 * 3 + 1.2 * 3 / 4)
+    fixed = PathCost(memory=0.9, driver_fixed=0.5, driver=0.02, workers_fixed=2.0, workers=1.2, memory_bytes=100)
+    assert predicted_seconds(fixed, 3_000_000, threads=4, collect=0.1)["blocks"] == pytest.approx(
+        0.5 + 0.02 * 3 + (2.0 + 1.2 * 3) / 4
+    )
 
 
 def test_small_data_in_memory_large_on_the_cluster_at_the_break_even():
@@ -39,7 +43,8 @@ def test_more_threads_move_the_break_even_down():
 
 
 def test_a_cluster_that_never_pays_keeps_memory_while_it_fits():
-    dear = PathCost(memory=0.5, driver_fixed=0.1, driver=0.1, workers=1.0, memory_bytes=100)  # 0.6 per million on 2
+    # on 2 threads the cluster costs 0.6 s per million records, more than memory's 0.5
+    dear = PathCost(memory=0.5, driver_fixed=0.1, driver=0.1, workers_fixed=0.2, workers=1.0, memory_bytes=100)
     assert choose_path(40_000_000, 2, 8 * GIB, dear, collect=0.0) == "memory"
     # ... but not when one process cannot hold the records' working memory
     assert choose_path(100_000_000, 2, 8 * GIB, dear, collect=0.0) == "blocks"
@@ -102,4 +107,5 @@ def test_measured_costs_are_positive_and_name_measures():
 
     assert set(COSTS) <= set(REGISTRY)
     for cost in COSTS.values():
-        assert min(cost.memory, cost.workers, cost.memory_bytes) > 0 and cost.driver_fixed >= 0
+        assert min(cost.memory, cost.workers, cost.memory_bytes) > 0
+        assert min(cost.driver_fixed, cost.driver, cost.workers_fixed) >= 0
