@@ -55,16 +55,29 @@ class PathCost:
 
 #: CPU-seconds per million records of collecting persisted records to the driver (the in-memory
 #: path's transfer from the workers; shared by the units on the same inputs, charged to each)
-COLLECT = 0.25
+COLLECT = 0.30
 
-#: measured costs by measure type: ``benchmarks/bench_policy.py --rows 1000000 5000000``
-#: (register, 2 workers x 1 thread), 2026-12-07, load 8-18 (CPU-seconds; the lead's idle re-run
-#: may replace them)
+#: measured costs by measure type (CPU-seconds per million records of every data set a unit reads,
+#: its holdout baselines included), fitted by ``benchmarks/bench_policy.py --rows 200000`` and
+#: ``--rows 1000000`` (register_holdout's units, 2 workers x 1 thread, fresh workers, repeat 1) on
+#: 2026-12-07 23:02-23:45 UTC at load 19-25 (seven other jobs): dcr, the attacks and sdc_risk from
+#: 200k only.  ``memory_bytes``: the driver's peak growth per record, at least 100 (the records'
+#: own size; a process that grew before shows none).  Re-measure idle and replace (docs/scaling.md).
 COSTS: dict[str, PathCost] = {
-    "disclosure": PathCost(memory=0.10, driver_fixed=0.15, driver=0.01, workers_fixed=0.0, workers=0.13, memory_bytes=60),
-    "identification_risk": PathCost(memory=0.55, driver_fixed=0.25, driver=0.02, workers_fixed=0.0, workers=0.60, memory_bytes=200),
-    "utility_gen": PathCost(memory=0.30, driver_fixed=0.40, driver=0.05, workers_fixed=0.0, workers=0.45, memory_bytes=300),
-    "dcr": PathCost(memory=9.0, driver_fixed=0.50, driver=0.10, workers_fixed=0.0, workers=9.5, memory_bytes=300),
+    "disclosure": PathCost(
+        3.183, driver_fixed=2.885, driver=1.122, workers_fixed=8.702, workers=4.217, memory_bytes=440
+    ),
+    "identification_risk": PathCost(
+        6.700, driver_fixed=0.455, driver=3.189, workers_fixed=0.0, workers=10.313, memory_bytes=112
+    ),
+    "utility_gen": PathCost(
+        0.292, driver_fixed=0.252, driver=0.306, workers_fixed=0.477, workers=0.828, memory_bytes=100
+    ),
+    "dcr": PathCost(66.933, driver_fixed=0.0, driver=62.067, workers_fixed=0.0, workers=60.867, memory_bytes=1024),
+    "linkability": PathCost(1.133, driver_fixed=0.0, driver=1.089, workers_fixed=0.0, workers=2.6, memory_bytes=100),
+    "inference": PathCost(0.756, driver_fixed=0.0, driver=0.889, workers_fixed=0.0, workers=1.8, memory_bytes=100),
+    "singling_out": PathCost(1.044, driver_fixed=0.0, driver=1.378, workers_fixed=0.0, workers=1.378, memory_bytes=100),
+    "sdc_risk": PathCost(1.900, driver_fixed=0.0, driver=2.225, workers_fixed=0.0, workers=1.575, memory_bytes=100),
 }
 
 
