@@ -55,29 +55,31 @@ class PathCost:
 
 #: CPU-seconds per million records of collecting persisted records to the driver (the in-memory
 #: path's transfer from the workers; shared by the units on the same inputs, charged to each)
-COLLECT = 0.30
+COLLECT = 0.30  # 0.24 at 200k, 0.36 at 1M
 
 #: measured costs by measure type (CPU-seconds per million records of every data set a unit reads,
-#: its holdout baselines included), fitted by ``benchmarks/bench_policy.py --rows 200000`` and
-#: ``--rows 1000000`` (register_holdout's units, 2 workers x 1 thread, fresh workers, repeat 1) on
-#: 2026-12-07 23:02-23:45 UTC at load 19-25 (seven other jobs): dcr, the attacks and sdc_risk from
-#: 200k only.  ``memory_bytes``: the driver's peak growth per record, at least 100 (the records'
-#: own size; a process that grew before shows none).  Re-measure idle and replace (docs/scaling.md).
+#: its holdout baselines included), fitted over ``benchmarks/bench_policy.py --rows 200000`` and
+#: ``--rows 1000000`` (register_holdout's units, 2 workers x 1 thread, fresh workers, repeat 1),
+#: 2026-12-07 23:02-00:03 UTC at load 17-27 (seven other jobs), before the layout's blocks were
+#: placed on their workers.  ``memory_bytes``: the driver's peak growth per record, at least 100
+#: (a process that grew before shows none).  Re-measure idle and replace (docs/scaling.md).
 COSTS: dict[str, PathCost] = {
     "disclosure": PathCost(
         3.183, driver_fixed=2.885, driver=1.122, workers_fixed=8.702, workers=4.217, memory_bytes=440
     ),
     "identification_risk": PathCost(
-        6.700, driver_fixed=0.455, driver=3.189, workers_fixed=0.0, workers=10.313, memory_bytes=112
+        6.7, driver_fixed=0.455, driver=3.189, workers_fixed=0.0, workers=10.313, memory_bytes=164
     ),
     "utility_gen": PathCost(
         0.292, driver_fixed=0.252, driver=0.306, workers_fixed=0.477, workers=0.828, memory_bytes=100
     ),
-    "dcr": PathCost(66.933, driver_fixed=0.0, driver=62.067, workers_fixed=0.0, workers=60.867, memory_bytes=1024),
-    "linkability": PathCost(1.133, driver_fixed=0.0, driver=1.089, workers_fixed=0.0, workers=2.6, memory_bytes=100),
-    "inference": PathCost(0.756, driver_fixed=0.0, driver=0.889, workers_fixed=0.0, workers=1.8, memory_bytes=100),
-    "singling_out": PathCost(1.044, driver_fixed=0.0, driver=1.378, workers_fixed=0.0, workers=1.378, memory_bytes=100),
-    "sdc_risk": PathCost(1.900, driver_fixed=0.0, driver=2.225, workers_fixed=0.0, workers=1.575, memory_bytes=100),
+    "dcr": PathCost(62.386, driver_fixed=0.0, driver=64.233, workers_fixed=7.607, workers=43.961, memory_bytes=1024),
+    "linkability": PathCost(1.774, driver_fixed=0.375, driver=0.256, workers_fixed=0.27, workers=2.0, memory_bytes=100),
+    "inference": PathCost(1.029, driver_fixed=0.35, driver=0.111, workers_fixed=0.397, workers=0.917, memory_bytes=100),
+    "singling_out": PathCost(
+        0.959, driver_fixed=0.265, driver=0.789, workers_fixed=0.37, workers=0.556, memory_bytes=100
+    ),
+    "sdc_risk": PathCost(0.89, driver_fixed=0.832, driver=0.144, workers_fixed=0.515, workers=0.287, memory_bytes=100),
 }
 
 
