@@ -47,12 +47,12 @@ from harness import TRANSFER_LOG, bench_client, bytes_sent
 ROOT = Path(__file__).resolve().parents[1]
 
 #: bytes the workers write per record (every data set's records counted) by phase, measured on
-#: loopback: ``check_netem.py --rows 200000 --loopback``, 2 workers, 2026-12-07 23:37 UTC, load 20
+#: loopback: ``check_netem.py --rows 200000 --loopback``, 2 workers, 2026-12-07 23:59 UTC, load 20
 #: (docs/scaling.md)
 MODEL: dict[str, float] = {
-    "layout": 0.1,
-    "disclosure": 87.8,
-    "identification_risk": 52.2,
+    "layout": 26.1,
+    "disclosure": 120.8,
+    "identification_risk": 0.1,
 }
 #: link limits (netem; tbf where the kernel lacks netem)
 RATE, DELAY = "1gbit", "0.5ms"
