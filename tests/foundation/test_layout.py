@@ -9,6 +9,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
+from distributed import futures_of
 
 from pipeline.data.schema import Schema
 from pipeline.evaluation.data import as_eval_data
@@ -74,6 +75,13 @@ DCR = DCRMeasure({"vars": ["sex", "edu", "age", "money"], "block_on": ["sex", "e
 DISCLOSURE = DisclosureMeasure({"keys": ["sex", "region", "age"], "targets": ["edu"]})
 
 
+def _holders(client, frame) -> list[tuple[str, ...]]:
+    """The workers holding each partition of a persisted frame, in partition order."""
+    futures = sorted(futures_of(frame), key=lambda f: f.key[1])
+    held = client.who_has(futures)
+    return [tuple(held[f.key]) for f in futures]
+
+
 def _rows(result) -> list[tuple]:
     return [(r.synthetic, r.measure, r.params, r.value) for r in result.rows()]
 
@@ -104,6 +112,10 @@ def test_measures_on_the_layout_give_the_rows_of_memory(clients, n_parts, monkey
         layout = executor.lay_out(data, ["sex"])
         assert layout is not None and layout.blocks % executor.threads() == 0
         assert executor.lay_out(data, ["sex"]) is layout  # made once
+        # block b of every data set on one worker, the blocks over every worker
+        holders = [_holders(client, f) for f in layout.frames]
+        assert all(len({h[b] for h in holders}) == 1 for b in range(layout.blocks))
+        assert {w for h in holders for w in h} == {(w,) for w in client.nthreads()}
         # every data set in the same number of blocks; block b holds every record of its sex values
         counts = [executor.partition_rows(f)[0] for f in layout.frames]
         assert [sum(c) for c in counts] == [400, 400, 300]
