@@ -20,16 +20,13 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dask.dataframe as dd
 
 from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN, AlignedBlocks, KeyBlocks
 from pipeline.evaluation._dask_compat import as_dask, concat_frames, counted_as
 from pipeline.evaluation.data import EvalData, Frame
-
-if TYPE_CHECKING:
-    from pipeline.evaluation.primitives.key_blocks import Blocks
 
 
 @dataclass(frozen=True)
@@ -117,9 +114,10 @@ class Layouts:
             self._layouts.append(layout)
             return layout
 
-    def _placed_blocks(self, blocks: Blocks) -> list[dd.DataFrame] | None:
-        """The blocks kept on the workers with block ``b`` of every data set on the worker thread
-        ``b`` mod T chose for it, so that block-by-block work moves nothing.
+    def _placed_blocks(self, blocks: Any) -> list[dd.DataFrame] | None:
+        """Balanced :class:`~pipeline.evaluation.primitives.key_blocks.Blocks` (typed ``Any``: that
+        module imports this one) kept on the workers, block ``b`` of every data set on the worker
+        thread ``b`` mod T chosen for it, so that block-by-block work moves nothing.
 
         The pieces are cut where their partitions are (no restriction: data locality), then each
         block is joined on its worker (a restriction, not a preference: Dask drops the placement
