@@ -34,7 +34,7 @@ from pipeline.risk.idrisk.plots import (
 )
 from pipeline.risk.sdcrisk.plots import plot_suda_contributions
 from pipeline.row_params import UNIT, param_columns, unit_groups, value_text
-from pipeline.utility.plots import plot_compare_rows, plot_spmse_by_set, plot_utility_tables
+from pipeline.utility.plots import plot_compare_rows, plot_multi_compare, plot_spmse_by_set, plot_utility_tables
 
 RUN_GROUP = ["dataset", "source", "repetition", "measure_name"]
 
@@ -203,6 +203,13 @@ def identification_risk_figures(results: pd.DataFrame, utility_gen: list[str]) -
     return out
 
 
+#: the utility section's figures of synthpop's compare functions: task type, plot, caption
+COMPARE_PLOTS = (
+    ("compare", plot_compare_rows, "distributions of the original and the pooled synthetic sets"),
+    ("multi_compare", plot_multi_compare, "the variable by group in the original and the synthetic data"),
+)
+
+
 def utility_section(results: pd.DataFrame, outcome: Any) -> list[str]:
     """Per dataset and utility_gen / utility_tab entry: S_pMSE of every synthetic set, one row per
     source, repetition and setting (sources side by side); per utility_tables entry and source
@@ -221,13 +228,13 @@ def utility_section(results: pd.DataFrame, outcome: Any) -> list[str]:
     out += _table_heat_maps(per_set(results[results["measure_name"].isin(tables)]))
     synds = [name for name, kind in measure_types(outcome).items() if kind == "utility_synds"]
     out += utility_synds_tables(results[results["measure_name"].isin(synds)])
-    compares = [name for name, kind in measure_types(outcome).items() if kind == "compare"]
-    for (dataset, name, source, rep), sub in results[results["measure_name"].isin(compares)].groupby(
-        ["dataset", "measure_name", "source", "repetition"], sort=False
-    ):
-        title = _title(dataset, source, rep, name)
-        out.append(figure_html(f"{title}: distributions of the original and the pooled synthetic sets",
-                               plot_compare_rows, sub, title))  # fmt: skip
+    for kind, plot, what in COMPARE_PLOTS:
+        names = [name for name, k in measure_types(outcome).items() if k == kind]
+        for (dataset, name, source, rep), sub in results[results["measure_name"].isin(names)].groupby(
+            ["dataset", "measure_name", "source", "repetition"], sort=False
+        ):
+            title = _title(dataset, source, rep, name)
+            out.append(figure_html(f"{title}: {what}", plot, sub, title))
     return out
 
 

@@ -8,6 +8,7 @@ task ``type``       measure                         synthpop function (wrapper i
 ``utility_tables``  :class:`UtilityTablesMeasure`   ``utility.tables`` -> ``utility_tables``
 ``utility_synds``   :class:`UtilitySyndsMeasure`    ``utility.synds`` (1.2-1) -> ``utility_synds``
 ``compare``         :class:`UtilityCompareMeasure`  ``compare.synds`` -> ``compare_synds``
+``multi_compare``   :class:`MultiCompareMeasure`    ``multi.compare`` -> ``multi_compare``
 ==================  ==============================  ================================================
 
 Each measure has one parameter model (:mod:`pipeline.utility.params`, the only validation),
@@ -27,6 +28,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
 from pipeline.utility.params import (
+    MultiCompareParams,
     UtilityCompareParams,
     UtilityGenParams,
     UtilitySyndsParams,
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from pipeline.evaluation.execution import Executor
     from pipeline.utility.gen import UtilityGenResult
     from pipeline.utility.result import (
+        MultiCompareResult,
         UtilityCompareResult,
         UtilitySyndsResult,
         UtilityTablesResult,
@@ -59,7 +62,7 @@ class _UtilityMeasure(Measure):
     into the data's schema once, through the data boundary, for the checks and the evaluation."""
 
     family = "utility"
-    params: UtilityGenParams | UtilityTabParams | UtilityTablesParams | UtilityCompareParams
+    params: UtilityGenParams | UtilityTabParams | UtilityTablesParams | UtilityCompareParams | MultiCompareParams
 
     def coded(self, data: EvalData) -> EvalData:
         return with_cont_na(data, self.params.cont_na)
@@ -180,3 +183,22 @@ class UtilityCompareMeasure(_UtilityMeasure):
         from pipeline.utility.compare import evaluate_compare
 
         return evaluate_compare(self.params, self.coded(data), executor)
+
+
+class MultiCompareMeasure(_UtilityMeasure):
+    """One variable in the original and the synthetic data within groups (synthpop's ``multi.compare``)."""
+
+    type = "multi_compare"
+    params_model = MultiCompareParams
+    description = "synthpop multi.compare(): a variable's distribution by group, original vs synthetic (bar data)"
+    params: MultiCompareParams
+
+    def check_coded(self, data: EvalData) -> None:
+        outside = [i for i in self.params.msel or () if i > data.m]
+        if outside:
+            raise ParameterError(f"multi_compare: msel {outside} beyond the {data.m} synthetic set(s)")
+
+    def evaluate(self, data: EvalData, executor: Executor) -> MultiCompareResult:
+        from pipeline.utility.multi_compare import evaluate_multi_compare
+
+        return evaluate_multi_compare(self.params, self.coded(data), executor)
