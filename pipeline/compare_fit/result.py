@@ -87,9 +87,11 @@ class CompareFitResult(Result):
             ("m", float(len(self.fits))),
             ("ncoef", float(len(self.names))),
         ]
+        if c.lof_excluded:
+            scalars.append(("lof_excluded", float(c.lof_excluded)))
         if c.lack_of_fit is not None:
             scalars += [("lack_of_fit", c.lack_of_fit), ("lof_pvalue", c.lof_pvalue),
-                        ("lof_ratio", c.lack_of_fit / len(self.names)), ("lof_df", float(c.lof_df[0]))]  # fmt: skip
+                        ("lof_ratio", c.lack_of_fit / c.lof_df[0]), ("lof_df", float(c.lof_df[0]))]  # fmt: skip
             if len(c.lof_df) > 1:
                 scalars.append(("lof_df2", float(c.lof_df[1])))
         out.extend(Row("mean", measure, float(v), dict(base)) for measure, v in scalars)
@@ -114,4 +116,5 @@ class CompareFitResult(Result):
             "lof_df": list(c.lof_df),
             "lof_pvalue": c.lof_pvalue,
             "lof_rank": c.lof_rank,
+            "lof_excluded": c.lof_excluded,
         }
