@@ -9,7 +9,7 @@ import pytest
 from pipeline.compare_fit import compare_fit_synds
 from pipeline.compare_fit.names import written_names
 from pipeline.data.schema import Schema, Variable
-from pipeline.errors import DataError, ParameterError
+from pipeline.errors import ParameterError
 from pipeline.evaluation.execution import Executor
 from pipeline.rmodels.design import Predictor
 from pipeline.rmodels.regression import RegressionSpec
