@@ -73,7 +73,6 @@ class Comparison:
         return float(np.nanmean(np.abs(self.std_diff))) if np.isfinite(self.std_diff).any() else float("nan")
 
 
-
 def combine(
     fits: list[FittedModel],
     n: int,
