@@ -96,11 +96,22 @@ def fit_all(spec: RegressionSpec, data: EvalData, executor: Executor) -> list[Fi
                     raise DataError(f"{source_name(i)}: {e}") from None
 
 
+def unsynthesised(params: CompareFitParams, data: EvalData) -> list[str]:
+    """The formula's variables the synthesis kept (method ``""``): ``not_synthesised`` when given,
+    else those the pipeline's own synthesis did not make (none when the sets are files)."""
+    if params.not_synthesised is not None:
+        return list(params.not_synthesised)
+    if data.synthesised is None:
+        return []
+    return [v for v in params.variables() if v not in data.synthesised]
+
+
 def evaluate_compare_fit(params: CompareFitParams, data: EvalData, executor: Executor) -> CompareFitResult:
     """synthpop's ``<fit>.synds`` + ``summary.fit.synds`` + ``compare.fit.synds`` on ``data``."""
     names = params.variables()
+    kept = unsynthesised(params, data)
     # synthpop's checkcomplete: the method of the first formula variable in data order
-    incomplete = next(v for v in data.columns if v in names) in params.not_synthesised
+    incomplete = next(v for v in data.columns if v in names) in kept
     data = executor.prepare(data.select(names))
     spec = model_spec(params, data.schema)
     rows = executor.rows(data)
@@ -116,4 +127,5 @@ def evaluate_compare_fit(params: CompareFitParams, data: EvalData, executor: Exe
     comparison = compare(fits[1:], fits[0], n, k, params.population_inference, incomplete, params.proper,
                          params.ci_level)  # fmt: skip
     written = written_names(spec, counts["levels"])
-    return CompareFitResult(params, fits[0], tuple(fits[1:]), summary, comparison, n, k, incomplete, written)
+    return CompareFitResult(params, fits[0], tuple(fits[1:]), summary, comparison, n, k, incomplete, written,
+                            tuple(kept))  # fmt: skip

@@ -38,6 +38,9 @@ class CompareFitResult(Result):
     written : tuple of str
         The coefficient names the rows carry: R's, with levels of fewer than 10 complete
         original records coarsened (:mod:`pipeline.compare_fit.names`).
+    not_synthesised : tuple of str
+        The formula's variables taken as kept from the original (given, or read from the
+        pipeline's synthesis).
     """
 
     params: CompareFitParams
@@ -49,6 +52,7 @@ class CompareFitResult(Result):
     k: int
     incomplete: bool
     written: tuple[str, ...]
+    not_synthesised: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -107,6 +111,7 @@ class CompareFitResult(Result):
             "n": self.n,
             "k": self.k,
             "incomplete": c.incomplete,
+            "not_synthesised": list(self.not_synthesised),
             "population_inference": self.params.population_inference,
             "coefficients": list(self.written),
             "mean_ci_overlap": c.mean_ci_overlap,

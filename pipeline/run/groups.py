@@ -131,7 +131,8 @@ def repetition_task(
         if units:
             assert against is not None
             holdout = frames[1] if len(frames) - given > 1 else None
-            data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False, holdout=holdout)
+            data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False, holdout=holdout,
+                                synthesised=synthesis.synthesiser.synthesised_variables())  # fmt: skip
         for u, context in units:
             with notices.collected() as at_check:
                 check_unit(u.measure, data, executor, context)
