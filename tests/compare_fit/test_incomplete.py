@@ -52,10 +52,11 @@ def test_a_partial_synthesis_result_tells_incomplete() -> None:
 
 def test_only_the_first_formula_variable_in_data_order_decides() -> None:
     ce, res = cedata(), partial()
-    first = [c for c in ce.columns if c in ("Income", "Age", "Expenditure")][0]
+    first = next(c for c in ce.columns if c in ("Income", "Age", "Expenditure"))
     assert first == "Age"  # kept: incomplete even though Income, the response, is synthesised
-    synthesised_first = synthesise_partial(ce, method={"Age": "cart", "Income": "cart"}, m=2, seed=4,
-                                           visit_sequence="kept_first", executor=MEMORY)
+    synthesised_first = synthesise_partial(
+        ce, method={"Age": "cart", "Income": "cart"}, m=2, seed=4, visit_sequence="kept_first", executor=MEMORY
+    )
     assert not compare_fit_synds(FORMULA, ce, synthesised_first, fitting_function="lm", executor=MEMORY).incomplete
     assert compare_fit_synds(FORMULA, ce, res, fitting_function="lm", executor=MEMORY).incomplete
 
