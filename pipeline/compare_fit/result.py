@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.evaluation.base import Result, Row
+from pipeline.evaluation.comparison import HOLDOUT
 
 if TYPE_CHECKING:
     from pipeline.compare_fit.inference import Combined, Comparison
@@ -41,6 +42,11 @@ class CompareFitResult(Result):
     not_synthesised : tuple of str
         The formula's variables taken as kept from the original (given, or read from the
         pipeline's synthesis).
+    holdout : Comparison or None
+        With holdout records: ``compare.fit.synds`` of the holdout's fit in the place of one
+        fully synthetic set (what a fresh sample of its size gets); rows with ``role`` holdout.
+    holdout_n : int or None
+        Records of the holdout.
     """
 
     params: CompareFitParams
@@ -53,6 +59,8 @@ class CompareFitResult(Result):
     incomplete: bool
     written: tuple[str, ...]
     not_synthesised: tuple[str, ...] = ()
+    holdout: Comparison | None = None
+    holdout_n: int | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -99,7 +107,22 @@ class CompareFitResult(Result):
             if len(c.lof_df) > 1:
                 scalars.append(("lof_df2", float(c.lof_df[1])))
         out.extend(Row("mean", measure, float(v), dict(base)) for measure, v in scalars)
+        if self.holdout is not None:
+            out.extend(self._holdout_rows(base))
         return out
+
+    def _holdout_rows(self, base: dict[str, Any]) -> list[Row]:
+        """The comparison's figures with the holdout in the synthetic sets' place: the same
+        (synthetic, measure, params) keys as the observed rows, ``role`` holdout."""
+        h = self.holdout
+        assert h is not None
+        out = [Row("mean", measure, float(v), {**base, "coefficient": c}, role=HOLDOUT)
+               for measure, values in (("diff", h.diff), ("std_diff", h.std_diff), ("ci_overlap", h.ci_overlap))
+               for c, v in zip(self.written, values, strict=True)]  # fmt: skip
+        scalars = [("mean_ci_overlap", h.mean_ci_overlap), ("mean_abs_std_diff", h.mean_abs_std_diff)]
+        if h.lack_of_fit is not None:
+            scalars += [("lack_of_fit", h.lack_of_fit), ("lof_pvalue", h.lof_pvalue)]
+        return out + [Row("mean", measure, float(v), dict(base), role=HOLDOUT) for measure, v in scalars]
 
     def to_dict(self) -> dict[str, Any]:
         c = self.comparison
@@ -122,4 +145,13 @@ class CompareFitResult(Result):
             "lof_pvalue": c.lof_pvalue,
             "lof_rank": c.lof_rank,
             "lof_excluded": c.lof_excluded,
+            "holdout": None
+            if self.holdout is None
+            else {
+                "n": self.holdout_n,
+                "mean_ci_overlap": self.holdout.mean_ci_overlap,
+                "mean_abs_std_diff": self.holdout.mean_abs_std_diff,
+                "lack_of_fit": self.holdout.lack_of_fit,
+                "lof_pvalue": self.holdout.lof_pvalue,
+            },
         }

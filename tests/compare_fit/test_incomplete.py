@@ -1,19 +1,23 @@
-"""synthpop's ``incomplete`` read from the pipeline's own synthesis when ``not_synthesised`` is not
-given: a partial synthesis keeps every variable without a method (synthpop's method ``""``), and
-``incomplete`` is whether the formula's first variable in data order is one of them
-(``checkcomplete``) — as CF08-CF10, whose CEdata syntheses keep Age and Expenditure."""
+"""What ``compare_fit`` reads beyond the formula: synthpop's ``incomplete`` read from the
+pipeline's own synthesis when ``not_synthesised`` is not given: a partial synthesis keeps every
+variable without a method (synthpop's method ``""``), and ``incomplete`` is whether the formula's first variable in data order is one of them
+(``checkcomplete``) — as CF08-CF10, whose CEdata syntheses keep Age and Expenditure; and the
+holdout, fitted in the place of one fully synthetic set (the figures a fresh sample gets)."""
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
 from pipeline.compare_fit import compare_fit_synds
+from pipeline.compare_fit.measure import CompareFitMeasure
 from pipeline.datasets import load_demo
+from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.row_params import param_columns
 from pipeline.runner import run_task
@@ -81,3 +85,29 @@ def test_a_task_reads_incomplete_from_its_partial_synthesis(tmp_path: Path) -> N
     assert flag["file"] == 0.0  # a file is taken as fully synthetic
     tests = rows[rows["measure"] == "lof_df2"]["source"].tolist()
     assert tests == ["partial"]  # Hotelling's F test (m = 3 >= 3 coefficients) only where incomplete
+
+
+def test_holdout_fit_is_the_comparison_a_fresh_sample_gets() -> None:
+    ce, res = cedata(), partial()
+    original, holdout = ce.iloc[:4000].reset_index(drop=True), ce.iloc[4000:].reset_index(drop=True)
+    sets = [s.iloc[:4000].reset_index(drop=True) for s in res.synthetic]
+    data = as_eval_data(original, sets, holdout=holdout)
+    got = CompareFitMeasure(formula=FORMULA, model="lm").run(data, MEMORY)
+    # the holdout in the place of one fully synthetic set of its size
+    fresh = compare_fit_synds(FORMULA, original, [holdout], fitting_function="lm", executor=MEMORY)
+    assert got.holdout_n == len(holdout) == len(ce) - 4000
+    for name in ("diff", "std_diff", "ci_overlap"):
+        np.testing.assert_allclose(getattr(got.holdout, name), getattr(fresh.comparison, name), rtol=1e-12)
+    assert got.holdout.lack_of_fit == pytest.approx(fresh.comparison.lack_of_fit, rel=1e-12)
+    rows = got.tidy()
+    held = rows[rows["role"] == "holdout"]
+    assert set(held["measure"]) == {"diff", "std_diff", "ci_overlap", "mean_ci_overlap", "mean_abs_std_diff",
+                                    "lack_of_fit", "lof_pvalue"}  # fmt: skip
+    observed = rows[rows["role"] == "observed"].set_index(["synthetic", "measure", "params"])
+    assert held.set_index(["synthetic", "measure", "params"]).index.isin(observed.index).all()  # same keys
+    mean = held.loc[held["measure"] == "mean_ci_overlap", "value"].item()
+    assert mean == pytest.approx(fresh.comparison.mean_ci_overlap, rel=1e-12)
+    assert got.to_dict()["holdout"]["n"] == len(holdout)
+    # without a holdout: no such rows
+    assert (CompareFitMeasure(formula=FORMULA, model="lm").run(as_eval_data(original, sets), MEMORY)
+            .tidy()["role"] == "observed").all()  # fmt: skip
