@@ -1,8 +1,11 @@
-"""What ``compare_fit`` reads beyond the formula: synthpop's ``incomplete`` read from the
-pipeline's own synthesis when ``not_synthesised`` is not given: a partial synthesis keeps every
-variable without a method (synthpop's method ``""``), and ``incomplete`` is whether the formula's first variable in data order is one of them
-(``checkcomplete``) — as CF08-CF10, whose CEdata syntheses keep Age and Expenditure; and the
-holdout, fitted in the place of one fully synthetic set (the figures a fresh sample gets)."""
+"""What ``compare_fit`` reads beyond the formula.
+
+synthpop's ``incomplete`` is read from the pipeline's own synthesis when ``not_synthesised`` is
+not given: a partial synthesis keeps every variable without a method (synthpop's method ``""``),
+and ``incomplete`` is whether the formula's first variable in data order is one of them
+(``checkcomplete``), as in CF08-CF10, whose CEdata syntheses keep Age and Expenditure.  The
+holdout is fitted in the place of one fully synthetic set (the figures a fresh sample gets).
+"""
 
 from __future__ import annotations
 
