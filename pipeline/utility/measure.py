@@ -198,6 +198,14 @@ class MultiCompareMeasure(_UtilityMeasure):
         if outside:
             raise ParameterError(f"multi_compare: msel {outside} beyond the {data.m} synthetic set(s)")
 
+    def check_aggregates(self, data: EvalData, executor: Executor) -> None:
+        """Too many groups (or values of a numeric ``by`` variable) in the original alone is refused
+        before any work; groups only the synthetic sets hold are found when evaluating."""
+        from pipeline.utility.multi_compare import count_groups
+
+        coded = self.coded(data)
+        count_groups(self.params, EvalData(coded.frames[:1], coded.schema), executor)
+
     def evaluate(self, data: EvalData, executor: Executor) -> MultiCompareResult:
         from pipeline.utility.multi_compare import evaluate_multi_compare
 

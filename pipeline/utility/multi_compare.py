@@ -214,12 +214,27 @@ def _var_coding(params: MultiCompareParams, data: EvalData, facts: Sequence[dict
     return Coding(name, "histogram", breaks=tuple(edges.tolist()), codes=codes), labels
 
 
-def evaluate_multi_compare(params: MultiCompareParams, data: EvalData, executor: Executor) -> MultiCompareResult:
-    """``multi.compare`` of ``data`` (``cont_na`` merged into its schema)."""
-    sets = params.msel or list(range(1, data.m + 1))
+@dataclass(frozen=True)
+class Counted:
+    """The codings and, per data set, the distinct (group, column) codes and their counts."""
+
+    by: list[tuple[Coding, list]]
+    var: Coding
+    var_labels: list
+    counted: list[tuple[np.ndarray, np.ndarray]]
+    present: np.ndarray  # the groups present in any data set (flat codes, sorted)
+
+
+def count_groups(params: MultiCompareParams, frames: EvalData, executor: Executor) -> Counted:
+    """The two passes over every frame of ``frames``: the codings, then the counts.
+
+    Raises
+    ------
+    ParameterError
+        More groups than ``max_groups`` (or a numeric ``by`` variable with more values).
+    """
     names = [*params.by, params.var]
-    chosen = EvalData((data.original, *(data.frames[i] for i in sets)), data.schema).select(names)
-    chosen = executor.prepare(chosen)
+    chosen = executor.prepare(frames.select(names))
     numerics = [n for n in names if not chosen.schema[n].is_factor]
     codes = tuple(chosen.schema[params.var].missing_codes) if params.var in numerics else ()
     limit = params.max_groups + 1
@@ -230,19 +245,27 @@ def evaluate_multi_compare(params: MultiCompareParams, data: EvalData, executor:
     by_planned = [_by_coding(b, chosen, facts, params.max_groups) for b in params.by]
     var_coding, var_labels = _var_coding(params, chosen, facts)
     by_codings = [c for c, _ in by_planned]
-    sizes = [c.size for c in by_codings]
-    if float(np.prod(sizes, dtype=float)) * var_coding.size >= 2.0**62:
+    if float(np.prod([c.size for c in by_codings], dtype=float)) * var_coding.size >= 2.0**62:
         raise ParameterError("multi_compare: too many combinations of the by variables' values to count")
     counted = executor.compute(
         *[executor.map_reduce(f, _count_kernel, _sum_counts, by_codings, var_coding) for f in chosen.frames]
     )
-    ncols = var_coding.size
-    present = np.unique(np.concatenate([keys // ncols for keys, _ in counted]))
+    present = np.unique(np.concatenate([keys // var_coding.size for keys, _ in counted]))
     if len(present) > params.max_groups:
         raise ParameterError(
             f"multi_compare: {', '.join(params.by)} form {len(present)} groups in the compared data, more than "
             f"max_groups = {params.max_groups}; choose fewer or coarser by variables or raise max_groups"
         )
+    return Counted(by_planned, var_coding, var_labels, counted, present)
+
+
+def evaluate_multi_compare(params: MultiCompareParams, data: EvalData, executor: Executor) -> MultiCompareResult:
+    """``multi.compare`` of ``data`` (``cont_na`` merged into its schema)."""
+    sets = params.msel or list(range(1, data.m + 1))
+    c = count_groups(params, EvalData((data.original, *(data.frames[i] for i in sets)), data.schema), executor)
+    by_planned, var_coding, var_labels, counted, present = c.by, c.var, c.var_labels, c.counted, c.present
+    sizes = [coding.size for coding, _ in by_planned]
+    ncols = var_coding.size
     table = np.zeros((len(counted), len(present), ncols), dtype=np.int64)
     for s, (keys, counts) in enumerate(counted):
         table[s, np.searchsorted(present, keys // ncols), keys % ncols] = counts

@@ -16,8 +16,10 @@ import pytest
 
 from pipeline.datasets import load_demo, load_demo_synthetic
 from pipeline.errors import ParameterError
+from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.utility.api import multi_compare
+from pipeline.utility.measure import MultiCompareMeasure
 from pipeline.utility.multi_compare import ggplot_width_breaks
 from pipeline.utility.plots import plot_multi_compare
 
@@ -171,6 +173,11 @@ def test_refusals() -> None:
         multi_compare(orig, list(syn), "smoke", ["sex", "edu", "agegr"], max_groups=10, schema=schema, executor=MEMORY)
     with pytest.raises(ParameterError, match="more than 5 distinct values"):
         multi_compare(orig, list(syn), "smoke", "age", max_groups=5, schema=schema, executor=MEMORY)
+    # validate's check: the original alone already has 14 sex x agegr groups
+    data = as_eval_data(orig, list(syn), schema=schema)
+    with pytest.raises(ParameterError, match="form 14 groups"):
+        MultiCompareMeasure(var="smoke", by=["sex", "agegr"], max_groups=10).check_aggregates(data, MEMORY)
+    MultiCompareMeasure(var="smoke", by=["sex", "agegr"], max_groups=14).check_aggregates(data, MEMORY)
     with pytest.warns(UserWarning, match="removed from by"):
         r = multi_compare(orig, list(syn), "smoke", ["smoke", "sex"], schema=schema, executor=MEMORY)
     assert r.by == ("sex",)
