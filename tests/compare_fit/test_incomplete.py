@@ -114,3 +114,22 @@ def test_holdout_fit_is_the_comparison_a_fresh_sample_gets() -> None:
     # without a holdout: no such rows
     assert (CompareFitMeasure(formula=FORMULA, model="lm").run(as_eval_data(original, sets), MEMORY)
             .tidy()["role"] == "observed").all()  # fmt: skip
+
+
+def test_report_shows_the_holdout_figures() -> None:
+    from types import SimpleNamespace
+
+    from pipeline.report.compare_fit import compare_fit_section
+    from pipeline.row_params import of_kind
+
+    ce, res = cedata(), partial()
+    original, holdout = ce.iloc[:4000].reset_index(drop=True), ce.iloc[4000:].reset_index(drop=True)
+    sets = [s.iloc[:4000].reset_index(drop=True) for s in res.synthetic]
+    got = CompareFitMeasure(formula=FORMULA, model="lm").run(as_eval_data(original, sets, holdout=holdout), MEMORY)
+    rows = got.tidy().assign(dataset="ce", source="partial", repetition=0, measure_name="compare_fit",
+                             family="compare_fit")  # fmt: skip
+    html = "".join(compare_fit_section(of_kind(rows), SimpleNamespace(results=rows)))
+    assert "a fresh sample (the holdout" in html
+    assert f"mean_ci_overlap: {got.holdout.mean_ci_overlap:.4g}" in html
+    plain = rows[rows["role"] == "observed"]
+    assert "fresh sample" not in "".join(compare_fit_section(plain, SimpleNamespace(results=plain)))
