@@ -117,19 +117,6 @@ class EvalData:
         """The same schema (and holdout) over other frames (the executor's in-memory or blocked copies)."""
         return EvalData(tuple(frames), self.schema, self.holdout, self.synthesised)
 
-    def against_holdout(self) -> EvalData:
-        """The same synthetic sets with the holdout in the original's place: a measure evaluated
-        on it gives the baseline its figure on the training records is compared with.
-
-        Raises
-        ------
-        ParameterError
-            There is no holdout.
-        """
-        if self.holdout is None:
-            raise ParameterError("a holdout baseline needs holdout records (as_eval_data(..., holdout=...))")
-        return EvalData((self.holdout, *self.synthetic), self.schema, synthesised=self.synthesised)
-
 
 def _unwrap(obj: Any, index: int) -> tuple[Frame, Schema | None]:
     if isinstance(obj, Dataset):

@@ -1,7 +1,8 @@
-"""HTML markup of the report: embedded figures, number text, tables, the page style.
+"""HTML markup of the report: the families' blocks as HTML, their figures drawn in one batch
+(:func:`blocks_html`), tables, the page style.
 
-A leaf: it imports nothing of the package, so every report module (and a nightly section) can
-use it without an import cycle.
+It imports only the blocks' declarations (:mod:`pipeline.evaluation.reporting`), so every report
+module (and a nightly section) can use it without an import cycle.
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ import html
 import io
 import multiprocessing
 import os
-import re
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager, suppress
-from contextvars import ContextVar
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+
+from pipeline.evaluation.reporting import Block, Details, Figure, Heading, Markup, Paragraph, Table, number_text
 
 CSS = """
 body{font-family:system-ui,Segoe UI,Helvetica,Arial,sans-serif;margin:2em;max-width:1200px;color:#222}
@@ -85,19 +86,6 @@ class FigureCache:
                     f.unlink(missing_ok=True)
 
 
-_FIGURES: ContextVar[FigureCache | None] = ContextVar("figure_cache", default=None)
-
-
-@contextmanager
-def cached_figures(cache: FigureCache | None) -> Iterator[None]:
-    """:func:`figure_html` inside the block takes its figures from ``cache`` (None: draws every one)."""
-    token = _FIGURES.set(cache)
-    try:
-        yield
-    finally:
-        _FIGURES.reset(token)
-
-
 def _canonical(value: Any) -> Any:
     """A value as plain, exactly printable Python (frames by columns, dtypes, index and values),
     so that equal data give equal text in any process."""
@@ -148,22 +136,6 @@ def figure_png(fig: Any) -> bytes:
     return buf.getvalue()
 
 
-@dataclass(frozen=True)
-class _Figure:
-    """A figure of the report: its caption and what draws it."""
-
-    caption: str
-    plot: Callable[..., Any]
-    args: tuple
-    kwargs: dict[str, Any]
-
-    def png(self) -> bytes:
-        return figure_png(self.plot(*self.args, **self.kwargs))
-
-
-_PENDING: ContextVar[list[_Figure] | None] = ContextVar("pending_figures", default=None)
-#: where a noted figure goes in the text of :func:`figures_drawn_together` (escaped text cannot hold it)
-_PLACE = re.compile(r"<!--sdc-figure:(\d+)-->")
 #: processes that draw a report's figures at most (one per core)
 DRAWING_PROCESSES = 2
 
@@ -176,46 +148,21 @@ def _img(caption: str, png: bytes) -> str:
     )
 
 
-def figure_html(caption: str, plot: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
-    """The figure ``plot(*args, **kwargs)`` draws, as an embedded PNG with a caption.
-
-    Inside :func:`figures_drawn_together` the figure is only noted (a placeholder is returned)
-    and drawn with the others; inside :func:`cached_figures` it is taken from the cache when the
-    same function drew it from the same data before.
-    """
-    figure = _Figure(caption, plot, args, kwargs)
-    pending = _PENDING.get()
-    if pending is not None:
-        pending.append(figure)
-        return f"<!--sdc-figure:{len(pending) - 1}-->"
-    return _img(caption, _drawn([figure])[0])
+def _figures(blocks: Sequence[Block]) -> Iterator[Figure]:
+    """The figures among ``blocks`` (folded ones included), in page order."""
+    for b in blocks:
+        if isinstance(b, Figure):
+            yield b
+        elif isinstance(b, Details):
+            yield from _figures(b.blocks)
 
 
-@contextmanager
-def figures_drawn_together() -> Iterator[Callable[[str], str]]:
-    """Inside the block :func:`figure_html` notes each figure and returns a placeholder; the
-    function it yields puts the figures into a text that holds those placeholders, drawing the
-    ones not cached at once, in up to :data:`DRAWING_PROCESSES` processes."""
-    pending: list[_Figure] = []
-    token = _PENDING.set(pending)
-
-    def fill(text: str) -> str:
-        pngs = _drawn(pending)
-        return _PLACE.sub(lambda m: _img(pending[int(m.group(1))].caption, pngs[int(m.group(1))]), text)
-
-    try:
-        yield fill
-    finally:
-        _PENDING.reset(token)
-
-
-def _drawn(figures: list[_Figure]) -> list[bytes]:
-    """The PNGs of ``figures``: from the cache of :func:`cached_figures` (if any) those it holds,
-    the others drawn (and kept there)."""
-    cache = _FIGURES.get()
+def draw_figures(figures: Sequence[Figure], cache: FigureCache | None = None) -> list[bytes]:
+    """The PNGs of ``figures``, in one batch: those ``cache`` holds taken from it, the others drawn
+    at once (:func:`_draw`) and kept there."""
     if cache is None:
         return _draw(figures)
-    digests = [figure_digest(f.plot, f.args, f.kwargs, cache.version) for f in figures]
+    digests = [figure_digest(f.plot, f.args, dict(f.kwargs), cache.version) for f in figures]
     found = [cache.get(d) for d in digests]
     todo = [i for i, png in enumerate(found) if png is None]
     for i, png in zip(todo, _draw([figures[i] for i in todo]), strict=True):
@@ -223,8 +170,33 @@ def _drawn(figures: list[_Figure]) -> list[bytes]:
     return [png for png in found if png is not None]
 
 
-def _png_of(figure: _Figure) -> bytes:
-    return figure.png()
+def _block_html(block: Block, pngs: dict[int, bytes]) -> str:
+    if isinstance(block, Figure):
+        return _img(block.caption, pngs[id(block)])
+    if isinstance(block, Table):
+        heading = f"<h3>{html.escape(block.heading)}</h3>" if block.heading else ""
+        return heading + table_html(block.frame, cell_classes=dict.fromkeys(block.status_columns, ""))
+    if isinstance(block, Heading):
+        return f"<h3>{html.escape(block.text)}</h3>"
+    if isinstance(block, Paragraph):
+        css = f' class="{html.escape(block.css_class)}"' if block.css_class else ""
+        return f"<p{css}>{html.escape(block.text)}</p>"
+    if isinstance(block, Markup):
+        return block.html
+    inner = "".join(_block_html(b, pngs) for b in block.blocks)
+    return f"<details><summary>{html.escape(block.summary)}</summary>{inner}</details>"
+
+
+def blocks_html(blocks: Sequence[Block], cache: FigureCache | None = None) -> str:
+    """``blocks`` as HTML, one after the other; their figures are drawn first, together
+    (:func:`draw_figures`: up to :data:`DRAWING_PROCESSES` processes, ``cache`` first)."""
+    figures = list(_figures(blocks))
+    pngs = dict(zip(map(id, figures), draw_figures(figures, cache), strict=True))
+    return "\n".join(_block_html(b, pngs) for b in blocks)
+
+
+def _png_of(figure: Figure) -> bytes:
+    return figure_png(figure.plot(*figure.args, **figure.kwargs))
 
 
 #: Linux's prctl option naming the signal a process gets when the thread that forked it ends
@@ -240,39 +212,19 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _draw(figures: list[_Figure]) -> list[bytes]:
+def _draw(figures: Sequence[Figure]) -> list[bytes]:
     """Draw figures: in forked processes (one per core, at most :data:`DRAWING_PROCESSES`) when
     there are several and the system forks — matplotlib and the data are already loaded there,
     so a process starts in milliseconds — else one after the other."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     processes = min(DRAWING_PROCESSES, cores, len(figures) - 1)
     if processes < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return [f.png() for f in figures]
+        return [_png_of(f) for f in figures]
     # the first figure drawn here loads the fonts and fills matplotlib's caches the processes inherit
-    first = figures[0].png()
+    first = _png_of(figures[0])
     fork = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(processes, mp_context=fork, initializer=_die_with, initargs=(os.getpid(),)) as pool:
         return [first, *pool.map(_png_of, figures[1:])]
-
-
-NOISE = 1e-9
-
-
-#: from here on a number reads as a whole number with thousands separators (not 2.816e+04)
-WHOLE_FROM = 1e4
-
-
-def number_text(v: float, float_format: str = "{:.4g}") -> str:
-    """A number for reading: 4 significant digits, noise around 0 shown as 0, and from 10,000 on
-    a whole number with separators (a count of 28,155 stored as 28154.999… reads 28,155; raw
-    values are in ``results.csv``)."""
-    if pd.isna(v):
-        return "NA"
-    if abs(v) < NOISE:
-        return "0"
-    if WHOLE_FROM <= abs(v) < 1e15:
-        return f"{v:,.0f}"
-    return float_format.format(v)
 
 
 def table_html(

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.reporting import Headline, ReportSection
 from pipeline.utility.params import (
+    TAB_STATS,
     MultiCompareParams,
     UtilityCompareParams,
     UtilityGenParams,
@@ -57,11 +59,25 @@ if TYPE_CHECKING:
     )
 
 
+#: the utility family's section (every utility measure declares it)
+UTILITY_SECTION = ReportSection("Utility", "pipeline.utility.section:utility_section")
+#: utility.gen's statistics per set (gen.GEN_STATS) and the separation flags of a logit model
+GEN_ROWS = frozenset(
+    {"pMSE", "S_pMSE", "pMSEExp", "df", "SPECKS", "S_SPECKS", "PO50", "S_PO50", "U", "S_U", "separation",
+     "separated_records", "S_pMSE_without_separated"}
+)  # fmt: skip
+#: utility.tab's statistics (of one table, or of every table of utility.tables)
+TAB_ROWS = frozenset({*TAB_STATS, "nempty"})
+#: S_pMSE of the table measures, the worst table (utility_tab and utility_tables share the headline)
+TABLES_HEADLINE = Headline("S_pMSE (tables, worst; ratio)", "S_pMSE", "mean", 10.0, unit="")
+
+
 class _UtilityMeasure(Measure):
     """What the three utility measures share: the family, and their own ``cont_na`` codes merged
     into the data's schema once, through the data boundary, for the checks and the evaluation."""
 
     family = "utility"
+    report_section = UTILITY_SECTION
     params: UtilityGenParams | UtilityTabParams | UtilityTablesParams | UtilityCompareParams | MultiCompareParams
 
     def coded(self, data: EvalData) -> EvalData:
@@ -81,6 +97,9 @@ class UtilityGenMeasure(_UtilityMeasure):
     type = "utility_gen"
     params_model = UtilityGenParams
     description = "synthpop utility.gen(): propensity pMSE, S_pMSE, pMSE ratio (logit or CART)"
+    #: synthpop's guide: S_pMSE below 10 for a synthesis model that captures the data
+    headlines = (Headline("S_pMSE (utility_gen; ratio)", "S_pMSE", "mean", 10.0, unit=""),)
+    row_measures = GEN_ROWS
     params: UtilityGenParams
 
     def check_coded(self, data: EvalData) -> None:
@@ -117,6 +136,8 @@ class UtilityTabMeasure(_UtilityMeasure):
     type = "utility_tab"
     params_model = UtilityTabParams
     description = "synthpop utility.tab(): table utility (pMSE, S_pMSE, VW, FT, JSD, SPECKS, ...)"
+    headlines = (TABLES_HEADLINE,)
+    row_measures = TAB_ROWS
     params: UtilityTabParams
 
     def evaluate(self, data: EvalData, executor: Executor) -> UtilityTabResult:
@@ -131,6 +152,8 @@ class UtilityTablesMeasure(_UtilityMeasure):
     type = "utility_tables"
     params_model = UtilityTablesParams
     description = "synthpop utility.tables(): every low-order table and the heat map"
+    headlines = (TABLES_HEADLINE,)
+    row_measures = TAB_ROWS
     params: UtilityTablesParams
 
     def check_coded(self, data: EvalData) -> None:
@@ -152,6 +175,10 @@ class UtilitySyndsMeasure(Measure):
 
     type = "utility_synds"
     family = "utility"
+    report_section = UTILITY_SECTION
+    row_measures = frozenset(
+        {"pMSE", "pMSE_sd", "deviance", "deviance_sd", "deviance_df", "null_pMSE", "null_mean_diff", "null_mean_ratio"}
+    )
     params_model = UtilitySyndsParams
     description = "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null"
     params: UtilitySyndsParams
@@ -174,6 +201,8 @@ class UtilityCompareMeasure(_UtilityMeasure):
     type = "compare"
     params_model = UtilityCompareParams
     description = "synthpop compare.synds(): per-variable distributions (bar data) and utility.tab per variable"
+    #: the distributions (percent or count per category) and the per-variable table utility
+    row_measures = frozenset({"percent", "count", *TAB_STATS})
     params: UtilityCompareParams
 
     def check_coded(self, data: EvalData) -> None:
@@ -191,6 +220,8 @@ class MultiCompareMeasure(_UtilityMeasure):
     type = "multi_compare"
     params_model = MultiCompareParams
     description = "synthpop multi.compare(): a variable's distribution by group, original vs synthetic (bar data)"
+    #: records per group; count and percent per category (and density per histogram bin)
+    row_measures = frozenset({"records", "count", "percent", "density"})
     params: MultiCompareParams
 
     def check_coded(self, data: EvalData) -> None:

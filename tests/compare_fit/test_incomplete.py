@@ -117,9 +117,8 @@ def test_holdout_fit_is_the_comparison_a_fresh_sample_gets() -> None:
 
 
 def test_report_shows_the_holdout_figures() -> None:
-    from types import SimpleNamespace
-
-    from pipeline.report.compare_fit import compare_fit_section
+    from pipeline.compare_fit.section import compare_fit_section
+    from pipeline.evaluation.reporting import Markup, ReportedRun
     from pipeline.row_params import of_kind
 
     ce, res = cedata(), partial()
@@ -127,9 +126,12 @@ def test_report_shows_the_holdout_figures() -> None:
     sets = [s.iloc[:4000].reset_index(drop=True) for s in res.synthetic]
     got = CompareFitMeasure(formula=FORMULA, model="lm").run(as_eval_data(original, sets, holdout=holdout), MEMORY)
     rows = got.tidy().assign(dataset="ce", source="partial", repetition=0, measure_name="compare_fit",
-                             family="compare_fit")  # fmt: skip
-    html = "".join(compare_fit_section(of_kind(rows), SimpleNamespace(results=rows)))
-    assert "a fresh sample (the holdout" in html
-    assert f"mean_ci_overlap: {got.holdout.mean_ci_overlap:.4g}" in html
-    plain = rows[rows["role"] == "observed"]
-    assert "fresh sample" not in "".join(compare_fit_section(plain, SimpleNamespace(results=plain)))
+                             family="compare_fit", type="compare_fit")  # fmt: skip
+
+    def text(rows: pd.DataFrame) -> str:
+        blocks = compare_fit_section(of_kind(rows), ReportedRun(rows, {}))
+        return "".join(b.html for b in blocks if isinstance(b, Markup))
+
+    assert "a fresh sample (the holdout" in text(rows)
+    assert f"mean_ci_overlap: {got.holdout.mean_ci_overlap:.4g}" in text(rows)
+    assert "fresh sample" not in text(rows[rows["role"] == "observed"])

@@ -217,11 +217,17 @@ def _fixed_radii_rows() -> pd.DataFrame:
             "idrisk",
             {**unit, "scenario": "swept", "radius": radius},
             {"file_risk": sets(*risks)},
+            kind="identification_risk",
         )
     out += rows(
-        "identification_risk", "idrisk", {**unit, "scenario": "swept", "variable": "wage"}, {"r_star": {"mean": 25}}
+        "identification_risk",
+        "idrisk",
+        {**unit, "scenario": "swept", "variable": "wage"},
+        {"r_star": {"mean": 25}},
+        kind="identification_risk",
     )
-    out += rows("identification_risk", "idrisk", {**unit, "scenario": "swept"}, {"r_star_at_boundary": {"mean": 0}})
+    boundary = {"r_star_at_boundary": {"mean": 0}}
+    out += rows("identification_risk", "idrisk", {**unit, "scenario": "swept"}, boundary, kind="identification_risk")
     for scenario, wage in (("swept", 25.0), ("fixed", 25.0)):
         radius = {"education": 0.5, "experience": 0.5, "wage": wage}
         out += rows(
@@ -229,6 +235,7 @@ def _fixed_radii_rows() -> pd.DataFrame:
             "idrisk",
             {**unit, "scenario": scenario, "radius": radius},
             {"file_risk_at_max": sets(0.2, 0.22)},
+            kind="identification_risk",
         )
     return table(out)
 
