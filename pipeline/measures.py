@@ -231,3 +231,12 @@ def row_measures(types: Iterable[str], kinds: Iterable[str] = ()) -> frozenset[s
     for k in dict.fromkeys(kinds):
         names |= SYNTHESISERS[k].synthesiser.row_measures
     return frozenset(names)
+
+
+def families_producing(name: str) -> list[str]:
+    """The families whose measures (or synthesisers: ``synthesis``) declare the row name ``name``."""
+    from pipeline.synthesisers import REGISTRY as SYNTHESISERS
+
+    found = [e.family for e in REGISTRY.values() if name in e.measure.row_measures]
+    found += ["synthesis"] * any(name in k.synthesiser.row_measures for k in SYNTHESISERS.values())
+    return list(dict.fromkeys(found))
