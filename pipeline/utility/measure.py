@@ -220,8 +220,9 @@ class MultiCompareMeasure(_UtilityMeasure):
     type = "multi_compare"
     params_model = MultiCompareParams
     description = "synthpop multi.compare(): a variable's distribution by group, original vs synthetic (bar data)"
-    #: records per group; count and percent per category (and density per histogram bin)
-    row_measures = frozenset({"records", "count", "percent", "density"})
+    #: records per group (not "records", profile's row of a whole data set); count and percent per
+    #: category (and density per histogram bin)
+    row_measures = frozenset({"group_records", "count", "percent", "density"})
     params: MultiCompareParams
 
     def check_coded(self, data: EvalData) -> None:

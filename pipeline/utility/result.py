@@ -481,7 +481,7 @@ class MultiCompareResult(Result):
             where = {b: "NA" if v is None else v for b, v in zip(self.by, group, strict=True)}
             head = {"variable": self.var, "by": list(self.by), "group": where}
             for si, source in enumerate(self.sources):
-                out.append(Row(source, "records", float(self.records[si, gi]), head))
+                out.append(Row(source, "group_records", float(self.records[si, gi]), head))
                 held = self.records[si, gi] > 0  # shares of an empty group are not written
                 for ci, category in enumerate(categories):
                     p = {**head, "category": "NA" if category is None else category}

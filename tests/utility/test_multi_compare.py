@@ -72,6 +72,9 @@ def test_factor_by_two_factors_pooled() -> None:
     np.testing.assert_allclose(np.nansum(r.percents, axis=2)[r.records > 0], 100)
     bytable = orig.groupby([_labels(orig["sex"]).fillna("<NA>"), _labels(orig["agegr"]).fillna("<NA>")]).size()
     assert r.records[0].sum() == len(orig) and sorted(r.records[0][r.records[0] > 0]) == sorted(bytable)
+    sizes = r.tidy()
+    sizes = sizes[(sizes["measure"] == "group_records") & (sizes["synthetic"] == "original")]["value"]
+    assert sorted(sizes[sizes > 0]) == sorted(bytable)
 
 
 def test_selected_sets_are_compared_one_by_one() -> None:
