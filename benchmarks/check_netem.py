@@ -113,23 +113,31 @@ class Network:
         self.made.clear()
 
 
+def _signal_group(p: subprocess.Popen, sig: int) -> None:
+    """``sig`` to the process group ``p`` leads (started in a session of its own: ``timeout`` and
+    the Dask process it runs), by its id."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, sig)
+
+
 @contextlib.contextmanager
 def processes() -> Iterator[list[subprocess.Popen]]:
-    """Processes started here, ended by their PID on the way out (term, then kill)."""
+    """Processes started here (each in a session of its own), ended by their process group's id on
+    the way out: TERM, then KILL after 10 s — a Dask worker whose scheduler is gone may wait on TERM,
+    and ending ``timeout`` alone would leave it running."""
     started: list[subprocess.Popen] = []
     try:
         yield started
     finally:
         for p in started:
-            if p.poll() is None:
-                p.terminate()
+            _signal_group(p, signal.SIGTERM)
         deadline = time.monotonic() + 10
         for p in started:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(max(0.1, deadline - time.monotonic()))
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        for p in started:  # the group, even when its leader is gone
+            _signal_group(p, signal.SIGKILL)
+            p.wait()
 
 
 def skip_reason() -> str | None:
@@ -254,7 +262,9 @@ def main() -> None:
             def start(ns: str, *cmd: str) -> None:
                 wrapped = ["timeout", str(TIMEOUT), "ip", "netns", "exec", ns, *cmd]
                 out = subprocess.DEVNULL
-                started.append(subprocess.Popen(wrapped, env=env, stdout=out, stderr=out, cwd=ROOT))
+                started.append(
+                    subprocess.Popen(wrapped, env=env, stdout=out, stderr=out, cwd=ROOT, start_new_session=True)
+                )
 
             start(scheduler_ns, *python, "dask", "scheduler", "--host", host, "--port", str(PORT),
                   "--no-dashboard")  # fmt: skip

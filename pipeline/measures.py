@@ -124,6 +124,13 @@ _ENTRIES = [
         "synthpop compare.synds(): per-variable distributions (bar data) and utility.tab per variable",
     ),
     MeasureEntry(
+        "multi_compare",
+        "utility",
+        "pipeline.utility.measure:MultiCompareMeasure",
+        "pipeline.utility.params:MultiCompareParams",
+        "synthpop multi.compare(): a variable's distribution by group, original vs synthetic (bar data)",
+    ),
+    MeasureEntry(
         "compare_fit",
         "compare_fit",
         "pipeline.compare_fit.measure:CompareFitMeasure",
@@ -224,3 +231,12 @@ def row_measures(types: Iterable[str], kinds: Iterable[str] = ()) -> frozenset[s
     for k in dict.fromkeys(kinds):
         names |= SYNTHESISERS[k].synthesiser.row_measures
     return frozenset(names)
+
+
+def families_producing(name: str) -> list[str]:
+    """The families whose measures (or synthesisers: ``synthesis``) declare the row name ``name``."""
+    from pipeline.synthesisers import REGISTRY as SYNTHESISERS
+
+    found = [e.family for e in REGISTRY.values() if name in e.measure.row_measures]
+    found += ["synthesis"] * any(name in k.synthesiser.row_measures for k in SYNTHESISERS.values())
+    return list(dict.fromkeys(found))

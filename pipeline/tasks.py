@@ -382,23 +382,13 @@ def load_task(path: str | Path, data: Any = None) -> LoadedTask:
     return task
 
 
-#: row measures that only one family's measures produce (the report's headlines): a gate naming one
-#: needs a measure of that family in the task
-FAMILY_OF_MEASURE = {
-    "repU": "disclosure",
-    "DiSCO": "disclosure",
-    "file_risk_at_max": "identification_risk",
-    "S_pMSE": "utility",
-}
-
-
 def _check_gates_can_apply(task: LoadedTask, families: set[str]) -> None:
     """Refuse, before any work, a gate that the task's results cannot hold: one naming a family
-    (``family``, or that of a headline measure, :data:`FAMILY_OF_MEASURE`) the task runs no
-    measure of (``synthesis``: no synthesised source), or a row measure no measure type or
-    synthesiser kind of the task produces (each declares its ``row_measures``; the closest names
-    are suggested). Whether a produced name has the gate's rows (a summary needs 2 sets, a
-    baseline a holdout) is checked against the results (:func:`pipeline.nightly.check_gates`).
+    (``family``) the task runs no measure of (``synthesis``: no synthesised source), or a row
+    measure that no measure type or synthesiser kind of the task produces (each declares its
+    ``row_measures``): the message names the families that produce it, else the closest names.
+    Whether a produced name has the gate's rows (a summary needs 2 sets, a baseline a holdout) is
+    checked against the results (:func:`pipeline.nightly.check_gates`).
 
     Raises
     ------
@@ -407,25 +397,27 @@ def _check_gates_can_apply(task: LoadedTask, families: set[str]) -> None:
     """
     if not task.spec.gates:
         return
-    from pipeline.measures import row_measures
+    from pipeline.measures import families_producing, row_measures
 
     kinds = [s.synthesise.kind for d in task.spec.datasets for s in d.synthetic if s.synthesise is not None]
     families = families | {"integrity"} | ({"synthesis"} if kinds else set())
     produced = row_measures([m.type for m in task.spec.measures], kinds)
     for gate in task.spec.gates:
-        family = gate.family or FAMILY_OF_MEASURE.get(gate.measure)
-        if family is not None and family not in families:
+        missing = [gate.family] if gate.family and gate.family not in families else []
+        if not missing and gate.measure not in produced:
+            missing = families_producing(gate.measure)
+            if not missing:
+                close = difflib.get_close_matches(gate.measure, sorted(produced), n=3, cutoff=0.6)
+                hint = f"did you mean {', '.join(map(repr, close))}?" if close else "no produced name is close"
+                raise TaskError(
+                    f"{task.path}: gate names measure {gate.measure!r}, which no measure of the task produces; "
+                    f"{hint} (a gate names a row's measure; `sdc-pipeline measures` lists the measure types)"
+                )
+        if missing:
             raise TaskError(
-                f"{task.path}: gate on {gate.measure!r}: the task runs no measure of family {family!r}, so its "
-                f"results cannot hold the gate's rows; add such a measure or remove the gate (families run: "
-                f"{', '.join(sorted(families))})"
-            )
-        if gate.measure not in produced:
-            close = difflib.get_close_matches(gate.measure, sorted(produced), n=3, cutoff=0.6)
-            hint = f"did you mean {', '.join(map(repr, close))}?" if close else "no produced name is close"
-            raise TaskError(
-                f"{task.path}: gate names measure {gate.measure!r}, which no measure of the task produces; {hint} "
-                "(a gate names a row's measure; `sdc-pipeline measures` lists the measure types)"
+                f"{task.path}: gate on {gate.measure!r}: the task runs no measure of family "
+                f"{' or '.join(map(repr, missing))}, so its results cannot hold the gate's rows; add such a measure "
+                f"or remove the gate (families run: {', '.join(sorted(families))})"
             )
 
 

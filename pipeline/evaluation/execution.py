@@ -188,7 +188,7 @@ class Executor(Partials, KeyBlocking, Layouts, Rounds, Tasks, Records):
         """
         if holdout and data.holdout is not None:
             both = self.prepare(EvalData((*data.frames, data.holdout), data.schema))
-            return EvalData(both.frames[:-1], data.schema, both.frames[-1])
+            return EvalData(both.frames[:-1], data.schema, both.frames[-1], data.synthesised)
         if self.in_memory(data):
             return self.collect(data)
         frames = [as_dask(f) for f in data.frames]

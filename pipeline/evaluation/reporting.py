@@ -58,11 +58,13 @@ class Markup:
 @dataclass(frozen=True, eq=False)
 class Table:
     """A table of aggregates under its sub-heading (none: ""); the cells of the ``status_columns``
-    get their own text as a CSS class (``pass`` / ``attention``)."""
+    get their own text as a CSS class (``pass`` / ``attention``); the ``text_columns`` hold
+    sentences (notes, explanations), wrapped within the page."""
 
     frame: pd.DataFrame
     heading: str = ""
     status_columns: tuple[str, ...] = ()
+    text_columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -247,17 +247,14 @@ def _interval_text(value: float, lower: float, upper: float) -> str:
 EXCESS_HEADING = "Excess risk: what does the synthesis add over its holdout baseline?"
 
 
-def excess_section(results: pd.DataFrame) -> list[Block]:
-    """The first screen's excess-risk table with its verdicts, a verdict line per release and the
-    training-vs-holdout plots (none when no dataset has a holdout)."""
-    table = excess_summary(results)
+def excess_section(results: pd.DataFrame, table: pd.DataFrame | None = None) -> list[Block]:
+    """The first screen's excess-risk table with its verdicts and the training-vs-holdout plots
+    (none when no dataset has a holdout); ``table``: :func:`excess_summary` of ``results`` when the
+    caller has it (the verdict line per release, above the summary, is made from it:
+    :mod:`pipeline.report.verdicts`)."""
+    table = excess_summary(results) if table is None else table
     if table.empty:
         return []
-    verdicts = release_verdicts(table)
-    lines = "".join(
-        f'<p class="verdict"><strong>{r}</strong>: {v}' + (f" — {d}" if d else "") + "</p>"
-        for r, v, d in zip(_release_text(verdicts), verdicts["verdict"], verdicts["driven_by"], strict=True)
-    )
     shown = pd.DataFrame(
         {
             "release": _release_text(table),
@@ -280,8 +277,8 @@ def excess_section(results: pd.DataFrame) -> list[Block]:
         }
     )
     return [
-        Markup(f'<section id="excess"><h2>{EXCESS_HEADING}</h2>{lines}'),
-        Table(shown),
+        Markup(f'<section id="excess"><h2>{EXCESS_HEADING}</h2>'),
+        Table(shown, text_columns=("release", "figure", "note")),
         Markup(
             "<p>Training and holdout are percentages of records: each risk figure computed with the training "
             "records (those the synthetic data were made from) and with holdout records of the same population "

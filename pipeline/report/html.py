@@ -12,12 +12,14 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from pipeline.evaluation.holdout_rows import RELEASE
 from pipeline.evaluation.reporting import Block, Markup, ReportedRun, ReportSection, Table
 from pipeline.measures import report_section
-from pipeline.report.baselines import excess_section
+from pipeline.report.baselines import excess_section, excess_summary
 from pipeline.report.markup import CSS, FigureCache, blocks_html, table_html
 from pipeline.report.notices import plans_section, warnings_section
 from pipeline.report.summary import release_summary
+from pipeline.report.verdicts import release_lines
 from pipeline.row_params import of_kind
 
 
@@ -46,26 +48,49 @@ def _sections(results: pd.DataFrame) -> list[tuple[str, ReportSection, pd.DataFr
     return out
 
 
-def summary_section(run: ReportedRun) -> list[Block]:
-    """The first screen: per release the headline risk and utility against the task's gates or
-    the rules of thumb (:mod:`pipeline.report.summary`), each marked pass or attention."""
+#: the summary's columns of sentences (wrapped within the page: markup.table_html)
+TEXT_COLUMNS = ("basis", "explanation", "note")
+
+
+def _release_text(dataset: str, source: str, repetition: int) -> str:
+    return f"{dataset} / {source}" + (f" #{repetition}" if repetition else "")
+
+
+def verdict_lines(summary: pd.DataFrame, excess: pd.DataFrame, releases: pd.DataFrame) -> str:
+    """The verdict line of every release (:func:`~pipeline.report.verdicts.release_lines`)."""
+    lines = release_lines(summary, excess, releases)
+    return "".join(
+        f'<p class="verdict"><strong>{html.escape(_release_text(d, s, r))}</strong>: {html.escape(v)}'
+        + (f" — {html.escape(t)}" if t else "")
+        + "</p>"
+        for d, s, r, v, t in lines.itertuples(index=False)
+    )
+
+
+def summary_section(run: ReportedRun, excess: pd.DataFrame) -> list[Block]:
+    """The first screen: a verdict line per release, then per release the headline risk and
+    utility against the task's gates or the rules of thumb (:mod:`pipeline.report.summary`), each
+    marked pass or attention (``excess``: :func:`~pipeline.report.baselines.excess_summary`)."""
     table = release_summary(run.results, run.manifest)
-    if table.empty:
+    releases = run.results.loc[run.results["source"] != "", RELEASE].drop_duplicates()
+    if releases.empty and excess.empty:
         return []
-    releases = zip(table["dataset"], table["source"], table["repetition"], strict=True)
-    shown = table.assign(release=[f"{d} / {s}" + (f" #{r}" if r else "") for d, s, r in releases])
-    # the explanation is the 7th column: markup.CSS gives it room
+    shown = table.assign(release=[_release_text(*r) for r in table[RELEASE].itertuples(index=False)])
     shown = shown[["release", "headline", "value", "threshold", "basis", "status", "explanation", "note"]]
     return [
-        Markup('<section id="summary"><h2>Summary: is each release safe and useful?</h2>'),
-        Table(shown, status_columns=("status",)),
+        Markup(
+            '<section id="summary"><h2>Summary: is each release safe and useful?</h2>'
+            + verdict_lines(table, excess, releases)
+        ),
+        *([Table(shown, status_columns=("status",), text_columns=TEXT_COLUMNS)] if len(table) else []),
         Markup(
             "<p>Units: risks are percentages of records (repU, DiSCO: of the original's records; "
             "identification risk: of the records an intruder matches correctly); S_pMSE is a ratio (pMSE "
             "over its expectation under a correct synthesis model: about 1 is ideal). Thresholds: the task's "
             "nightly gates where it has them, else the rules of thumb in docs/architecture.md (report summary). "
             "<em>attention</em> means look closer, not reject; the explanation says when a figure is high by "
-            "construction (keys released unchanged) or from prior knowledge (synthpop's flags).</p></section>"
+            "construction (keys released unchanged) or from prior knowledge (synthpop's flags). The verdict "
+            "line of a release with a holdout leads with the excess-risk verdict below.</p></section>"
         ),
     ]
 
@@ -89,6 +114,7 @@ def render(outcome: Run, extra_sections: list[str] | None = None, figures: Figur
 
 def _page(run: ReportedRun, extra_sections: list[str]) -> list[Block]:
     m = run.manifest
+    excess = excess_summary(run.results)
     meta = pd.DataFrame(
         [
             ("task", m["task"]),
@@ -106,9 +132,9 @@ def _page(run: ReportedRun, extra_sections: list[str]) -> list[Block]:
     )
     parts: list[Block] = [
         Markup(f"<h1>sdc-pipeline report — {html.escape(m['task'])}</h1>"),
-        *summary_section(run),
+        *summary_section(run, excess),
         Markup(warnings_section(run)),
-        *excess_section(run.results),
+        *excess_section(run.results, excess),
         Markup(plans_section(run)),
         Markup('<section id="metadata"><h2>Run</h2>' + table_html(meta, css_class="meta") + "</section>"),
         *(Markup(extra) for extra in extra_sections),

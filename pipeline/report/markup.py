@@ -14,6 +14,7 @@ import html
 import io
 import multiprocessing
 import os
+import re
 import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -40,7 +41,8 @@ th{background:#eef}td.l,th.l{text-align:left}.meta td{text-align:left}.fail{colo
 .ok{color:#070;font-weight:bold}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}
 details{margin:.5em 0}.scroll{overflow-x:auto;max-width:100%}img{max-width:100%;height:auto}
 td.pass{background:#e6f4e6;color:#070;font-weight:bold}td.attention{background:#fdecea;color:#b00;font-weight:bold}
-#summary table{font-size:.95em}#summary td{text-align:left}#summary td:nth-child(7){min-width:22em}
+#summary table{font-size:.95em}#summary td{text-align:left}td.pass,td.attention{white-space:nowrap}
+td.text,th.text{text-align:left;overflow-wrap:anywhere;min-width:9em}p.verdict{margin:.35em 0}
 """
 
 #: resolution of the embedded figures
@@ -175,7 +177,8 @@ def _block_html(block: Block, pngs: dict[int, bytes]) -> str:
         return _img(block.caption, pngs[id(block)])
     if isinstance(block, Table):
         heading = f"<h3>{html.escape(block.heading)}</h3>" if block.heading else ""
-        return heading + table_html(block.frame, cell_classes=dict.fromkeys(block.status_columns, ""))
+        classes = dict.fromkeys(block.status_columns, "")
+        return heading + table_html(block.frame, cell_classes=classes, text_columns=block.text_columns)
     if isinstance(block, Heading):
         return f"<h3>{html.escape(block.text)}</h3>"
     if isinstance(block, Paragraph):
@@ -227,21 +230,42 @@ def _draw(figures: Sequence[Figure]) -> list[bytes]:
         return [first, *pool.map(_png_of, figures[1:])]
 
 
+#: where a sentence column's long settings may break first (``keys=Urban+Tenure;target=Income``)
+_BREAKS = re.compile(r"(?<=[+;=])(?=\S)")
+
+
+def _breakable(text: str) -> str:
+    """``text`` escaped, with a line-break opportunity (``<wbr>``) at each of :data:`_BREAKS`."""
+    return "<wbr>".join(html.escape(part) for part in _BREAKS.split(text))
+
+
 def table_html(
-    frame: pd.DataFrame, float_format: str = "{:.4g}", css_class: str = "", cell_classes: dict[str, str] | None = None
+    frame: pd.DataFrame,
+    float_format: str = "{:.4g}",
+    css_class: str = "",
+    cell_classes: dict[str, str] | None = None,
+    text_columns: tuple[str, ...] = (),
 ) -> str:
     """A frame as an HTML table inside a box that scrolls sideways when the table is wide.
 
     ``cell_classes`` maps a column to a CSS class per value: the cell gets the class named by
-    its own text (e.g. the ``status`` column's ``pass`` / ``attention``)."""
+    its own text (e.g. the ``status`` column's ``pass`` / ``attention``). ``text_columns`` hold
+    sentences (notes, explanations): class ``text``, left-aligned and wrapped — first after
+    ``+ ; =`` in a long setting such as ``keys=Urban+Tenure+Educ``, else anywhere — so that they
+    never widen the table past the page (:data:`CSS`)."""
 
     def cell(col: str, v: Any) -> str:
-        text = number_text(v, float_format) if isinstance(v, float) else html.escape(str(v))
-        cls = f' class="{html.escape(str(v))}"' if cell_classes and col in cell_classes else ""
-        return f"<td{cls}>{text}</td>"
+        if isinstance(v, float):
+            text = number_text(v, float_format)
+        else:
+            text = _breakable(str(v)) if col in text_columns else html.escape(str(v))
+        if cell_classes and col in cell_classes:
+            return f'<td class="{html.escape(str(v))}">{text}</td>'
+        return f'<td class="text">{text}</td>' if col in text_columns else f"<td>{text}</td>"
 
     cols = [str(c) for c in frame.columns]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    text_class = ' class="text"'
+    head = "".join(f"<th{text_class if c in text_columns else ''}>{html.escape(c)}</th>" for c in cols)
     body = "".join(
         "<tr>" + "".join(cell(c, v) for c, v in zip(cols, row, strict=True)) + "</tr>"
         for row in frame.itertuples(index=False)

@@ -28,7 +28,7 @@ def plans_section(run: ReportedRun) -> str:
                 "predictors": [", ".join(matrix[v]) or "none" for v in order],
             }
         )
-        parts.append(f"<h3>{html.escape(label)}</h3>" + table_html(table))
+        parts.append(f"<h3>{html.escape(label)}</h3>" + table_html(table, text_columns=("predictors",)))
     if not parts:
         return ""
     return (
@@ -46,4 +46,5 @@ def warnings_section(run: ReportedRun) -> str:
     if not warned:
         return ""
     table = pd.DataFrame({"warning": [w["warning"] for w in warned], "units": ["; ".join(w["units"]) for w in warned]})
-    return f'<section id="warnings"><h2>Warnings ({len(warned)})</h2>' + table_html(table) + "</section>"
+    shown = table_html(table, text_columns=("warning", "units"))
+    return f'<section id="warnings"><h2>Warnings ({len(warned)})</h2>' + shown + "</section>"

@@ -36,6 +36,10 @@ records an intruder matches correctly at r* (Hornby & Hu); S_pMSE below 10 as sy
 for a synthesis model that captures the data (Raab, Nowok & Dibben). They are starting points
 for a decision, not a verdict.
 
+``by_threshold`` says whether a line is judged against its threshold (rule of thumb or gate) or,
+as a family's detail decided (identification risk's excess over the holdout), otherwise: the
+verdict line of a release (:mod:`pipeline.report.verdicts`) names only the former as headlines.
+
 A figure that is high *by construction* says so beside its status (``explanation``), read from
 the measure's flag rows of the worst setting (the headline's ``explained_by``; the measure
 decides, the report only words it): keys released unchanged (``same_key_counts``: repU = UiO),
@@ -59,7 +63,8 @@ from pipeline.results import per_set
 from pipeline.row_params import of_kind
 
 SUMMARY_COLUMNS = [
-    "dataset", "source", "repetition", "headline", "value", "threshold", "basis", "status", "explanation", "note"
+    "dataset", "source", "repetition", "headline", "value", "threshold", "basis", "status", "explanation", "note",
+    "by_threshold",
 ]  # fmt: skip
 #: the flag rows of one setting of one release: its measure entry and params
 FLAG_GROUP = [*RELEASE, "measure_name", "params"]
@@ -138,13 +143,13 @@ def release_summary(results: pd.DataFrame, manifest: Mapping[str, Any]) -> pd.Da
             if extra is not None and extra.judged is not None:
                 label, judged, bound, how = extra.judged
                 status = "attention" if extra.attention else "pass"
-                out.append([*key, label, judged, bound, how, status, "", extra.note])
+                out.append([*key, label, judged, bound, how, status, "", extra.note, False])
                 continue
             beyond = value > threshold if h.goal == "minimize" else value < threshold
             status = "attention" if beyond or (extra is not None and extra.attention) else "pass"
             name, params = group[GATE_GROUP.index("measure_name")], group[GATE_GROUP.index("params")]
             why = _explanation(h, flags, (*key, name, params), status == "attention")
             note = extra.note if extra is not None else worst
-            out.append([*key, h.label, value * h.scale, threshold * h.scale, basis, status, why, note])
+            out.append([*key, h.label, value * h.scale, threshold * h.scale, basis, status, why, note, True])
     frame = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
     return frame.sort_values(RELEASE, kind="stable").reset_index(drop=True)

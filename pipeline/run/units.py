@@ -33,10 +33,13 @@ from pipeline.tasks import LoadedTask, SynthesisUnit, Unit
 
 def unit_eval_data(unit: Unit, inputs: TaskInputs) -> EvalData:
     """A unit's data: the original (aligned to its source), the sets and the dataset's holdout
-    (cast to the original's schema, restricted to its variables)."""
+    (cast to the original's schema, restricted to its variables), and the variables the synthesis
+    made when the task made the sets."""
     original, sets = inputs.data(*unit.source_key)
     holdout = inputs.holdout(unit.dataset)
-    return as_eval_data(original, sets, require_synthetic=False, holdout=None if holdout is None else holdout.frame)
+    made_by = next((s.synthesiser for s in inputs.syntheses if s.key == unit.source_key), None)
+    return as_eval_data(original, sets, require_synthetic=False, holdout=None if holdout is None else holdout.frame,
+                        synthesised=None if made_by is None else made_by.synthesised_variables())  # fmt: skip
 
 
 def unit_context(task: LoadedTask, unit: Unit, inputs: TaskInputs) -> str:

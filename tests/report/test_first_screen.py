@@ -256,7 +256,8 @@ def test_fig6_with_fixed_radii_names_only_the_swept_radius_and_the_unit():
     assert set(by_radius.loc[by_radius["r_star"], "radius"]) == {"wage=25"}
     fig = plot_risk_by_radius(by_radius, title="idrisk: d / s")
     ax = fig.axes[0]
-    assert ax.get_xlabel() == "radius (in each variable's own units)\nfixed: education=0.5, experience=0.5"
+    assert ax.get_xlabel() == "radius of wage (in its own units)\nfixed: education=0.5, experience=0.5"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["10", "25", "50"]  # the axis names the variable
     assert "share of records" in ax.get_ylabel()
     width, height = _axes_pixels(fig)
     assert width > 250 and height > 200  # was ≈ 280 × 40 px with the full radii as tick labels

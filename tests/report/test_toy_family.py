@@ -9,7 +9,6 @@ the gate) and its section with the section's table and figure.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,9 +17,10 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure as MatplotlibFigure
 
-from pipeline.evaluation.base import Measure, Params, Result, Row
+from pipeline.evaluation.base import Measure, Params, Row
 from pipeline.evaluation.reporting import Block, Figure, Headline, ReportedRun, ReportSection, Table
 from pipeline.measures import REGISTRY, MeasureEntry
+from pipeline.profile import RowsResult
 from pipeline.results import per_set
 from pipeline.runner import run_task
 from pipeline.tasks import load_task
@@ -35,18 +35,6 @@ class ToyParams(Params):
 
     def variables(self) -> list[str]:
         return [self.variable]
-
-
-@dataclass(frozen=True)
-class ToyResult(Result):
-    row_list: tuple[Row, ...]
-    summary: dict[str, Any] = field(default_factory=dict)
-
-    def rows(self) -> list[Row]:
-        return list(self.row_list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.summary
 
 
 def toy_section(rows: pd.DataFrame, run: ReportedRun) -> list[Block]:
@@ -76,11 +64,11 @@ class ToyLeak(Measure):
     headlines: ClassVar[tuple[Headline, ...]] = (Headline("toy leak (%)", "leak", "max", 50.0),)
     row_measures: ClassVar[frozenset[str]] = frozenset({"leak"})
 
-    def evaluate(self, data: Any, executor: Any) -> ToyResult:
+    def evaluate(self, data: Any, executor: Any) -> RowsResult:
         frames = executor.collect(executor.prepare(data.select(self.params.variables()))).frames
         original = frames[0][self.params.variable].to_numpy()
         shares = [100.0 * float(np.mean(s[self.params.variable].to_numpy() == original)) for s in frames[1:]]
-        return ToyResult(tuple(Row(str(i), "leak", v) for i, v in enumerate(shares, start=1)))
+        return RowsResult(tuple(Row(str(i), "leak", v) for i, v in enumerate(shares, start=1)))
 
 
 @pytest.fixture

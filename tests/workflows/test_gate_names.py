@@ -54,10 +54,13 @@ def test_a_misspelt_row_name_is_refused_with_the_closest_names(tmp_path: Path, c
     assert not (tmp_path / "out").exists()  # refused before any work: nothing written
 
 
-def test_a_name_of_a_measure_the_task_does_not_run_is_refused(tmp_path: Path) -> None:
+def test_a_name_of_a_measure_the_task_does_not_run_is_refused_naming_its_family(tmp_path: Path) -> None:
     # main_rate is an attack's row: the task runs no attack
     line = _refusal(CliRunner().invoke(main, ["validate", str(_task(tmp_path, "{measure: main_rate, above: 0.5}"))]))
-    assert "gate names measure 'main_rate', which no measure of the task produces" in line
+    assert "gate on 'main_rate': the task runs no measure of family 'attacks'" in line
+    # a name two families produce names both
+    line = _refusal(CliRunner().invoke(main, ["validate", str(_task(tmp_path, "{measure: records, above: 1}"))]))
+    assert "the task runs no measure of family 'profile' or 'sdcrisk'" in line
 
 
 @pytest.mark.parametrize(
