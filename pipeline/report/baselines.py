@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,7 @@ from pipeline.evaluation.comparison import (
 )
 from pipeline.evaluation.holdout_rows import RELEASE, footing_settings, largest
 from pipeline.evaluation.reporting import Block, Figure, Markup, Table, number_text
-from pipeline.measures import holdout_views
+from pipeline.measures import headlines, holdout_views
 from pipeline.results import per_set
 from pipeline.row_params import of_kind, param_columns, unit_groups
 
@@ -69,11 +70,23 @@ def _figures(c: Comparison, scale: float) -> list[Any]:
     return [*(v * scale for v in values), c.difference.method, c.verdict, c.difference.detectable * scale]
 
 
+#: the excess table's name of an equal-footing figure that the release summary also shows (a
+#: headline of the same row measure, on every training record): the two values differ because this
+#: one is computed at the holdout's footing (docs/baselines.md)
+EQUAL_FOOTING = "{title} — equal footing with the holdout"
+
+
 def _views(results: pd.DataFrame) -> Iterator[tuple[Compared, pd.DataFrame]]:
-    """Each declared figure with the rows of its measure type (the family's own type only)."""
-    for kind, view in holdout_views(results["type"].dropna()).items():
+    """Each declared figure with the rows of its measure type (the family's own type only); an
+    equal-footing figure of a row measure the type's headlines also read is titled
+    :data:`EQUAL_FOOTING`, so the first screen's two figures of that name are told apart."""
+    types = results["type"].dropna()
+    headline_measures = {(kind, h.measure) for h, _, kinds in headlines(types) for kind in kinds}
+    for kind, view in holdout_views(types).items():
         rows = results[results["type"] == kind]
         for compared in view:
+            if compared.view == "footing" and (kind, compared.training) in headline_measures:
+                compared = replace(compared, title=EQUAL_FOOTING.format(title=compared.title))
             yield compared, rows
 
 
