@@ -76,18 +76,21 @@ def _figures(c: Comparison, scale: float) -> list[Any]:
 EQUAL_FOOTING = "{title} — equal footing with the holdout"
 
 
-def _views(results: pd.DataFrame) -> Iterator[tuple[Compared, pd.DataFrame]]:
-    """Each declared figure with the rows of its measure type (the family's own type only); an
-    equal-footing figure of a row measure the type's headlines also read is titled
-    :data:`EQUAL_FOOTING`, so the first screen's two figures of that name are told apart."""
-    types = results["type"].dropna()
-    headline_measures = {(kind, h.measure) for h, _, kinds in headlines(types) for kind in kinds}
-    for kind, view in holdout_views(types).items():
+def _views(results: pd.DataFrame) -> Iterator[tuple[str, Compared, pd.DataFrame]]:
+    """Each declared figure with its measure type and the rows of that type (the family's own type only)."""
+    for kind, view in holdout_views(results["type"].dropna()).items():
         rows = results[results["type"] == kind]
         for compared in view:
-            if compared.view == "footing" and (kind, compared.training) in headline_measures:
-                compared = replace(compared, title=EQUAL_FOOTING.format(title=compared.title))
-            yield compared, rows
+            yield kind, compared, rows
+
+
+def _named(compared: Compared, kind: str, headline_measures: set[tuple[str, str]]) -> Compared:
+    """``compared`` as the excess table names it: an equal-footing figure of a row measure that a
+    headline of its type also reads is titled :data:`EQUAL_FOOTING`, so the first screen's two
+    figures of that name are told apart."""
+    if compared.view == "footing" and (kind, compared.training) in headline_measures:
+        return replace(compared, title=EQUAL_FOOTING.format(title=compared.title))
+    return compared
 
 
 def _footing_lines(compared: Compared, rows: pd.DataFrame) -> list[list[Any]]:
@@ -177,7 +180,12 @@ LINES = {"footing": _footing_lines, "rates": _rates_lines, "share": _share_lines
 def excess_summary(results: pd.DataFrame) -> pd.DataFrame:
     """Per release and risk figure: the comparison with its holdout and the verdict (columns
     :data:`EXCESS_COLUMNS`; empty when no dataset has a holdout)."""
-    found = [line for compared, rows in _views(results) for line in LINES[compared.view](compared, rows)]
+    read = {(kind, h.measure) for h, _, kinds in headlines(results["type"].dropna()) for kind in kinds}
+    found = [
+        line
+        for kind, compared, rows in _views(results)
+        for line in LINES[compared.view](_named(compared, kind, read), rows)
+    ]
     frame = pd.DataFrame(found, columns=EXCESS_COLUMNS)
     return frame.sort_values(RELEASE, kind="stable").reset_index(drop=True)
 
@@ -231,7 +239,7 @@ def plot_training_vs_holdout(points: pd.DataFrame, title: str) -> MatplotlibFigu
 def baseline_figures(results: pd.DataFrame) -> list[Figure]:
     """A training-vs-holdout plot per release and equal-footing figure (every setting a point)."""
     out = []
-    for compared, rows in _views(results):
+    for _, compared, rows in _views(results):
         if compared.view != "footing":
             continue
         by_release: dict[tuple, list[dict[str, float]]] = {}
