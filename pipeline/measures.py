@@ -124,6 +124,13 @@ _ENTRIES = [
         "synthpop compare.synds(): per-variable distributions (bar data) and utility.tab per variable",
     ),
     MeasureEntry(
+        "multi_compare",
+        "utility",
+        "pipeline.utility.measure:MultiCompareMeasure",
+        "pipeline.utility.params:MultiCompareParams",
+        "synthpop multi.compare(): a variable's distribution by group, original vs synthetic (bar data)",
+    ),
+    MeasureEntry(
         "compare_fit",
         "compare_fit",
         "pipeline.compare_fit.measure:CompareFitMeasure",

@@ -29,7 +29,7 @@ class CompareFitMeasure(Measure):
     row_measures = frozenset(
         {"coef", "se", "z", "qbar", "ubar", "b", "summary_se", "summary_z", "summary_p", "compare_se", "compare_z",
          "diff", "std_diff", "ci_overlap", "mean_ci_overlap", "mean_abs_std_diff", "incomplete", "m", "ncoef",
-         "lack_of_fit", "lof_pvalue", "lof_ratio", "lof_df", "lof_df2"}
+         "lack_of_fit", "lof_pvalue", "lof_ratio", "lof_df", "lof_df2", "lof_excluded"}
     )  # fmt: skip
 
     def check(self, data: EvalData) -> None:

@@ -44,5 +44,21 @@ def compare_fit_section(results: pd.DataFrame, run: ReportedRun | None = None) -
                                                                "lof_pvalue") if k in scalars]  # fmt: skip
         if "lack_of_fit" not in scalars:
             facts.append("no lack-of-fit test (incomplete synthesis with fewer syntheses than coefficients)")
-        out += [Markup(f"<h3>{html.escape(title)}</h3><p>{html.escape('; '.join(facts))}</p>"), Table(shown)]
+        fresh = _holdout_facts(run, mean[mean["coefficient"].isna()])
+        out += [Markup(f"<h3>{html.escape(title)}</h3><p>{html.escape('; '.join(facts))}</p>{fresh}"), Table(shown)]
     return out
+
+
+def _holdout_facts(run: ReportedRun | None, scalars: pd.DataFrame) -> str:
+    """The same figures with the holdout in the synthetic sets' place (rows ``role`` holdout of
+    the run, matched on the unit's scalar rows), when the dataset has a holdout."""
+    results = None if run is None else run.results
+    if results is None or "role" not in results.columns or scalars.empty:
+        return ""
+    keys = ["dataset", "source", "repetition", "measure_name", "params", "measure"]
+    held = results[results["role"] == "holdout"].merge(scalars[keys].drop_duplicates(), on=keys)
+    values = held.set_index("measure")["value"]
+    facts = [f"{k}: {number_text(values[k])}" for k in ("mean_ci_overlap", "mean_abs_std_diff") if k in values]
+    if not facts:
+        return ""
+    return f"<p>a fresh sample (the holdout in the synthetic sets' place): {html.escape('; '.join(facts))}</p>"

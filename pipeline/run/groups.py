@@ -142,7 +142,8 @@ def repetition_task(
         if job.units:
             assert job.against is not None
             against = job.against
-            data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False, holdout=holdout)
+            data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False, holdout=holdout,
+                                synthesised=job.synthesis.synthesiser.synthesised_variables())  # fmt: skip
         for u, context in job.units:
             with notices.collected() as at_check:
                 check_unit(u.measure, data, executor, context)

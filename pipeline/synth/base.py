@@ -126,6 +126,11 @@ class Synthesiser(ABC):
         """Number of synthetic sets."""
         return self.params.m
 
+    def synthesised_variables(self) -> frozenset[str] | None:
+        """The variables its sets hold synthetic values of (synthpop's method is not ``""``);
+        ``None``: every variable of its output."""
+        return None
+
     def with_seed(self, seed: int) -> Synthesiser:
         """The same synthesiser with another seed (one repetition of a task)."""
         return type(self)(self.params.model_copy(update={"seed": seed}))

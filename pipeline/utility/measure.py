@@ -8,6 +8,7 @@ task ``type``       measure                         synthpop function (wrapper i
 ``utility_tables``  :class:`UtilityTablesMeasure`   ``utility.tables`` -> ``utility_tables``
 ``utility_synds``   :class:`UtilitySyndsMeasure`    ``utility.synds`` (1.2-1) -> ``utility_synds``
 ``compare``         :class:`UtilityCompareMeasure`  ``compare.synds`` -> ``compare_synds``
+``multi_compare``   :class:`MultiCompareMeasure`    ``multi.compare`` -> ``multi_compare``
 ==================  ==============================  ================================================
 
 Each measure has one parameter model (:mod:`pipeline.utility.params`, the only validation),
@@ -29,6 +30,7 @@ from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.reporting import Headline, ReportSection
 from pipeline.utility.params import (
     TAB_STATS,
+    MultiCompareParams,
     UtilityCompareParams,
     UtilityGenParams,
     UtilitySyndsParams,
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from pipeline.evaluation.execution import Executor
     from pipeline.utility.gen import UtilityGenResult
     from pipeline.utility.result import (
+        MultiCompareResult,
         UtilityCompareResult,
         UtilitySyndsResult,
         UtilityTablesResult,
@@ -75,7 +78,7 @@ class _UtilityMeasure(Measure):
 
     family = "utility"
     report_section = UTILITY_SECTION
-    params: UtilityGenParams | UtilityTabParams | UtilityTablesParams | UtilityCompareParams
+    params: UtilityGenParams | UtilityTabParams | UtilityTablesParams | UtilityCompareParams | MultiCompareParams
 
     def coded(self, data: EvalData) -> EvalData:
         return with_cont_na(data, self.params.cont_na)
@@ -209,3 +212,33 @@ class UtilityCompareMeasure(_UtilityMeasure):
         from pipeline.utility.compare import evaluate_compare
 
         return evaluate_compare(self.params, self.coded(data), executor)
+
+
+class MultiCompareMeasure(_UtilityMeasure):
+    """One variable in the original and the synthetic data within groups (synthpop's ``multi.compare``)."""
+
+    type = "multi_compare"
+    params_model = MultiCompareParams
+    description = "synthpop multi.compare(): a variable's distribution by group, original vs synthetic (bar data)"
+    #: records per group (not "records", profile's row of a whole data set); count and percent per
+    #: category (and density per histogram bin)
+    row_measures = frozenset({"group_records", "count", "percent", "density"})
+    params: MultiCompareParams
+
+    def check_coded(self, data: EvalData) -> None:
+        outside = [i for i in self.params.msel or () if i > data.m]
+        if outside:
+            raise ParameterError(f"multi_compare: msel {outside} beyond the {data.m} synthetic set(s)")
+
+    def check_aggregates(self, data: EvalData, executor: Executor) -> None:
+        """Too many groups (or values of a numeric ``by`` variable) in the original alone is refused
+        before any work; groups only the synthetic sets hold are found when evaluating."""
+        from pipeline.utility.multi_compare import count_groups
+
+        coded = self.coded(data)
+        count_groups(self.params, EvalData(coded.frames[:1], coded.schema), executor)
+
+    def evaluate(self, data: EvalData, executor: Executor) -> MultiCompareResult:
+        from pipeline.utility.multi_compare import evaluate_multi_compare
+
+        return evaluate_multi_compare(self.params, self.coded(data), executor)

@@ -1,5 +1,6 @@
 """The utility family's part of the report: per entry S_pMSE of every synthetic set, the table
-utility heat maps, utility.synds' summary per propensity method and compare.synds' distributions.
+utility heat maps, utility.synds' summary per propensity method, compare.synds' distributions and
+multi.compare's panels.
 Fed by tidy rows only (aggregates); which entry is which measure is the rows' ``type``."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pandas as pd
 from pipeline.evaluation.reporting import Block, Figure, Markup, ReportedRun, Table, section_title
 from pipeline.results import per_set
 from pipeline.row_params import UNIT, param_columns, unit_groups
-from pipeline.utility.plots import plot_compare_rows, plot_spmse_by_set, plot_utility_tables
+from pipeline.utility.plots import plot_compare_rows, plot_multi_compare, plot_spmse_by_set, plot_utility_tables
 
 RUN_GROUP = ["dataset", "source", "repetition", "measure_name"]
 
@@ -19,6 +20,13 @@ RUN_GROUP = ["dataset", "source", "repetition", "measure_name"]
 def _entries(results: pd.DataFrame, kind: str) -> list[str]:
     """The measure entries (names) of measure type ``kind`` among the rows."""
     return list(dict.fromkeys(results.loc[results["type"] == kind, "measure_name"]))
+
+
+#: the figures of synthpop's compare functions: task type, plot, caption
+COMPARE_PLOTS = (
+    ("compare", plot_compare_rows, "distributions of the original and the pooled synthetic sets"),
+    ("multi_compare", plot_multi_compare, "the variable by group in the original and the synthetic data"),
+)
 
 
 def utility_section(results: pd.DataFrame, run: ReportedRun | None = None) -> list[Block]:
@@ -38,12 +46,13 @@ def utility_section(results: pd.DataFrame, run: ReportedRun | None = None) -> li
         out.append(Figure(caption, plot_spmse_by_set, (labels, values), {"title": f"{name}: {dataset}"}))
     out += _table_heat_maps(per_set(results[results["measure_name"].isin(tables)]))
     out += utility_synds_tables(results[results["measure_name"].isin(_entries(results, "utility_synds"))])
-    compares = results[results["measure_name"].isin(_entries(results, "compare"))]
-    for (dataset, name, source, rep), sub in compares.groupby(["dataset", "measure_name", "source", "repetition"],
-                                                              sort=False):  # fmt: skip
-        title = section_title(dataset, source, rep, name)
-        caption = f"{title}: distributions of the original and the pooled synthetic sets"
-        out.append(Figure(caption, plot_compare_rows, (sub, title)))
+    for kind, plot, what in COMPARE_PLOTS:
+        compares = results[results["measure_name"].isin(_entries(results, kind))]
+        for (dataset, name, source, rep), sub in compares.groupby(
+            ["dataset", "measure_name", "source", "repetition"], sort=False
+        ):
+            title = section_title(dataset, source, rep, name)
+            out.append(Figure(f"{title}: {what}", plot, (sub, title)))
     return out
 
 

@@ -38,6 +38,7 @@ EXAMPLES: dict[str, tuple[str, dict]] = {
     ),
     "utility_gen": ("sd2011", {"method": "logit", "maxorder": 1, "vars": ["sex", "age", "edu", "income"]}),
     "compare": ("sd2011", {"vars": ["sex", "age", "income"], "breaks": 10}),
+    "multi_compare": ("sd2011", {"var": "income", "by": ["sex", "agegr"], "cont_na": {"income": -8}}),
     "compare_fit": ("sd2011", {"formula": "smoke ~ sex + age + edu", "model": "glm", "family": "binomial"}),
     "utility_tab": ("sd2011", {"vars": ["sex", "edu"]}),
     "utility_tables": ("sd2011", {"tables": "twoway", "vars": ["sex", "agegr", "edu"]}),

@@ -644,6 +644,12 @@ class PartialSynthesisResult(Result):
     seed: int
     params: PartialParams
 
+    @property
+    def synthesised(self) -> frozenset[str]:
+        """The variables synthesised (method not ``""``): passed as ``synthetic`` to a measure's
+        function, the result tells it which variables were kept (synthpop's ``incomplete``)."""
+        return frozenset(self.params.synthesised)
+
     def datasets(self, prefix: str = "syn") -> list[Dataset]:
         """The synthetic sets as :class:`Dataset` objects named ``syn1``, ``syn2``, ..."""
         return [Dataset.from_pandas(f, self.schema, name=f"{prefix}{i + 1}") for i, f in enumerate(self.synthetic)]
@@ -775,6 +781,9 @@ class PartialSynthesiser(Synthesiser):
 
     def plan_lines(self, schema: Schema) -> list[str]:
         return plan_lines(plan_synthesis(schema, self.params))
+
+    def synthesised_variables(self) -> frozenset[str]:
+        return frozenset(self.params.synthesised)
 
     def synthesise_frame(self, frame: Frame, schema: Schema, executor: Executor) -> PartialSynthesisResult:
         return synthesise_partial_frame(frame, schema, self.params, executor)
