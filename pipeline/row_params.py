@@ -75,13 +75,17 @@ def param_columns(rows: pd.DataFrame, *keys: str, row_keys: Collection[str] | No
 
 def unit_labels(units: Iterable[Hashable]) -> dict[Hashable, str]:
     """A short display text per :data:`UNIT` value: only the parameters in which the units differ
-    (empty when there is one unit, so titles stay short)."""
+    (empty when there is one unit, so titles stay short), each as ``key=value``; a parameter a unit
+    does not set (absent or None, e.g. singling-out's ``n_cols`` in univariate mode) is left out
+    of its text, never shown as "None". The texts stay distinct: two units that differ in a key
+    differ in a value shown."""
     units = list(dict.fromkeys(units))
     mappings = [dict(u) if u else {} for u in units]
     names = list(dict.fromkeys(k for m in mappings for k in m))
     differing = [k for k in names if len({m.get(k) for m in mappings}) > 1]
     return {
-        u: "; ".join(f"{k}={value_text(m.get(k))}" for k in differing) for u, m in zip(units, mappings, strict=True)
+        u: "; ".join(f"{k}={value_text(m[k])}" for k in differing if m.get(k) is not None)
+        for u, m in zip(units, mappings, strict=True)
     }
 
 

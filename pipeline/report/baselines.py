@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -50,7 +51,7 @@ from pipeline.evaluation.comparison import (
 )
 from pipeline.evaluation.holdout_rows import RELEASE, footing_settings, largest
 from pipeline.evaluation.reporting import Block, Figure, Markup, Table, number_text
-from pipeline.measures import holdout_views
+from pipeline.measures import headlines, holdout_views
 from pipeline.results import per_set
 from pipeline.row_params import of_kind, param_columns, unit_groups
 
@@ -71,12 +72,27 @@ def _figures(c: Comparison, scale: float) -> list[Any]:
     return [*(v * scale for v in values), c.difference.method, c.verdict, c.difference.detectable * scale]
 
 
-def _views(results: pd.DataFrame) -> Iterator[tuple[Compared, pd.DataFrame]]:
-    """Each declared figure with the rows of its measure type (the family's own type only)."""
+#: the excess table's name of an equal-footing figure that the release summary also shows (a
+#: headline of the same row measure, on every training record): the two values differ because this
+#: one is computed at the holdout's footing (docs/baselines.md)
+EQUAL_FOOTING = "{title} — equal footing with the holdout"
+
+
+def _views(results: pd.DataFrame) -> Iterator[tuple[str, Compared, pd.DataFrame]]:
+    """Each declared figure with its measure type and the rows of that type (the family's own type only)."""
     for kind, view in holdout_views(results["type"].dropna()).items():
         rows = results[results["type"] == kind]
         for compared in view:
-            yield compared, rows
+            yield kind, compared, rows
+
+
+def _named(compared: Compared, kind: str, headline_measures: set[tuple[str, str]]) -> Compared:
+    """``compared`` as the excess table names it: an equal-footing figure of a row measure that a
+    headline of its type also reads is titled :data:`EQUAL_FOOTING`, so the first screen's two
+    figures of that name are told apart."""
+    if compared.view == "footing" and (kind, compared.training) in headline_measures:
+        return replace(compared, title=EQUAL_FOOTING.format(title=compared.title))
+    return compared
 
 
 def _footing_lines(compared: Compared, rows: pd.DataFrame) -> list[list[Any]]:
@@ -166,7 +182,12 @@ LINES = {"footing": _footing_lines, "rates": _rates_lines, "share": _share_lines
 def excess_summary(results: pd.DataFrame) -> pd.DataFrame:
     """Per release and risk figure: the comparison with its holdout and the verdict (columns
     :data:`EXCESS_COLUMNS`; empty when no dataset has a holdout)."""
-    found = [line for compared, rows in _views(results) for line in LINES[compared.view](compared, rows)]
+    read = {(kind, h.measure) for h, _, kinds in headlines(results["type"].dropna()) for kind in kinds}
+    found = [
+        line
+        for kind, compared, rows in _views(results)
+        for line in LINES[compared.view](_named(compared, kind, read), rows)
+    ]
     frame = pd.DataFrame(found, columns=EXCESS_COLUMNS)
     return frame.sort_values(RELEASE, kind="stable").reset_index(drop=True)
 
@@ -220,7 +241,7 @@ def plot_training_vs_holdout(points: pd.DataFrame, title: str) -> MatplotlibFigu
 def baseline_figures(results: pd.DataFrame) -> list[Figure]:
     """A training-vs-holdout plot per release and equal-footing figure (every setting a point)."""
     out = []
-    for compared, rows in _views(results):
+    for _, compared, rows in _views(results):
         if compared.view != "footing":
             continue
         by_release: dict[tuple, list[dict[str, float]]] = {}

@@ -1,17 +1,18 @@
 """HTML markup of the report: the families' blocks as HTML, their figures drawn in one batch
 (:func:`blocks_html`), tables, the page style.
 
-It imports only the blocks' declarations (:mod:`pipeline.evaluation.reporting`), so every report
-module (and a nightly section) can use it without an import cycle.
+It imports only the blocks' declarations (:mod:`pipeline.evaluation.reporting`) and the package's
+hash (:mod:`pipeline.fingerprint`), so every report module (and a nightly section) can use it
+without an import cycle.
 """
 
 from __future__ import annotations
 
 import base64
 import ctypes
-import hashlib
 import html
 import io
+import math
 import multiprocessing
 import os
 import re
@@ -31,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.evaluation.reporting import Block, Details, Figure, Heading, Markup, Paragraph, Table, number_text
+from pipeline.fingerprint import fingerprint
 
 CSS = """
 body{font-family:system-ui,Segoe UI,Helvetica,Arial,sans-serif;margin:2em;max-width:1200px;color:#222}
@@ -89,28 +91,35 @@ class FigureCache:
 
 
 def _canonical(value: Any) -> Any:
-    """A value as plain, exactly printable Python (frames by columns, dtypes, index and values),
-    so that equal data give equal text in any process."""
+    """A value as the parts :func:`~pipeline.fingerprint.fingerprint` hashes (frames by columns,
+    dtypes, index and values; each container tagged with its kind, so a list and a tuple, or a
+    frame and its values, differ), so that equal data give the same digest in any process."""
     if isinstance(value, pd.DataFrame):
-        return ("DataFrame", _canonical(list(value.columns)), [str(t) for t in value.dtypes],
-                _canonical(list(value.index)), _canonical(value.to_numpy(dtype=object).tolist()))  # fmt: skip
+        return ["DataFrame", _canonical(list(value.columns)), [str(t) for t in value.dtypes],
+                _canonical(list(value.index)), _canonical(value.to_numpy(dtype=object).tolist())]  # fmt: skip
     if isinstance(value, pd.Series):
-        return ("Series", str(value.name), str(value.dtype), _canonical(list(value.index)), _canonical(value.tolist()))
+        return ["Series", str(value.name), str(value.dtype), _canonical(list(value.index)), _canonical(value.tolist())]
     if isinstance(value, np.ndarray):
-        return ("ndarray", str(value.dtype), value.shape, _canonical(value.tolist()))
+        return ["ndarray", str(value.dtype), list(value.shape), _canonical(value.tolist())]
     if isinstance(value, dict):
-        return ("dict", [(_canonical(k), _canonical(v)) for k, v in value.items()])
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, [_canonical(v) for v in value])
+        return ["dict", [[_canonical(k), _canonical(v)] for k, v in value.items()]]
+    if isinstance(value, list | tuple):
+        return [type(value).__name__, [_canonical(v) for v in value]]
     if isinstance(value, np.generic):
-        return value.item()
+        return _canonical(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": repr(value)}  # JSON has no NaN or infinity; a mapping is never a tagged part
+    if value is pd.NA or value is pd.NaT:
+        return {"missing": repr(value)}
     return value
 
 
 def figure_digest(plot: Callable[..., Any], args: tuple, kwargs: dict[str, Any], version: str) -> str:
-    """The digest :class:`FigureCache` keeps a figure by (see there)."""
-    what = (plot.__module__, plot.__qualname__, _canonical(args), _canonical(kwargs), version, matplotlib.__version__)
-    return hashlib.sha256(repr(what).encode()).hexdigest()[:32]
+    """The digest :class:`FigureCache` keeps a figure by (see there): the
+    :func:`~pipeline.fingerprint.fingerprint` of the plotting function's name, its arguments,
+    ``version`` and matplotlib's version."""
+    what = [plot.__module__, plot.__qualname__, _canonical(args), _canonical(kwargs), version, matplotlib.__version__]
+    return fingerprint(what, length=32)
 
 
 def _wrap_titles(fig: Any) -> None:

@@ -87,23 +87,36 @@ def test_the_table_shows_the_worst_setting_with_its_interval_and_verdict():
     assert len(table) == 1
     got = table.iloc[0]
     # y has the larger upper bound (0 + 4 against 2 + 1)
-    assert (got["figure"], got["training"], got["holdout"], got["difference"]) == ("repU (%)", 1.0, 1.0, 0.0)
+    expected = ("repU (%) — equal footing with the holdout", 1.0, 1.0, 0.0)
+    assert (got["figure"], got["training"], got["holdout"], got["difference"]) == expected
     assert (got["difference_lower95"], got["difference_upper95"], got["verdict"]) == (-0.5, 4.0, NO_EXCESS)
     assert (got["method"], got["sets"]) == ("permutation", 2) and math.isnan(got["residual"])
     assert got["note"] == "1 of 2 settings with an interval above 0; shown: target=y"
 
 
-def _attack(rates: list[tuple[float, float, float]], error: float = 0.02) -> list[dict]:
-    """Rows of a linkability entry: per set (main, control, risk), Wilson-like bounds ± ``error``."""
+def _attack(rates: list[tuple[float, float, float]], error: float = 0.02, kind="linkability", **params) -> list[dict]:
+    """Rows of an attack entry (linkability, n_neighbors=1, unless told): per set (main, control,
+    risk), Wilson-like bounds ± ``error``."""
+    params = params or {"n_neighbors": 1}
     out = []
     for i, (main, control, risk) in enumerate(rates, start=1):
         for name, value in (("main_rate", main), ("control_rate", control), ("baseline_rate", 0.01)):
-            out += [_row(str(i), name, value, kind="linkability", family="attacks", n_neighbors=1)]
-            out += [_row(str(i), f"{name}_lower", value - error, kind="linkability", family="attacks", n_neighbors=1)]
-            out += [_row(str(i), f"{name}_upper", value + error, kind="linkability", family="attacks", n_neighbors=1)]
+            for suffix, v in (("", value), ("_lower", value - error), ("_upper", value + error)):
+                out += [_row(str(i), f"{name}{suffix}", v, kind=kind, family="attacks", **params)]
         for name, value in (("risk", risk), ("risk_lower", risk - 0.05), ("risk_upper", risk + 0.05)):
-            out += [_row(str(i), name, value, kind="linkability", family="attacks", n_neighbors=1)]
+            out += [_row(str(i), name, value, kind=kind, family="attacks", **params)]
     return out
+
+
+def test_settings_of_one_entry_are_named_by_what_they_set_never_by_a_none():
+    # singling_out's univariate rows carry no n_cols (it does not apply): the label leaves it out
+    uni = _attack([(0.2, 0.1, 0.1)], kind="singling_out", mode="univariate", cols=["a", "b"])
+    multi = _attack([(0.3, 0.1, 0.2)], kind="singling_out", mode="multivariate", cols=["a", "b"], n_cols=2)
+    figures = excess_summary(_frame(uni + multi))["figure"].tolist()
+    assert figures == [
+        "singling_out [mode=univariate]: success rate (%)",
+        "singling_out [mode=multivariate; n_cols=2]: success rate (%)",
+    ]
 
 
 def test_m_sets_are_judged_by_their_mean_not_the_worst_set():
@@ -155,6 +168,20 @@ def test_no_holdout_no_table_and_headlines_read_own_rows():
     assert headline.loc["repU (%)", "value"] == 104.0  # the own rows' max over sets, not a baseline or t bound
 
 
+def test_a_figure_shown_twice_on_the_first_screen_says_which_is_the_equal_footing_one():
+    # the summary's repU is the own rows' figure on every training record (104), the excess table's
+    # the training figure at the holdout's footing (2): one first screen, two names
+    rows = _frame(_target("x", [2.0], [1.0], 1.0, 1.0))
+    manifest = {"task_spec": {"measures": [{"type": "disclosure"}], "gates": []}}
+    (headline,) = release_summary(rows, manifest).to_dict(orient="records")
+    (figure,) = excess_summary(rows).to_dict(orient="records")
+    assert (headline["headline"], headline["value"]) == ("repU (%)", 102.0)
+    assert (figure["figure"], figure["training"]) == ("repU (%) — equal footing with the holdout", 2.0)
+    assert release_verdicts(excess_summary(rows)).iloc[0]["driven_by"] == (
+        "repU (%) — equal footing with the holdout (detectable ≥ 1.429)"
+    )
+
+
 def test_identification_risk_headline_is_its_excess_with_r_star_beside_it_and_the_records_left_out():
     unit = {"scenarios": {"s": {"known": ["Age"], "synthesised": ["Income"]}}, "percentage": False, "scenario": "s"}
     kind = {"kind": "identification_risk", "family": "identification_risk"}
@@ -175,6 +202,8 @@ def test_identification_risk_headline_is_its_excess_with_r_star_beside_it_and_th
     manifest = {"task_spec": {"measures": [{"type": "identification_risk"}], "gates": []}}
     (line,) = release_summary(_frame(rows), manifest).to_dict(orient="records")
     assert line["headline"] == "identification risk, excess over holdout (pp)"
+    # no headline reads file_risk itself: its excess figure keeps its declared title
+    assert excess_summary(_frame(rows))["figure"].tolist() == ["identification risk (file_risk, %)"]
     assert line["value"] == pytest.approx(6.0) and line["status"] == "attention"
     assert line["note"] == (
         "largest excess at radius=Income=0.01: training 8 %, holdout 2 %, difference 6 pp [5, 7], "

@@ -8,6 +8,7 @@ import io
 
 import numpy as np
 import pandas as pd
+import pytest
 from matplotlib.figure import Figure
 from PIL import Image
 
@@ -46,6 +47,20 @@ def test_the_digest_follows_the_data_not_the_objects():
     assert figure_digest(titled, (moved, "t"), {}, "v") != figure_digest(titled, (POINTS, "t"), {}, "v")
     assert figure_digest(titled, (POINTS, "t"), {}, "v2") != figure_digest(titled, (POINTS, "t"), {}, "v")
     assert figure_digest(titled, (POINTS, "u"), {}, "v") != figure_digest(titled, (POINTS, "t"), {}, "v")
+
+
+def test_the_digest_is_the_structured_fingerprint_of_what_draws_the_figure():
+    # missing values have a canonical form (JSON has no NaN); the text "nan" is another value
+    gaps = POINTS.assign(y=[np.nan, np.inf, 0.75])
+    assert figure_digest(titled, (gaps, "t"), {}, "v") == figure_digest(titled, (gaps.copy(), "t"), {}, "v")
+    assert figure_digest(titled, (gaps, "t"), {}, "v") != figure_digest(
+        titled, (gaps.assign(y=["nan", "inf", 0.75]), "t"), {}, "v"
+    )
+    assert figure_digest(titled, ([1, 2], "t"), {}, "v") != figure_digest(titled, ((1, 2), "t"), {}, "v")
+    # a value with no canonical form is refused, never hashed by its text (an object's text names
+    # its address: a digest that changes with every process)
+    with pytest.raises(TypeError, match="no canonical form"):
+        figure_digest(titled, (object(), "t"), {}, "v")
 
 
 def test_a_cached_figure_gives_the_same_bytes_without_drawing(tmp_path, monkeypatch):

@@ -152,7 +152,7 @@ def test_the_excess_table_shows_every_risk_as_a_percentage():
     assert (risk["training"], risk["holdout"]) == pytest.approx((30.0, 20.0))
     difference = risk[["difference", "difference_lower95", "difference_upper95"]].to_list()
     assert difference == pytest.approx([10.0, 5.0, 15.0])
-    assert shown.loc["repU (%)", "training"] == pytest.approx(30.0)  # already a percentage
+    assert shown.loc["repU (%) — equal footing with the holdout", "training"] == pytest.approx(30.0)  # a percentage
 
 
 def test_partial_synthesis_has_its_own_section_with_plain_names():

@@ -24,7 +24,7 @@ from pipeline.results import RESULT_COLUMNS, ROLE_COLUMNS, with_role_columns
 from pipeline.risk.disclosure.section import disclosure_section
 from pipeline.risk.idrisk.plots import plot_risk_by_radius, risk_by_radius, risk_points
 from pipeline.risk.idrisk.section import identification_risk_figures
-from pipeline.row_params import param_columns, unit_labels
+from pipeline.row_params import frozen, param_columns, unit_labels
 from pipeline.store import ResultsStore
 from pipeline.synth.section import synthesis_section
 from pipeline.tasks import GateSpec
@@ -252,6 +252,10 @@ def test_param_columns_parse_each_params_text_and_keep_the_unit():
     assert cols["keys"].tolist() == [("sex", "age")] * 2 and cols["target"].tolist() == ["ls", "ls"]
     labels = unit_labels(cols["unit"])
     assert sorted(labels.values()) == ["denom_lim=10", "denom_lim=5"]
+    # a parameter one unit does not set (absent or None) is left out of its text, not shown as None
+    units = [frozen({"mode": "univariate", "seed": 1}), frozen({"mode": "multivariate", "n_cols": 3, "seed": 1}),
+             frozen({"mode": "multivariate", "n_cols": None, "seed": 1})]  # fmt: skip
+    assert list(unit_labels(units).values()) == ["mode=univariate", "mode=multivariate; n_cols=3", "mode=multivariate"]
     old = param_columns(results.assign(params=None), "target")  # history before params: unknown
     assert old["target"].isna().all()
 
