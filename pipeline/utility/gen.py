@@ -703,7 +703,9 @@ def _resampled_null(
             cols["pMSEExp"][j - 1] = float(np.mean(sims))
     elif method == "pairs" and m == 1:
         # synthpop's default for an incomplete synthesis; with one set there is no pair: S_pMSE NA
-        notes.append("utility_gen: an incomplete synthesis with one synthetic set has no pair for the null: S_pMSE is NaN")
+        notes.append(
+            "utility_gen: an incomplete synthesis with one synthetic set has no pair for the null: S_pMSE is NaN"
+        )
     elif method == "pairs":
         pairs = [r["stats"] for c, r in zip(comps, results, strict=True) if c.kind == "pair"]
         pm = np.array([p["pMSE"] for p in pairs])
