@@ -130,3 +130,24 @@ def test_a_task_reads_the_kept_variables_from_its_partial_synthesis(tmp_path: Pa
     assert told[("1", "df")] == 17.0 and complete[("1", "df")] > 17
     assert np.isfinite(told[("1", "S_SPECKS")])  # pairs gives the standardised SPECKS
     assert not np.isclose(told[("mean", "S_pMSE")], complete[("mean", "S_pMSE")])
+
+
+def test_validate_refuses_perm_on_a_partial_source_before_any_synthesis(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    task = {
+        "name": "perm",
+        "datasets": [{"name": "ce", "original": {"demo": "cedata"},
+                      "synthetic": [{"name": "partial", "synthesise": {"kind": "partial", "method": {"Income": "cart"},
+                                                                      "m": 2}}]}],
+        "measures": [{"type": "utility_gen", "params": {"vars": VARS, "resamp_method": "perm"}}],
+    }  # fmt: skip
+    path = tmp_path / "perm.yaml"
+    path.write_text(yaml.safe_dump(task))
+    res = CliRunner().invoke(main, ["validate", str(path)])
+    assert res.exit_code == 2, res.output
+    (line,) = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
+    assert "source 'partial'" in line and "resamp_method='pairs'" in line
+    assert not (tmp_path / "synthesis").exists()
