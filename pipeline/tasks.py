@@ -250,7 +250,11 @@ class ExecutionSpec(_Spec):
     """How the executor runs every unit (see :class:`~pipeline.evaluation.execution.Executor`)."""
 
     policy: Policy = "auto"
-    in_memory_rows: int = Field(IN_MEMORY_ROWS, ge=1, description="auto: in memory up to this many records")
+    in_memory_rows: int = Field(
+        IN_MEMORY_ROWS,
+        ge=1,
+        description="auto, for a measure without a measured cost: in memory up to this many records",
+    )
     block_rows: int = Field(BLOCK_ROWS, ge=1, description="target records per key block")
 
 

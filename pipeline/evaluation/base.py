@@ -332,4 +332,4 @@ class Measure(ABC):
         from pipeline.evaluation.execution import Executor
 
         self.check(data)
-        return self.evaluate(data, executor or Executor.current())
+        return self.evaluate(data, (executor or Executor.current()).for_measure(self.type))

@@ -21,7 +21,9 @@ Over m synthetic sets, the line is the **mean over sets** with its interval (equ
 baselines: the permutation interval of the mean excess; rates and shares:
 :meth:`Comparison.over_sets <pipeline.evaluation.comparison.Comparison.over_sets>`), never the
 worst set judged as if it were the only one. Equal-footing figures with several settings (targets,
-scenarios, radii) show the setting with the largest upper bound and count those above 0.
+scenarios, radii) show the setting with the largest upper bound and count those above 0; their
+intervals are simultaneous over the settings (method ``max-t``,
+:func:`~pipeline.evaluation.comparison.simultaneous_bounds`), so that choice is allowed for.
 
 Every figure is shown as a percentage of records, the differences in percentage points.
 """
@@ -283,8 +285,10 @@ def excess_section(results: pd.DataFrame, table: pd.DataFrame | None = None) -> 
             "<p>Training and holdout are percentages of records: each risk figure computed with the training "
             "records (those the synthetic data were made from) and with holdout records of the same population "
             "(docs/baselines.md). The difference (percentage points) is training − holdout with its 95 % interval "
-            "(permutation: from relabelling training and holdout records; wilson: from the two rates' binomial "
-            "intervals); the verdict is on it: above 0, the synthesis adds risk; below 0, below the holdout; "
+            "(permutation: from relabelling training and holdout records; max-t: the same, simultaneous over the "
+            "figure's settings, so that showing the setting with the largest excess does not raise the rate of "
+            "false verdicts; wilson: from the two rates' binomial intervals); the verdict is on it: above 0, the "
+            "synthesis adds risk; below 0, below the holdout; "
             "covering 0, no excess is detected with a holdout of this size — not that there is none: the smallest "
             "detectable difference is the one such an interval would detect 4 times in 5. The residual is the "
             "share of what the holdout leaves to be learnt that the release reveals (anonymeter's risk for the "

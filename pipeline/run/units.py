@@ -60,7 +60,7 @@ def check_unit(measure: Measure, data: EvalData, executor: Executor | None, cont
     try:
         measure.check(data)
         if executor is not None:
-            measure.check_aggregates(data, executor)
+            measure.check_aggregates(data, executor.for_measure(measure.type))
     except PipelineError as e:
         raise TaskError(f"{context}: {e}") from None
 
@@ -104,7 +104,7 @@ def validate_units(
             # the sets are not made yet: the aggregates of the original (missing values a measure
             # refuses) are checked now, so that a run does not stop after its syntheses
             try:
-                u.measure.check_aggregates(data.with_frames(data.frames[:1]), executor)
+                u.measure.check_aggregates(data.with_frames(data.frames[:1]), executor.for_measure(u.type))
             except PipelineError as e:
                 raise TaskError(f"{context}: {e}") from None
         checked.add(memo)
@@ -135,7 +135,7 @@ def evaluated(unit: Unit, data: EvalData, executor: Executor) -> UnitOutput:
     """
     t0 = time.perf_counter()
     with notices.collected() as raised:
-        result = baseline.evaluate(unit.measure, data, executor, unit.baseline)
+        result = baseline.evaluate(unit.measure, data, executor.for_measure(unit.type), unit.baseline)
     seconds = time.perf_counter() - t0
     return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds, warnings=tuple(raised))
 
