@@ -105,7 +105,12 @@ def utility_gen(
     schema : Schema, optional
         Needed for Dask frames not wrapped in Datasets.
     not_synthesised : sequence of str, optional
-        Variables copied unchanged from the original (an incomplete synthesis).
+        Variables copied unchanged from the original (an incomplete synthesis; synthpop reads
+        them from the ``synds`` object's method vector).  Default: read from ``synthetic`` when
+        it is the pipeline's own partial synthesis (a result with ``synthesised``): the compared
+        variables it did not make; otherwise none.  ``[]`` says the synthesis is complete.  An
+        incomplete synthesis resamples by ``pairs`` unless ``resamp_method`` says otherwise
+        (``perm`` is refused).
     compress : bool
         Logit: merge identical stacked records (per partition) and weight them by their
         number.  Exact (identical records have identical contributions); it only changes

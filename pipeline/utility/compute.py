@@ -51,6 +51,7 @@ from pipeline.utility.params import (
     UtilityTabParams,
     check_table_variables,
     compared_variables,
+    synds_synthesised,
     synds_variables,
     variable_kinds,
 )
@@ -212,6 +213,7 @@ def _fit_task(
 def evaluate_synds(params: UtilitySyndsParams, data: EvalData, executor: Executor) -> UtilitySyndsResult:
     """Evaluate ``utility_synds`` on ``data`` (checked) with ``executor``."""
     names = synds_variables(params, data)
+    synthesised = synds_synthesised(params, data)
     kinds = variable_kinds(data.schema, names)
     dropped = len(names) < len(data.columns)
     # no executor.prepare: every fit reads whole data sets, assembled on a worker (never on the client)
@@ -257,7 +259,7 @@ def evaluate_synds(params: UtilitySyndsParams, data: EvalData, executor: Executo
     notes = []
     if params.syn_only and dropped:
         notes.append("Non-synthesized variables not used in computing the utility.")
-    if not params.syn_only and params.synthesised is not None and set(names) - set(params.synthesised):
+    if not params.syn_only and synthesised is not None and set(names) - set(synthesised):
         notes.append("NOTE: Non-synthesized variables also used in computing the utility.")
     for label, res in zip(_job_labels(main, pairs, methods), results, strict=True):
         notes += [f"{label}: {message}" for message in dict.fromkeys(res["messages"])]

@@ -45,7 +45,7 @@ from pipeline.rmodels.glm import (
     single_threaded_blas,
 )
 from pipeline.rmodels.rpart import fit_rpart
-from pipeline.utility.params import UtilityGenParams, check_resampling, check_unsynthesised, compared_variables
+from pipeline.utility.params import UtilityGenParams, check_incomplete, compared_variables, unsynthesised
 from pipeline.utility.prepare import GenPlan, build_plan
 from pipeline.utility.scores import (
     ScoreSummary,
@@ -429,6 +429,7 @@ class UtilityGenResult(Result):
     logit, half the mean resampled pMSE for ``perm``/``pairs``); ``df`` (``km1``, logit only);
     ``SPECKS``, ``PO50`` (threshold 0.5), ``U`` and, with ``pairs``, ``S_SPECKS``,
     ``S_PO50``, ``S_U``. A logit model's ``fits`` say whether it separated the sets.
+    ``not_synthesised``: the compared variables the synthesis kept (``incomplete`` when any).
     """
 
     method: str
@@ -449,6 +450,8 @@ class UtilityGenResult(Result):
     original_levels: tuple[LevelCounts, ...] = ()
     #: per set, what its separated logit fit does to the pMSE (None: not separated)
     separations: tuple[Separation | None, ...] = ()
+    #: the compared variables the synthesis kept unchanged (given, or read from a partial synthesis)
+    not_synthesised: tuple[str, ...] = ()
 
     @property
     def m(self) -> int:
@@ -496,6 +499,7 @@ class UtilityGenResult(Result):
             "predictors": list(self.predictors),
             "dropped": list(self.dropped),
             "incomplete": self.incomplete,
+            "not_synthesised": list(self.not_synthesised),
             "k_syn": self.k_syn,
             "m": self.m,
             "stats": {c: [float(v) for v in self.stats[c]] for c in self.stats.columns},
@@ -578,9 +582,10 @@ def evaluate_gen(params: UtilityGenParams, data: EvalData, executor: Executor) -
     fits by rounds of IRLS passes over the partitions.
     """
     names = compared_variables(params.vars, data)
-    unsyn = list(params.not_synthesised or [])
-    check_unsynthesised(names, unsyn)
-    check_resampling(params, data.m)
+    kept = unsynthesised(params, names, data.synthesised)
+    check_incomplete(params, names, kept, data.m)
+    # from here on the kept variables are known: synthpop's default resampling follows them
+    params = params.model_copy(update={"not_synthesised": kept})
     cna = {k: v for k, v in data.schema.cont_na.items() if k in names}
     data = executor.prepare(data.select(names))
     plan = build_plan(data, executor, names, params.ngroups, cna)
@@ -696,6 +701,11 @@ def _resampled_null(
             null_pmse[str(j)] = perms
             nnosplits[str(j)] = (int(np.sum(sims < 1e-8)), len(sims))
             cols["pMSEExp"][j - 1] = float(np.mean(sims))
+    elif method == "pairs" and m == 1:
+        # synthpop's default for an incomplete synthesis; with one set there is no pair: S_pMSE NA
+        notes.append(
+            "utility_gen: an incomplete synthesis with one synthetic set has no pair for the null: S_pMSE is NaN"
+        )
     elif method == "pairs":
         pairs = [r["stats"] for c, r in zip(comps, results, strict=True) if c.kind == "pair"]
         pm = np.array([p["pMSE"] for p in pairs])
@@ -750,6 +760,7 @@ def _assemble(
         predictors=tuple(plan.names),
         dropped=plan.dropped,
         incomplete=bool(params.not_synthesised),
+        not_synthesised=tuple(params.not_synthesised or ()),
         k_syn=params.k_syn,
         stats=stats,
         null_pMSE=null_pmse,

@@ -36,11 +36,11 @@ from pipeline.utility.params import (
     UtilitySyndsParams,
     UtilityTablesParams,
     UtilityTabParams,
-    check_resampling,
+    check_incomplete,
     check_table_variables,
-    check_unsynthesised,
     compared_variables,
     synds_variables,
+    unsynthesised,
     variable_kinds,
     with_cont_na,
 )
@@ -103,8 +103,8 @@ class UtilityGenMeasure(_UtilityMeasure):
     params: UtilityGenParams
 
     def check_coded(self, data: EvalData) -> None:
-        check_unsynthesised(compared_variables(self.params.vars, data), self.params.not_synthesised or [])
-        check_resampling(self.params, data.m)
+        names = compared_variables(self.params.vars, data)
+        check_incomplete(self.params, names, unsynthesised(self.params, names, data.synthesised), data.m)
 
     def check_aggregates(self, data: EvalData, executor: Executor) -> None:
         """A logit model over ``max_params`` from the original's value counts alone (the sets only

@@ -60,7 +60,9 @@ def check_unsynthesised(names: Sequence[str], not_synthesised: Sequence[str]) ->
 class UtilityGenParams(Params):
     """Parameters of synthpop's ``utility.gen`` (task type ``utility_gen``).
 
-    See :func:`pipeline.utility.api.utility_gen` for their meaning.
+    See :func:`pipeline.utility.api.utility_gen` for their meaning.  ``not_synthesised``
+    ``None`` (unset) reads the kept variables from the data's synthesis
+    (:func:`unsynthesised`); ``[]`` says the synthesis is complete.
     """
 
     method: Literal["cart", "logit"] = "cart"
@@ -110,6 +112,30 @@ class UtilityGenParams(Params):
         if self.not_synthesised:
             return "pairs"
         return "perm" if self.method == "cart" else None
+
+
+def unsynthesised(params: UtilityGenParams, names: Sequence[str], synthesised: frozenset[str] | None) -> list[str]:
+    """The compared variables ``names`` the synthesis kept unchanged (synthpop reads them from the
+    ``synds`` object's method vector: method ``""``): ``not_synthesised`` when given, else those
+    the data's own synthesis did not make (:attr:`~pipeline.evaluation.data.EvalData.synthesised`,
+    a partial synthesis), else none (synthetic files: complete)."""
+    if params.not_synthesised is not None:
+        return list(params.not_synthesised)
+    if synthesised is None:
+        return []
+    return [v for v in names if v not in synthesised]
+
+
+def check_incomplete(params: UtilityGenParams, names: Sequence[str], kept: Sequence[str], m: int) -> None:
+    """The kept variables ``kept`` against the compared ``names``, and the resampling they allow
+    (synthpop: an incomplete synthesis refuses ``perm``; ``pairs`` needs m > 1)."""
+    check_unsynthesised(names, kept)
+    if kept and params.resamp_method == "perm":
+        raise ParameterError(
+            f"utility_gen: the synthesis kept {list(kept)} unchanged (an incomplete synthesis), which needs "
+            "resamp_method='pairs' or 'none' (synthpop refuses 'perm'); not_synthesised: [] treats it as complete"
+        )
+    check_resampling(params, m)
 
 
 class UtilityTabParams(Params):
@@ -200,7 +226,7 @@ def with_cont_na(data: EvalData, cont_na: CodeMap | None) -> EvalData:
         return data
     from pipeline.evaluation.data import as_eval_data
 
-    return as_eval_data(data.original, list(data.synthetic), data.schema, cont_na)
+    return as_eval_data(data.original, list(data.synthetic), data.schema, cont_na, synthesised=data.synthesised)
 
 
 class UtilityCompareParams(Params):
@@ -290,7 +316,9 @@ class UtilitySyndsParams(Params):
 
     ``vars`` (not in 1.2-1, whose users restrict the data first) selects the compared
     variables in data order; ``synthesised`` names the synthesised variables (synthpop reads
-    them from the synthesis' method vector) and is needed by ``syn_only``.  ``minbucket``,
+    them from the synthesis' method vector; unset: the data's own partial synthesis'
+    :attr:`~pipeline.evaluation.data.EvalData.synthesised`, :func:`synds_synthesised`) and is
+    needed by ``syn_only``.  ``minbucket``,
     ``minsplit`` and ``maxdepth`` are the ``rpart.control`` arguments 1.2-1 forwards through
     ``...``.  ``r_fill_quirk`` reproduces 1.2-1's ``fill.NA``, which drops every factor when
     only factors have missing values.
@@ -322,15 +350,6 @@ class UtilitySyndsParams(Params):
             raise ValueError(f"each method may be named once, got {v}")
         return v
 
-    @model_validator(mode="after")
-    def _syn_only_needs_synthesised(self) -> UtilitySyndsParams:
-        if self.syn_only and not self.synthesised:
-            raise ValueError(
-                "syn_only = true needs 'synthesised', the variables the synthesis synthesised "
-                "(synthpop reads them from the synthesis' method vector)"
-            )
-        return self
-
     def variables(self) -> list[str]:
         return list(dict.fromkeys([*(self.vars or []), *(self.synthesised or [])]))
 
@@ -354,11 +373,25 @@ def synds_variables(params: UtilitySyndsParams, data: EvalData) -> list[str]:
     """The variables of the model data, in data order (``syn_only``: the synthesised ones)."""
     names = [c for c in data.columns if params.vars is None or c in params.vars]
     if params.syn_only:
-        synthesised = set(params.synthesised or [])
+        known = synds_synthesised(params, data)
+        if known is None:
+            raise ParameterError(
+                "utility_synds: syn_only = true needs 'synthesised', the variables the synthesis synthesised "
+                "(synthpop reads them from the synthesis' method vector; known by itself only for the "
+                "pipeline's own partial synthesis)"
+            )
+        synthesised = set(known)
         names = [c for c in names if c in synthesised]
         if not names:
             raise ParameterError("utility_synds: syn_only = true leaves no synthesised variable to compare")
     return names
+
+
+def synds_synthesised(params: UtilitySyndsParams, data: EvalData) -> list[str] | None:
+    """The synthesised variables: ``synthesised`` when given, else the data's own synthesis' (None: unknown)."""
+    if params.synthesised is not None:
+        return list(params.synthesised)
+    return None if data.synthesised is None else [c for c in data.columns if c in data.synthesised]
 
 
 def variable_kinds(schema: Schema, names: Sequence[str]) -> list[Kind]:

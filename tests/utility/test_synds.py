@@ -11,6 +11,7 @@ import pytest
 from reference import reference_path
 
 from pipeline.errors import ParameterError
+from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.rmodels.polyclass import REDUCED, STEP_HALF
 from pipeline.utility.api import utility_synds
@@ -102,6 +103,30 @@ def test_partially_synthetic_cedata_with_and_without_syn_only(variant: str) -> N
     assert res.notes == (expected,)
 
 
+@pytest.mark.parametrize("variant", ["syn_only_TRUE", "syn_only_FALSE"])
+def test_partially_synthetic_cedata_reads_synthesised_from_the_synds_data(variant: str) -> None:
+    """US05 as R built it: the sets with their method vector (data carrying ``synthesised``, as
+    the pipeline's own partial synthesis gives them), ``synthesised`` not passed."""
+    ref = _case("US05")
+    orig, syns, schema, synthesised = _data("US05")
+    args = {k.replace(".", "_"): v for k, v in {**ref["args"], **ref["args"]["variants"][variant]}.items()
+            if k != "variants"}  # fmt: skip
+    data = as_eval_data(orig, syns, schema, synthesised=synthesised)
+    res = UtilitySyndsMeasure(args).run(data, Executor(policy="memory"))
+    _assert_case(res, ref["result"][variant])
+    assert list(res.model_columns) == ref["design"][variant]["columns"]
+    assert len(res.notes) == 1 and "Non-synthesized variables" in res.notes[0]
+
+
+def test_syn_only_needs_the_synthesised_variables() -> None:
+    """Files carry no method vector: syn_only is refused when checking (validate), not on the params."""
+    orig, syns, schema, _ = _data("US05")
+    measure = UtilitySyndsMeasure(method="cart", syn_only=True)
+    with pytest.raises(ParameterError, match="syn_only = true needs 'synthesised'"):
+        measure.check(as_eval_data(orig, syns, schema))
+    measure.check(as_eval_data(orig, syns, schema, synthesised=["Income"]))
+
+
 def test_factor_only_missing_values_r_quirk_and_default() -> None:
     """US06: 1.2-1's fill.NA drops the factors (r_fill_quirk); by default they stay with an NA level."""
     res, r = _run("US06", r_fill_quirk=True)
@@ -156,7 +181,6 @@ def test_same_result_on_partitions() -> None:
         ({"method": []}, "method"),
         ({"maxorder": 5}, "maxorder"),
         ({"maxorder": -1}, "maxorder"),
-        ({"syn_only": True}, "synthesised"),
         ({"method": ["cart", "cart"]}, "once"),
         ({"cp": -1}, "cp"),
     ],
