@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from harness import Bench, Measurement
+from table import Row, duckdb_core_counts, load, measured, print_row
 
 from pipeline.datasets.register import write_register
 from pipeline.datasets.scaled import ScaledData
@@ -64,12 +65,6 @@ TASK_ROWS: dict[str, tuple[str, float | None, bool]] = {
 }
 
 
-def _run_all() -> Any:
-    import run_all  # the table's Row and printing (imported late: run_all imports this module)
-
-    return run_all
-
-
 def in_memory(data: ScaledData) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The original and the twin as pandas frames in the driver (read, not timed)."""
     from pipeline.data.dataset import read_dataset
@@ -91,7 +86,7 @@ def duckdb_counts(po: pd.DataFrame, ps: pd.DataFrame, threads: int, bench: Bench
     con.execute(f"SET threads = {threads}")
     con.register("o", po[[*KEYS, TARGET]])
     con.register("s", ps[[*KEYS, TARGET]])
-    m, got = bench.time(lambda: _run_all().duckdb_core_counts(con, KEYS, TARGET), repeat=repeat)
+    m, got = bench.time(lambda: duckdb_core_counts(con, KEYS, TARGET), repeat=repeat)
     con.close()
     return m, got
 
@@ -108,7 +103,6 @@ def _agree(a: tuple[float, float], b: tuple[float, float]) -> str:
 
 
 def run_disclosure(bench: Bench, data: ScaledData, n: int, repeat: int, sections: set) -> list[Any]:
-    ra = _run_all()
     rows: list[Any] = []
     po, ps = in_memory(data)
     memory = Executor(None, policy="memory")
@@ -123,10 +117,10 @@ def run_disclosure(bench: Bench, data: ScaledData, n: int, repeat: int, sections
             dm, got = duck1
             checks.append(("wall s vs DuckDB 1 thread", mem.wall, dm.wall * 1.0001))
             note += f"; DuckDB 1 thread {dm.wall:.2f} s / CPU {dm.cpu:.2f} s, {_agree(ours, got)}"
-        rows.append(ra.Row(f"{what}, in memory, 1 core", n, ra._m(mem), "DuckDB 1 thread", None,
+        rows.append(Row(f"{what}, in memory, 1 core", n, measured(mem), "DuckDB 1 thread", None,
                            "<= 1.0x DuckDB 1 thread (wall)", checks, True, note))  # fmt: skip
     if "register_disclosure_cluster" in sections:
-        o, s = ra.load(bench, data, ["original", "syn1"])
+        o, s = load(bench, data, ["original", "syn1"])
         blocks = Executor(bench.client, policy="blocks")
         m, got_cluster = bench.time(lambda: _disclosure(o, s, data.schema, blocks), inputs=[o, s], repeat=repeat)
         duck2 = duckdb_counts(po, ps, 2, bench, repeat)
@@ -136,12 +130,12 @@ def run_disclosure(bench: Bench, data: ScaledData, n: int, repeat: int, sections
             dm, got = duck2
             checks.insert(0, ("wall s vs DuckDB 2 threads", m.wall, dm.wall * 1.0001))
             note += f"; DuckDB 2 threads {dm.wall:.2f} s / CPU {dm.cpu:.2f} s, {_agree(ours, got)}"
-        rows.append(ra.Row(f"{what}, {len(bench.workers)}-worker cluster, inputs persisted", n, ra._m(m),
+        rows.append(Row(f"{what}, {len(bench.workers)}-worker cluster, inputs persisted", n, measured(m),
                            "DuckDB 2 threads", None, "<= 1.0x DuckDB 2 threads (wall), <= 0.6x in-memory wall",
                            checks, True, note))  # fmt: skip
         bench.client.cancel([o, s])
     for row in rows:
-        ra.print_row(row)
+        print_row(row)
     return rows
 
 
@@ -153,7 +147,6 @@ def _idrisk(o: Any, s: Any, schema: Any, ex: Executor) -> float:
 
 
 def run_idrisk(bench: Bench, data: ScaledData, n: int, repeat: int, sections: set) -> list[Any]:
-    ra = _run_all()
     rows: list[Any] = []
     po, ps = in_memory(data)
     mem, risk = bench.time(lambda: _idrisk(po, ps, data.schema, Executor(None, policy="memory")), inputs=[po, ps],
@@ -161,23 +154,23 @@ def run_idrisk(bench: Bench, data: ScaledData, n: int, repeat: int, sections: se
     per_million = mem.cpu / (n / 1e6)
     what = f"register identification risk, known {', '.join(KNOWN)}; {', '.join(SYNTHESISED)} r={RADIUS}"
     if "register_idrisk" in sections:
-        rows.append(ra.Row(f"{what}, in memory", n, ra._m(mem, cpu_per_million=per_million), "-", None,
+        rows.append(Row(f"{what}, in memory", n, measured(mem, cpu_per_million=per_million), "-", None,
                            "<= 1.6 CPU-s per million records (at 5M)",
                            [("CPU-s per million", per_million, 1.6)], n >= 5_000_000,
                            f"{per_million:.2f} CPU-s per million records; exp.risk {risk:.4f}"))  # fmt: skip
     if "register_idrisk_scaling" in sections:
-        o, s = ra.load(bench, data, ["original", "syn1"])
+        o, s = load(bench, data, ["original", "syn1"])
         m, got = bench.time(lambda: _idrisk(o, s, data.schema, Executor(bench.client, policy="blocks")),
                             inputs=[o, s], repeat=repeat)  # fmt: skip
         speedup = mem.wall / m.wall
         same = "agrees" if abs(got - risk) < 1e-12 else "DIFFERS"
-        rows.append(ra.Row(f"{what}, {len(bench.workers)} workers vs in memory", n, ra._m(m, speedup=speedup), "-",
+        rows.append(Row(f"{what}, {len(bench.workers)} workers vs in memory", n, measured(m, speedup=speedup), "-",
                            None, ">= 1.7x in-memory wall", [("1/speed-up", 1 / speedup, 1 / 1.7 * 1.0001)],
                            n >= 3_000_000, f"in memory {mem.wall:.2f} s / CPU {mem.cpu:.2f} s; speed-up "
                            f"{speedup:.2f}x; exp.risk {same}"))  # fmt: skip
         bench.client.cancel([o, s])
     for row in rows:
-        ra.print_row(row)
+        print_row(row)
     return rows
 
 
@@ -201,7 +194,6 @@ def logit_design(frame: pd.DataFrame, schema: Any, variables: list[str]) -> np.n
 def run_utility(bench: Bench, data: ScaledData, n: int, repeat: int) -> list[Any]:
     from pipeline.utility import utility_gen
 
-    ra = _run_all()
     po, ps = in_memory(data)
     ex = Executor(None, policy="memory")
     m, res = bench.time(lambda: utility_gen(po, ps, method="logit", vars=LOGIT_VARS, maxorder=1, schema=data.schema,
@@ -233,10 +225,10 @@ def run_utility(bench: Bench, data: ScaledData, n: int, repeat: int) -> list[Any
                  f"pMSE {theirs:.10g} ({'agrees' if abs(theirs - ours) < 1e-9 else 'DIFFERS'}); "
                  f"ratio {sm_m.wall / m.wall:.1f}x")  # fmt: skip
         del x
-    row = ra.Row(f"register utility_gen logit maxorder 1 ({', '.join(LOGIT_VARS)}), {n:,} + {n:,} rows", n,
-                 ra._m(m, cpu_per_million=per_million), "statsmodels GLM IRLS", None,
+    row = Row(f"register utility_gen logit maxorder 1 ({', '.join(LOGIT_VARS)}), {n:,} + {n:,} rows", n,
+                 measured(m, cpu_per_million=per_million), "statsmodels GLM IRLS", None,
                  "<= 1.5 CPU-s per million rows, >= 40x statsmodels", checks, True, note)  # fmt: skip
-    ra.print_row(row)
+    print_row(row)
     return [row]
 
 
@@ -256,7 +248,6 @@ def run_task(data_root: Path, n: int, section: str) -> list[Any]:
     default local cluster; CPU of the run and every worker process it started (reaped children)."""
     from pipeline.datasets.register import cache_folder, write_register_holdout
 
-    ra = _run_all()
     file, goal, holdout = TASK_ROWS[section]
     env = {**os.environ, "SDC_PIPELINE_CACHE": str(data_root / "pipeline-cache")}
     os.environ["SDC_PIPELINE_CACHE"] = env["SDC_PIPELINE_CACHE"]
@@ -284,11 +275,11 @@ def run_task(data_root: Path, n: int, section: str) -> list[Any]:
     m = Measurement(wall, cpu, 0.0, cpu, {"run (largest process)": int(peak[-1]) / 1024 if peak else 0.0}, load_before,
                     os.getloadavg()[0], 1, [wall])  # fmt: skip
     checks = [("CPU-s per million", per_million, goal)] if goal is not None else []
-    row = ra.Row(f"{file} end to end (sdc-pipeline run tasks/{file}, default local cluster)", n,
-                 ra._m(m, cpu_per_million=per_million), "-", None,
+    row = Row(f"{file} end to end (sdc-pipeline run tasks/{file}, default local cluster)", n,
+                 measured(m, cpu_per_million=per_million), "-", None,
                  f"<= {goal:g} CPU-s per million records" if goal is not None else "- (figure only)", checks,
                  goal is not None, f"{per_million:.1f} CPU-s per million records (run + its workers)")  # fmt: skip
-    ra.print_row(row)
+    print_row(row)
     return [row]
 
 
@@ -302,7 +293,7 @@ def warm_up(bench: Bench, data_root: Path) -> None:
     _disclosure(po, ps, data.schema, memory)
     _idrisk(po, ps, data.schema, memory)
     utility_gen(po, ps, method="logit", vars=LOGIT_VARS, maxorder=1, schema=data.schema, executor=memory)
-    o, s = _run_all().load(bench, data, ["original", "syn1"])
+    o, s = load(bench, data, ["original", "syn1"])
     blocks = Executor(bench.client, policy="blocks")
     _disclosure(o, s, data.schema, blocks)
     _idrisk(o, s, data.schema, blocks)
@@ -315,10 +306,9 @@ def run_dcr(bench: Bench, data_root: Path, data: ScaledData, n: int, repeat: int
     from pipeline.evaluation.data import as_eval_data
     from pipeline.risk.distance.measure import DCRMeasure
 
-    ra = _run_all()
     hold = write_register_holdout(data_root, n)
-    o, s = ra.load(bench, data, ["original", "syn1"])
-    (h,) = ra.load(bench, hold, ["holdout"])
+    o, s = load(bench, data, ["original", "syn1"])
+    (h,) = load(bench, hold, ["holdout"])
     eval_data = as_eval_data(o, [s], schema=data.schema, holdout=h)
     measure = DCRMeasure(vars=DCR_VARS)
     executor = Executor(bench.client, policy="blocks")
@@ -326,11 +316,11 @@ def run_dcr(bench: Bench, data_root: Path, data: ScaledData, n: int, repeat: int
     values = {r.measure: r.value for r in got.rows() if r.synthetic == "1"}
     what = (f"register DCR/NNDR, {len(DCR_VARS)} variables, twin vs register (k = 2) and holdout "
             f"({holdout_rows(n):,} records), {len(bench.workers)} workers")  # fmt: skip
-    row = ra.Row(what, n, ra._m(m), "-", None, "< 120 s wall at 5M", [("wall s", m.wall, 120.0)], n >= 5_000_000,
+    row = Row(what, n, measured(m), "-", None, "< 120 s wall at 5M", [("wall s", m.wall, 120.0)], n >= 5_000_000,
                  f"closer_to_training {values.get('closer_to_training', float('nan')):.4f}, "
                  f"dcr_median {values.get('dcr_median', float('nan')):.4f}")  # fmt: skip
     bench.client.cancel([o, s, h])
-    ra.print_row(row)
+    print_row(row)
     return [row]
 
 

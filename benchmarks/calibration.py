@@ -11,11 +11,15 @@ Scenarios are built from real records, so the truth is known:
   value multiplied by a factor drawn uniformly in [0.99, 1.01].
 * **near-copy** — each released set is the training records in a shuffled order with 30 % of
   them replaced by other real records (70 % exact copies).
+* **cart** — a memorising synthesis: the project's CART synthesiser (synthpop's ``syn.cart``,
+  :func:`~pipeline.synth.partial.syn.synthesise_partial`) with ``minbucket`` 1 fitted to the
+  training records, every variable synthesised (the first drawn by ``sample``, as synthpop does).
 
 The identification risk needs row-aligned partially synthetic sets: its release keeps the
 training records' known variables and takes the synthesised ones from an other real record with
 the same categorical known values (null), from the training record itself with ±1 % noise (leak),
-or from the training record for 70 % of the records (near-copy).
+or from the training record for 70 % of the records (near-copy), or synthesises them by the
+memorising CART from every known variable (``visit_sequence: kept_first``).
 
 Every measure runs the way a task runs it (``pipeline.evaluation.baseline.evaluate``: holdout
 baselines with their permutation intervals) and its verdict is read from the report's excess
@@ -35,14 +39,19 @@ import contextlib
 import math
 import os
 import resource
+import sys
 import time
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.stats import binom
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tree this script is in, not an installed one
 
 from pipeline.data.schema import Schema
 from pipeline.datasets import load_demo
@@ -53,6 +62,7 @@ from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.measures import REGISTRY
 from pipeline.report.baselines import ADDS_RISK, excess_summary
+from pipeline.synth.partial.syn import synthesise_partial
 
 #: nominal false-positive rate of a verdict: an interval above 0 at 95 % (one side: 2.5 %)
 NOMINAL = 0.025
@@ -66,6 +76,13 @@ REGISTER_ROWS = 6000
 NEAR_COPY_REPLACED = 0.3
 #: relative noise of the leak's numeric values
 LEAK_NOISE = 0.01
+#: synthpop's 1-way / 2-way flag thresholds (count, %) out of reach: the flag tables are read by no
+#: verdict, and building them took a third of disclosure's time (repU and DiSCO are unchanged)
+NO_FLAGS = {"thresh_1way": (10**9, 100.0), "thresh_2way": (10**9, 100.0)}
+#: the memorising CART's smallest leaf (synthpop's default is 5)
+MEMORISING_MINBUCKET = 1
+#: the truths, in the order their columns are shown: "null" is the false-positive rate, the others power
+TRUTHS = ("null", "leak", "near-copy", "cart")
 
 
 @dataclass(frozen=True)
@@ -114,7 +131,7 @@ def surveys(names: Sequence[str]) -> list[Survey]:
         keys = ["sex", "agegr", "edu", "marital"]
         factors = ["sex", "agegr", "placesize", "edu", "socprof", "marital", "ls", "smoke"]
         measures = [
-            ("disclosure", "disclosure", {"keys": keys, "targets": ["ls", "smoke"]}),
+            ("disclosure", "disclosure", {"keys": keys, "targets": ["ls", "smoke"], **NO_FLAGS}),
             _idrisk(keys, "income"),
             ("dcr", "dcr", {}),
             ("dcr", "dcr_discrete", {"vars": factors}),
@@ -129,7 +146,11 @@ def surveys(names: Sequence[str]) -> list[Survey]:
         frame, schema, codes = _frame("cedata")
         keys = ["Urban", "Tenure", "Educ", "Marital"]
         measures = [
-            ("disclosure", "disclosure", {"keys": keys, "targets": ["Income"], "ngroups_targets": {"Income": 5}}),
+            (
+                "disclosure",
+                "disclosure",
+                {"keys": keys, "targets": ["Income"], "ngroups_targets": {"Income": 5}, **NO_FLAGS},
+            ),
             _idrisk(keys, "Income"),
             ("dcr", "dcr", {}),
             ("dcr", "dcr_discrete", {"vars": keys}),
@@ -142,7 +163,7 @@ def surveys(names: Sequence[str]) -> list[Survey]:
         keys = ["sex", "region", "edu", "marital"]
         factors = ["sex", "region", "edu", "marital", "employment", "hhsize", "tenure", "health", "car"]
         measures = [
-            ("disclosure", "disclosure", {"keys": keys, "targets": ["tenure", "health"]}),
+            ("disclosure", "disclosure", {"keys": keys, "targets": ["tenure", "health"], **NO_FLAGS}),
             _idrisk(keys, "income"),
             ("dcr", "dcr", {"vars": [*factors, "age", "income", "expenditure"]}),
             ("dcr", "dcr_discrete", {"vars": factors}),
@@ -161,7 +182,7 @@ def surveys(names: Sequence[str]) -> list[Survey]:
 class Scenario:
     survey: str
     design: str  # "1:1" or "4:1"
-    truth: str  # "null", "leak", "near-copy"
+    truth: str  # one of TRUTHS
     m: int
 
 
@@ -221,14 +242,34 @@ def _aligned(survey: Survey, truth: str, training: pd.DataFrame, others: pd.Data
     return out
 
 
-def verdicts(results: pd.DataFrame) -> dict[str, bool]:
-    """Per figure of the report's excess table: whether its verdict is "the synthesis adds risk".
+def _memorised(
+    survey: Survey, training: pd.DataFrame, m: int, seed: int, synthesised: Sequence[str] | None = None
+) -> list[pd.DataFrame]:
+    """m sets of the memorising CART fitted to ``training``: every variable synthesised, or only
+    ``synthesised`` (the others kept, visited first: row-aligned, each record's own known values)."""
+    frame = training.reset_index(drop=True)
+    method = dict.fromkeys(synthesised if synthesised is not None else frame.columns, "cart")
+    order = {"visit_sequence": "kept_first"} if synthesised is not None else {}
+    with warnings.catch_warnings():  # "synthesised with no predictors": the first variable, by design
+        warnings.simplefilter("ignore")
+        result = synthesise_partial(frame, schema=survey.schema, method=method, m=m, seed=seed,
+                                    cart_minbucket=MEMORISING_MINBUCKET, **order)  # fmt: skip
+    return [s.reset_index(drop=True) for s in result.synthetic]
+
+
+def verdicts(results: pd.DataFrame) -> dict[str, dict[str, float | bool]]:
+    """Per figure of the report's excess table: whether its verdict is "the synthesis adds risk"
+    (``positive``), its difference and the smallest difference its interval could detect
+    (``detectable``, both in the table's unit: percentage points).
 
     The one place that reads the report's verdicts: keep it in step with
     :func:`pipeline.report.baselines.excess_summary`.
     """
     table = excess_summary(results)
-    return {str(f): v == ADDS_RISK for f, v in zip(table["figure"], table["verdict"], strict=True)}
+    return {
+        str(f): {"positive": v == ADDS_RISK, "difference": float(d), "detectable": float(x)}
+        for f, v, d, x in zip(table["figure"], table["verdict"], table["difference"], table["detectable"], strict=True)
+    }
 
 
 def _results(
@@ -244,8 +285,13 @@ def _results(
     rest = pool.iloc[n_train + n_hold :]
     # each set: other real records, drawn from the rest on its own (sets may share records)
     others = [rest.iloc[rng.choice(len(rest), n_train, replace=False)] for _ in range(scenario.m)]
-    released = [_released(survey, scenario.truth, training, o, rng) for o in others]
-    aligned = [_aligned(survey, scenario.truth, training, rest, rng) for _ in range(scenario.m)]
+    if scenario.truth == "cart":
+        seed = int(rng.integers(2**31))
+        released = _memorised(survey, training, scenario.m, seed)
+        aligned = _memorised(survey, training, scenario.m, seed, [survey.idrisk_synthesised])
+    else:
+        released = [_released(survey, scenario.truth, training, o, rng) for o in others]
+        aligned = [_aligned(survey, scenario.truth, training, rest, rng) for _ in range(scenario.m)]
     options = BaselineOptions(seed=rep, permutations=permutations, bootstrap=0)
     tables = []
     for type_, name, params in survey.measures:
@@ -272,7 +318,7 @@ class Plan:
     datasets: tuple[str, ...] = SURVEYS
     designs: tuple[str, ...] = ("1:1", "4:1")
     ms: tuple[int, ...] = (1, 3)
-    repetitions: tuple[tuple[str, int], ...] = (("null", 50), ("leak", 10), ("near-copy", 10))
+    repetitions: tuple[tuple[str, int], ...] = (("null", 50), ("leak", 5), ("near-copy", 5), ("cart", 5))
     measures: tuple[str, ...] = ()
     permutations: int = 19
 
@@ -294,7 +340,7 @@ class Plan:
 _SURVEYS: dict[str, Survey] = {}
 
 
-def _one(job: tuple[Scenario, int, Plan]) -> tuple[Scenario, int, dict[str, bool], float]:
+def _one(job: tuple[Scenario, int, Plan]) -> tuple[Scenario, int, dict[str, dict[str, float | bool]], float]:
     """One repetition (in a worker process): its verdicts and CPU seconds."""
     scenario, rep, plan = job
     if scenario.survey not in _SURVEYS:
@@ -315,8 +361,8 @@ def run(plan: Plan, jobs: int = 1, progress: str | None = None) -> tuple[pd.Data
         for scenario, rep, found, seconds in done:
             cpu += seconds
             these = [
-                {**scenario.__dict__, "rep": rep, "figure": _figure_name(f), "positive": positive, "cpu": seconds}
-                for f, positive in found.items()
+                {**scenario.__dict__, "rep": rep, "figure": _figure_name(f), **figures, "cpu": seconds}
+                for f, figures in found.items()
             ]
             if progress:
                 pd.DataFrame(these).to_csv(progress, mode="a", header=not rows, index=False)
@@ -325,8 +371,10 @@ def run(plan: Plan, jobs: int = 1, progress: str | None = None) -> tuple[pd.Data
 
 
 def _figure_name(figure: str) -> str:
-    """The measure a figure of the excess table belongs to (its entry name, or the baseline figure)."""
-    return figure.split(":")[0].replace(" (%)", "")
+    """The measure a figure of the excess table belongs to (its entry name, or the baseline
+    figure; the dcr entries' second figure: "<entry> nndr")."""
+    entry = figure.split(":")[0].replace(" (%)", "")
+    return f"{entry} nndr" if "NNDR" in figure else entry
 
 
 def slack(reps: int, rate: float = FPR_BOUND, level: float = 0.95) -> float:
@@ -340,7 +388,7 @@ def table(found: pd.DataFrame) -> pd.DataFrame:
     share = found.groupby(["figure", "truth", "m", "design"])["positive"].mean()
     wide = share.unstack(["truth", "m", "design"])
     columns = {}
-    for truth in ("null", "leak", "near-copy"):
+    for truth in TRUTHS:
         for m in sorted(found["m"].unique()):
             for design in ("1:1", "4:1"):
                 if (truth, m, design) in wide.columns:
@@ -349,21 +397,56 @@ def table(found: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-def markdown(frame: pd.DataFrame) -> str:
+def informative(found: pd.DataFrame, m: int = 1) -> pd.DataFrame:
+    """Per figure and design (sets ``m``): the median smallest detectable difference on the nulls
+    and the median difference on each positive control (percentage points). A control whose
+    difference is below the detectable one is not informative at that split: "no excess
+    detected" is then what the verdict should say, and the power cannot reach 90 %."""
+    part = found[found["m"] == m]
+    columns = {}
+    for design in ("1:1", "4:1"):
+        here = part[part["design"] == design]
+        if here.empty:
+            continue
+        columns[f"detectable {design}"] = here[here["truth"] == "null"].groupby("figure")["detectable"].median()
+        for truth in TRUTHS[1:]:
+            done = here[here["truth"] == truth]
+            if len(done):
+                columns[f"{truth} {design}"] = done.groupby("figure")["difference"].median()
+    return pd.DataFrame(columns)
+
+
+def projected_cpu(found: pd.DataFrame, plan: Plan) -> float:
+    """CPU seconds ``plan`` would take at the measured CPU seconds per repetition of each data set,
+    m and truth (the cart control fits a synthesis; a cell not measured takes its data set's mean)."""
+    reps = found.drop_duplicates(["survey", "design", "truth", "m", "rep"])
+    per = reps.groupby(["survey", "m", "truth"])["cpu"].mean()
+    fallback = reps.groupby("survey")["cpu"].mean()
+    return float(
+        sum(per.get((s.survey, s.m, s.truth), fallback.get(s.survey, reps["cpu"].mean())) for s, _, _ in plan.jobs())
+    )
+
+
+def markdown(frame: pd.DataFrame, cell: str = "{:.0f} %", scale: float = 100.0) -> str:
     head = "| figure | " + " | ".join(frame.columns) + " |"
     rule = "|---|" + "---|" * len(frame.columns)
     lines = [head, rule]
     for name, row in frame.iterrows():
-        cells = ["–" if math.isnan(v) else f"{100 * v:.0f} %" for v in row]
+        cells = ["–" if math.isnan(v) else cell.format(scale * v) for v in row]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
+#: the plan of the default command (R = 50 per null, 5 per positive control)
+DEFAULT_PLAN = Plan(datasets=("sd2011", "cedata"), repetitions=(("null", 50), *((t, 5) for t in TRUTHS[1:])))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", nargs="+", default=["sd2011", "cedata"], choices=SURVEYS)
-    parser.add_argument("--reps", type=int, default=50, help="repetitions per null scenario")
-    parser.add_argument("--controls", type=int, default=5, help="repetitions per positive control")
+    counts = dict(DEFAULT_PLAN.repetitions)
+    parser.add_argument("--datasets", nargs="+", default=list(DEFAULT_PLAN.datasets), choices=SURVEYS)
+    parser.add_argument("--reps", type=int, default=counts["null"], help="repetitions per null scenario")
+    parser.add_argument("--controls", type=int, default=counts["leak"], help="repetitions per positive control")
     parser.add_argument("--m", type=int, nargs="+", default=[1, 3])
     parser.add_argument("--measures", nargs="*", default=[], help="entry names (default: all)")
     parser.add_argument("--permutations", type=int, default=19)
@@ -373,7 +456,7 @@ def main() -> None:
     plan = Plan(
         datasets=tuple(args.datasets),
         ms=tuple(args.m),
-        repetitions=(("null", args.reps), ("leak", args.controls), ("near-copy", args.controls)),
+        repetitions=(("null", args.reps), *((truth, args.controls) for truth in TRUTHS[1:])),
         measures=tuple(args.measures),
         permutations=args.permutations,
     )
@@ -384,6 +467,16 @@ def main() -> None:
     found, cpu = run(plan, args.jobs, args.out)
     wall = time.perf_counter() - wall
     print(markdown(table(found)))
+    print("\nSmallest detectable difference on the nulls and the controls' differences (m = 1, pp, medians):\n")
+    print(markdown(informative(found), "{:.1f}", 1.0))
+    per_rep = found.drop_duplicates(["survey", "design", "truth", "m", "rep"]).groupby("m")["cpu"].mean()
+    default = projected_cpu(found, DEFAULT_PLAN)
+    print(
+        "\nCPU s per repetition: "
+        + ", ".join(f"m = {m} {v:.2f}" for m, v in per_rep.items())
+        + f"; the default command ({len(DEFAULT_PLAN.jobs())} repetitions) at these figures: {default:.0f} CPU s, "
+        f"{default / 2 / 60:.1f} min on 2 cores (CPU s measured at this run's load; more than idle when loaded)"
+    )
     print(
         f"\nR = {args.reps} per null (binomial slack at 5 %: +{100 * slack(args.reps):.1f} pp), "
         f"{args.controls} per positive control; permutations {args.permutations}; jobs {args.jobs}; "

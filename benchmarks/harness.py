@@ -167,6 +167,26 @@ class Bench:
                            [r[0] for r in runs]), result  # fmt: skip
 
 
+#: entries the workers keep of their transfers (Dask's default, 1,000, would drop the older ones
+#: of a pass; :func:`bytes_sent` sums them)
+TRANSFER_LOG = 1_000_000
+
+
+def bytes_sent(client: Any) -> int:
+    """Bytes every worker has written so far answering data requests (to other workers and to the
+    driver): the frames on the wire of each transfer in Dask's transfer log (compressed where Dask
+    compresses), not Dask's ``sizeof`` estimate of the objects (which counts a custom object as a
+    few dozen bytes whatever it holds)."""
+
+    def written(dask_worker: Any) -> int:
+        log = dask_worker.transfer_outgoing_log
+        if log.maxlen is not None and len(log) == log.maxlen:
+            raise RuntimeError("the worker's transfer log is full: raise distributed.admin.low-level-log-length")
+        return int(sum(entry["compressed"] for entry in log))
+
+    return int(sum(client.run(written).values()))
+
+
 @contextlib.contextmanager
 def bench_client(workers: int, memory_limit: str) -> Iterator[Any]:
     """The benchmarks' cluster: ``workers`` single-threaded worker processes with a memory limit each,
@@ -179,6 +199,7 @@ def bench_client(workers: int, memory_limit: str) -> Iterator[Any]:
 
     with (
         dask.config.set(worker_malloc_config()),  # the workers' malloc settings of a run's local cluster
+        dask.config.set({"distributed.admin.low-level-log-length": TRANSFER_LOG}),
         LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit=memory_limit,
                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster,
         Client(cluster) as client,

@@ -37,7 +37,6 @@ import subprocess
 import sys
 import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_register import SECTIONS as REGISTER_SECTIONS
 from bench_register import TASK_ROWS, run_register
 from harness import Bench, Measurement, PeakSampler, bench_client
+from table import Row, duckdb_core_counts, load, measured, print_row, seconds
 
-from pipeline.data.dataset import read_dataset
 from pipeline.datasets.scaled import ScaledData, scaled_frames, write_scaled
 from pipeline.evaluation.execution import Executor
 
@@ -87,92 +86,7 @@ def anchor_seconds(name: str, n: int) -> float | None:
     return None
 
 
-@dataclass
-class Row:
-    """One line of the table."""
-
-    work: str
-    records: int
-    measurement: dict[str, Any]
-    anchor: str
-    anchor_s: float | None
-    goal: str
-    #: (what, measured, limit): the goal is met when every measured < limit
-    checks: list[tuple[str, float, float]] = field(default_factory=list)
-    judged: bool = True
-    note: str = ""
-
-    @property
-    def ratio(self) -> float | None:
-        return self.anchor_s / self.measurement["wall"] if self.anchor_s else None
-
-    @property
-    def met(self) -> str:
-        if not self.judged or not self.checks:
-            return "n/a"
-        return "met" if all(v < limit for _, v, limit in self.checks) else "NOT met"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"work": self.work, "records": self.records, **self.measurement, "anchor": self.anchor,
-                "anchor_s": self.anchor_s, "ratio": self.ratio, "goal": self.goal, "met": self.met,
-                "checks": [{"what": w, "measured": v, "limit": lim} for w, v, lim in self.checks],
-                "note": self.note}  # fmt: skip
-
-
-def _m(m: Measurement, **extra: Any) -> dict[str, Any]:
-    return {**m.as_dict(), **extra}
-
-
-def seconds(s: float | None) -> str:
-    """Seconds as s, min or h ("no anchor at this size" for None)."""
-    if s is None:
-        return "(no anchor at this size)"
-    return f"{s:.3g} s" if s < 600 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
-
-
-def print_row(row: Row) -> None:
-    m = row.measurement
-    peaks = ", ".join(f"{v:,.0f}" for v in m["peak_rss_mib"].values()) or "-"
-    ratio = f"{row.ratio:8.1f}x" if row.ratio else "        -"
-    print(f"| {row.work} | {row.records:,} | {m['wall']:.2f} s / {m['cpu']:.2f} s | {peaks} | "
-          f"{m['load_before']:.2f}->{m['load_after']:.2f} | {row.anchor} | {row.goal} | {ratio} | {row.met} |"
-          f"{' ' + row.note if row.note else ''}", flush=True)  # fmt: skip
-
-
 # ---- data -----------------------------------------------------------------------------------
-def load(bench: Bench, data: ScaledData, names: list[str]) -> list[Any]:
-    """The scaled sets as Dask frames, on the workers as a run reads its inputs (persisted, small
-    partitions merged, waited for); prints the files' and the merged partitions and the seconds."""
-    frames = [read_dataset(data.path(n), schema=data.schema_path).frame for n in names]
-    ready = bench.ready(*frames)
-    print(f"  (inputs {', '.join(names)}: {frames[0].npartitions} file partitions each, merged into "
-          f"{'/'.join(str(f.npartitions) for f in ready)}; read + persist + merge {bench.ready_seconds:.1f} s, "
-          "not timed)", flush=True)  # fmt: skip
-    return ready
-
-
-# ---- DuckDB ---------------------------------------------------------------------------------
-def duckdb_core_counts(con: Any, keys: list[str], target: str) -> tuple[float, float]:
-    """repU and DiSCO (synthpop's definitions, no exclusions) of tables ``o`` and ``s`` in DuckDB SQL.
-
-    NA is a value of its own (GROUP BY groups NULLs; joins use IS NOT DISTINCT FROM).
-    """
-    k = ", ".join(keys)
-    on = " AND ".join(f"a.{v} IS NOT DISTINCT FROM b.{v}" for v in keys)
-    sql = f"""
-    WITH dc AS (SELECT {k}, {target} AS t, count(*) AS n FROM o GROUP BY ALL),
-         sc AS (SELECT {k}, {target} AS t, count(*) AS n FROM s GROUP BY ALL),
-         dq AS (SELECT {k}, sum(n) AS n FROM dc GROUP BY ALL),
-         sq AS (SELECT {k}, sum(n) AS n, count(*) AS cells, any_value(t) AS t FROM sc GROUP BY ALL),
-         rep AS (SELECT count(*) AS u FROM dq a JOIN sq b ON {on} WHERE a.n = 1 AND b.n = 1),
-         dis AS (SELECT coalesce(sum(a.n), 0) AS d FROM dc a JOIN sq b ON {on}
-                 WHERE b.cells = 1 AND a.t IS NOT DISTINCT FROM b.t)
-    SELECT (SELECT u FROM rep), (SELECT d FROM dis), (SELECT count(*) FROM o)
-    """
-    u, d, n = con.execute(sql).fetchone()
-    return 100 * u / n, 100 * d / n
-
-
 # ---- sections -------------------------------------------------------------------------------
 def run_disclosure(bench: Bench, sd: ScaledData, n: int, repeat: int, judged: bool, sections: set) -> list[Row]:
     from pipeline.risk.disclosure import disclosure, multi_disclosure
@@ -195,14 +109,15 @@ def run_disclosure(bench: Bench, sd: ScaledData, n: int, repeat: int, judged: bo
             checks.append(("CPU s vs DuckDB CPU", m.cpu, dm.cpu))
             same = np.allclose(got, ours, rtol=0, atol=1e-9)
             note += f"; DuckDB {'agrees' if same else 'DIFFERS: ' + str(got)}"
-            rows.append(Row("DuckDB SQL, disclosure core counts (repU, DiSCO), in-memory categoricals", n, _m(dm),
+            rows.append(Row("DuckDB SQL, disclosure core counts (repU, DiSCO), in-memory categoricals", n, measured(dm),
                             "-", None, "side by side", judged=False))  # fmt: skip
         if duck_files is not None:
             fm, got = duck_files
             note += f"; DuckDB from Parquet {'agrees' if np.allclose(got, ours, rtol=0, atol=1e-9) else 'DIFFERS'}"
-            rows.append(Row("DuckDB SQL, the same core counts read from the Parquet files (labels)", n, _m(fm), "-",
-                            None, "side by side", judged=False))  # fmt: skip
-        row = Row(f"disclosure, keys {', '.join(KEYS)}, target {TARGET}", n, _m(m), f"synthpop {seconds(a_s)}",
+            rows.append(Row("DuckDB SQL, the same core counts read from the Parquet files (labels)", n,
+                            measured(fm), "-", None, "side by side", judged=False))  # fmt: skip
+        row = Row(f"disclosure, keys {', '.join(KEYS)}, target {TARGET}", n, measured(m),
+                  f"synthpop {seconds(a_s)}",
                   a_s, "<= 3.2 s wall (>= 20x R); CPU below DuckDB's", checks, judged, note)  # fmt: skip
         rows.insert(0, row)
         print_row(row)
@@ -212,8 +127,8 @@ def run_disclosure(bench: Bench, sd: ScaledData, n: int, repeat: int, judged: bo
         m, _ = bench.time(lambda: multi_disclosure(orig, [syn], KEYS, TARGETS, schema=schema, executor=ex),
                           inputs=[orig, syn], repeat=repeat)  # fmt: skip
         a_s = anchor_seconds("multi_disclosure", n)
-        row = Row(f"multi_disclosure, 7 targets ({', '.join(TARGETS)})", n, _m(m), f"synthpop {seconds(a_s)}", a_s,
-                  "< 12 s", [("wall s", m.wall, 12.0)], judged)  # fmt: skip
+        row = Row(f"multi_disclosure, 7 targets ({', '.join(TARGETS)})", n, measured(m), f"synthpop {seconds(a_s)}",
+                  a_s, "< 12 s", [("wall s", m.wall, 12.0)], judged)  # fmt: skip
         rows.append(row)
         print_row(row)
     if "utility" in sections:
@@ -224,7 +139,7 @@ def run_disclosure(bench: Bench, sd: ScaledData, n: int, repeat: int, judged: bo
         a_s = anchor_seconds("utility_logit", n)
         peak = max(m.peak_rss_mib.values(), default=0.0)
         anchor = f"synthpop {seconds(a_s)}" if a_s else "synthpop cannot (~27 GB)"
-        row = Row(f"utility_gen logit maxorder 1 ({', '.join(LOGIT_VARS)})", n, _m(m), anchor, a_s,
+        row = Row(f"utility_gen logit maxorder 1 ({', '.join(LOGIT_VARS)})", n, measured(m), anchor, a_s,
                   "< 30 s at < 2 GiB per worker",
                   [("wall s", m.wall, 30.0), ("peak RSS MiB", peak, 2048.0)], judged,
                   f"pMSE {float(res['pMSE'][0]):.6g}")  # fmt: skip
@@ -256,8 +171,8 @@ def run_compare_fit(bench: Bench, orig: Any, syn: Any, schema: Any, n: int, repe
             inputs=[orig, syn], repeat=repeat)  # fmt: skip
         note = (f"{m.cpu / (6 * n / 1e6):.2f} CPU-s per million records; "
                 f"mean CI overlap {res.comparison.mean_ci_overlap:.4f}")  # fmt: skip
-        row = Row(f"compare_fit {model} {len(res.names)} coefficients, N + 5 x N records", 6 * n, _m(m), "-", None,
-                  "< 60 s at 5M + 5 x 5M", [("wall s", m.wall, 60.0)], judged, note)  # fmt: skip
+        row = Row(f"compare_fit {model} {len(res.names)} coefficients, N + 5 x N records", 6 * n, measured(m), "-",
+                  None, "< 60 s at 5M + 5 x 5M", [("wall s", m.wall, 60.0)], judged, note)  # fmt: skip
         rows.append(row)
         print_row(row)
     return rows
@@ -308,7 +223,7 @@ def run_idrisk(bench: Bench, folder: Path, n: int, repeat: int, judged: bool, se
         m, res = bench.time(lambda: identification_risk(orig, [syn], KNOWN, SYNTHESISED, 0.1, schema=schema,
                                                         executor=ex), inputs=[orig, syn], repeat=repeat)  # fmt: skip
         a_s = anchor_seconds("idrisk", n)
-        row = Row("identification risk, known Urban, Marital; Expenditure, Income r=0.1", n, _m(m),
+        row = Row("identification risk, known Urban, Marital; Expenditure, Income r=0.1", n, measured(m),
                   f"package {seconds(a_s)}" + ("" if n in ANCHORS["idrisk"]["seconds"] else " (O(n^2) est.)"), a_s,
                   "< 30 s", [("wall s", m.wall, 30.0)], judged,
                   f"exp.risk {res.exp_risk[0]:.3f}")  # fmt: skip
@@ -321,8 +236,8 @@ def run_idrisk(bench: Bench, folder: Path, n: int, repeat: int, judged: bool, se
         orig, syn = load(bench, ce3, ["original", "syn1"])
         m, res = bench.time(lambda: identification_risk(orig, [syn], ["Age"], SYNTHESISED, 0.1, schema=schema,
                                                         executor=ex), inputs=[orig, syn], repeat=repeat)  # fmt: skip
-        row = Row("identification risk, 3 continuous (known Age; Expenditure, Income) r=0.1", n3, _m(m), "-", None,
-                  "< 3 s", [("wall s", m.wall, 3.0)], judged, f"exp.risk {res.exp_risk[0]:.3f}")  # fmt: skip
+        row = Row("identification risk, 3 continuous (known Age; Expenditure, Income) r=0.1", n3, measured(m), "-",
+                  None, "< 3 s", [("wall s", m.wall, 3.0)], judged, f"exp.risk {res.exp_risk[0]:.3f}")  # fmt: skip
         rows.append(row)
         print_row(row)
         bench.client.cancel([orig, syn])
@@ -331,7 +246,7 @@ def run_idrisk(bench: Bench, folder: Path, n: int, repeat: int, judged: bool, se
         m, res = bench.time(lambda: identification_risk(po, [ps], KNOWN, SYNTHESISED, 0.1, schema=schema,
                                                         executor=ex), inputs=[po, ps], repeat=repeat)  # fmt: skip
         a_s = anchor_seconds("idrisk", 50_000)
-        row = Row("identification risk 50k, executor auto (in memory)", 50_000, _m(m), f"package {seconds(a_s)}",
+        row = Row("identification risk 50k, executor auto (in memory)", 50_000, measured(m), f"package {seconds(a_s)}",
                   a_s, "< 0.3 s", [("wall s", m.wall, 0.3)], True, f"exp.risk {res.exp_risk[0]:.3f}")  # fmt: skip
         rows.append(row)
         print_row(row)
@@ -380,8 +295,8 @@ def run_scaling(folder: Path, n: int, memory_limit: str, judged: bool) -> list[R
             else "cold: first call on fresh clusters, shown, not judged"
         )
         row = Row(f"1 -> 2 workers, mixed task (disclosure + IR + logit), {state}", n,
-                  _m(two, one_worker_wall=one.wall, one_worker_cpu=one.cpu, speedup=speedup, state=state), "-", None,
-                  ">= 1.7x (warm)", [("1/speed-up", 1 / speedup, 1 / 1.7 * 1.0001)], judged and state == "warm",
+                  measured(two, one_worker_wall=one.wall, one_worker_cpu=one.cpu, speedup=speedup, state=state), "-",
+                  None, ">= 1.7x (warm)", [("1/speed-up", 1 / speedup, 1 / 1.7 * 1.0001)], judged and state == "warm",
                   f"{what}; 1 worker {one.wall:.2f} s / CPU {one.cpu:.2f} s; speed-up {speedup:.2f}x")  # fmt: skip
         print_row(row)
         rows.append(row)

@@ -7,7 +7,6 @@ exit status 2; a failed nightly gate exits with status 3.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import signal
@@ -254,11 +253,12 @@ def validate(task_file: Path, out: Path | None, force: bool) -> None:
 def schema(data_file: Path, schema: Path | None, write_to: Path | None, encoding: str | None) -> None:
     """Read DATA_FILE and print its schema (given, beside the file, typed or inferred)."""
     from pipeline.data.dataset import read_dataset
+    from pipeline.results import json_text
 
     ds = read_dataset(data_file, schema=schema, encoding=encoding)
     # the schema records the encoding it was read with, so the file reads the same way next time
     found = replace(ds.schema, encoding=encoding) if encoding else ds.schema
-    text = json.dumps(found.to_dict(), indent=1)
+    text = json_text(found.to_dict(), indent=1)
     if write_to:
         found.to_json(write_to)
         click.echo(f"schema of {data_file} written to {write_to}")

@@ -17,7 +17,6 @@ cluster that cannot start, or whose scheduler goes away during the work, raises 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -32,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from pipeline.config_io import YamlLines, read_yaml, validation_message
 from pipeline.errors import PipelineError, TaskError
 from pipeline.interrupts import children_ignore_sigint
+from pipeline.results import json_text
 
 log = logging.getLogger(__name__)
 
@@ -315,7 +315,7 @@ def kubernetes_spec(cfg: KubernetesConfig) -> dict[str, Any]:
 
     env = dict(cfg.env)
     if not cfg.dashboard:
-        env |= {f"DASK_{k.upper().replace('.', '__')}": json.dumps(v) for k, v in http_config(False).items()}
+        env |= {f"DASK_{k.upper().replace('.', '__')}": json_text(v) for k, v in http_config(False).items()}
     spec = make_cluster_spec(
         name=cfg.name,
         image=cfg.image,

@@ -29,6 +29,25 @@ class TaskError(PipelineError):
     """A task or cluster file is invalid."""
 
 
+#: the documented kinds of error, the most specific first: :func:`located` keeps an error's kind
+KINDS: tuple[type[PipelineError], ...] = (
+    CompatibilityError,
+    ParameterError,
+    SchemaError,
+    DataError,
+    TaskError,
+    PipelineError,
+)
+
+
+def located(where: str, error: PipelineError) -> PipelineError:
+    """``error``'s message after ``where`` (the task file, a unit), as an error of the same
+    documented kind (the first of :data:`KINDS` it is an instance of): a caller that catches
+    ``ParameterError`` or ``DataError`` still does. Raise it ``from error``."""
+    kind = next(k for k in KINDS if isinstance(error, k))
+    return kind(f"{where}: {error}")
+
+
 #: characters of a library's own message an error line quotes at most
 BRIEF_CHARACTERS = 300
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import ParameterError, TaskError
+from pipeline.evaluation.reporting import Headline, ReportSection
 
 if TYPE_CHECKING:  # listing the measures imports no measure code (and no Dask)
     from pipeline.evaluation.base import Measure, Params
@@ -123,6 +124,13 @@ _ENTRIES = [
         "synthpop compare.synds(): per-variable distributions (bar data) and utility.tab per variable",
     ),
     MeasureEntry(
+        "multi_compare",
+        "utility",
+        "pipeline.utility.measure:MultiCompareMeasure",
+        "pipeline.utility.params:MultiCompareParams",
+        "synthpop multi.compare(): a variable's distribution by group, original vs synthetic (bar data)",
+    ),
+    MeasureEntry(
         "compare_fit",
         "compare_fit",
         "pipeline.compare_fit.measure:CompareFitMeasure",
@@ -174,3 +182,61 @@ def holdout_views(types: Iterable[str]) -> dict[str, tuple[Compared, ...]]:
     old rows without a type, are left out)."""
     views = {t: REGISTRY[t].measure.holdout_view for t in dict.fromkeys(types) if t in REGISTRY}
     return {t: v for t, v in views.items() if v}
+
+
+#: the rows a run writes itself, by their ``type`` (not a measure's): the overlap of each set and
+#: holdout with the original (family ``integrity``, :mod:`pipeline.run.integrity`) — their report
+#: section and row names
+RUN_ROWS: dict[str, tuple[ReportSection, frozenset[str]]] = {
+    "overlap": (
+        ReportSection("Overlap with the original (share of records equal to an original record)"),
+        frozenset({"overlap_share", "holdout_overlap_share"}),
+    ),
+}
+
+
+def report_section(kind: str) -> ReportSection | None:
+    """The report section declared for rows of ``type`` ``kind``: a measure's, a synthesiser's
+    (the synthesis rows' type is its kind) or the run's own (:data:`RUN_ROWS`); None when nothing
+    declares one (an unknown or missing type)."""
+    from pipeline.synthesisers import REGISTRY as SYNTHESISERS
+
+    if kind in REGISTRY:
+        return REGISTRY[kind].measure.report_section
+    if kind in SYNTHESISERS:
+        return SYNTHESISERS[kind].synthesiser.report_section
+    return RUN_ROWS[kind][0] if kind in RUN_ROWS else None
+
+
+def headlines(types: Iterable[str]) -> list[tuple[Headline, str, tuple[str, ...]]]:
+    """The first screen's headlines of the measure types among ``types``, in the registry's order:
+    (headline, family, the types declaring it) — measures declaring the same headline share it."""
+    present = set(types)
+    found: dict[Headline, tuple[str, list[str]]] = {}
+    for entry in REGISTRY.values():
+        if entry.type in present:
+            for h in entry.measure.headlines:
+                found.setdefault(h, (entry.family, []))[1].append(entry.type)
+    return [(h, family, tuple(kinds)) for h, (family, kinds) in found.items()]
+
+
+def row_measures(types: Iterable[str], kinds: Iterable[str] = ()) -> frozenset[str]:
+    """Every row name the measure ``types`` and synthesiser ``kinds`` of a task (and the run's own
+    rows) can produce (:attr:`Measure.row_measures <pipeline.evaluation.base.Measure.row_measures>`)."""
+    from pipeline.synthesisers import REGISTRY as SYNTHESISERS
+
+    names = set().union(*(rows for _, rows in RUN_ROWS.values()))
+    for t in dict.fromkeys(types):
+        names |= REGISTRY[t].measure.row_measures
+    for k in dict.fromkeys(kinds):
+        names |= SYNTHESISERS[k].synthesiser.row_measures
+    return frozenset(names)
+
+
+def families_producing(name: str) -> list[str]:
+    """The families whose measures (or synthesisers: ``synthesis``) declare the row name ``name``."""
+    from pipeline.synthesisers import REGISTRY as SYNTHESISERS
+
+    found = [e.family for e in REGISTRY.values() if name in e.measure.row_measures]
+    found += ["synthesis"] * any(name in k.synthesiser.row_measures for k in SYNTHESISERS.values())
+    return list(dict.fromkeys(found))

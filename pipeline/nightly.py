@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import html
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import pandas as pd
 
 from pipeline.errors import TaskError
 from pipeline.gates import GATE_GROUP, gate_value
-from pipeline.results import jsonable
+from pipeline.results import json_text
 from pipeline.row_params import of_kind
 from pipeline.store import ResultsStore
 from pipeline.tasks import GateSpec, LoadedTask
@@ -223,6 +222,6 @@ def run_nightly(
         write_run(
             outcome,
             extra_sections=[gates_html(checks, previous_id)],
-            extra_files={"gates.json": json.dumps(jsonable([asdict(c) for c in checks]), indent=1)},
+            extra_files={"gates.json": json_text([asdict(c) for c in checks], indent=1)},
         )
     return NightlyOutcome(False, date, checks, out)

@@ -17,6 +17,7 @@ import pandas as pd
 from pydantic import Field
 
 from pipeline.evaluation.base import Measure, Params, Result, Row
+from pipeline.evaluation.reporting import ReportSection
 
 if TYPE_CHECKING:  # loading a task validates its params with this module: no Dask
     from pipeline.evaluation.data import EvalData
@@ -63,6 +64,10 @@ def _combine_profiles(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+#: the profile family's section (pipeline/profile_section.py)
+PROFILE_SECTION = ReportSection("Data profiles and key blocks", "pipeline.profile_section:profile_section")
+
+
 class Profile(Measure):
     """Records, missing share, special-missing counts and levels of every variable of the original."""
 
@@ -71,6 +76,8 @@ class Profile(Measure):
     params_model = ProfileParams
     needs_synthetic = False
     description = "per-variable counts, missing values and special codes"
+    report_section = PROFILE_SECTION
+    row_measures = frozenset({"records", "missing_pct", "special_missing", "levels", "levels_observed", "distinct"})
 
     def evaluate(self, data: EvalData, executor: Executor) -> RowsResult:
         schema = data.schema
@@ -140,6 +147,8 @@ class KeyBlockSizes(Measure):
     family = "profile"
     params_model = KeyBlockParams
     description = "distribution of key-combination sizes, computed on key blocks"
+    report_section = PROFILE_SECTION
+    row_measures = frozenset({"combinations", "unique_records_pct", "max_combination_size", "mean_combination_size"})
 
     def evaluate(self, data: EvalData, executor: Executor) -> RowsResult:
         keys = list(self.params.keys)

@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -79,7 +79,7 @@ def _old_params(text: Any) -> tuple[Any, str, str | None, str | None]:
     if found["role"] is None and found["summary"] is None and found["method"] is None:
         return text, "observed", None, None
     role = _OLD_ROLES.get(found["role"], found["role"]) or "observed"
-    return json.dumps(params, sort_keys=True, separators=(",", ":")), role, found["summary"], found["method"]
+    return json_text(params, sort_keys=True, compact=True), role, found["summary"], found["method"]
 
 
 def with_role_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -183,6 +183,34 @@ def atomic_folder(dest: Path, private: bool = False) -> Iterator[Path]:
 def atomic_write_text(text: str, path: Path) -> None:
     with _replacing(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def json_text(
+    obj: Any,
+    *,
+    indent: int | None = None,
+    sort_keys: bool = False,
+    compact: bool = False,
+    default: Callable[[Any], Any] | None = None,
+) -> str:
+    """``obj`` as JSON text under the one rule for non-finite numbers (:func:`jsonable`): the
+    package's one JSON writer — every JSON file, line or text it writes goes through it
+    (``tests/foundation/test_json_rule.py`` checks the source).  Strict JSON: a NaN or an
+    infinity left anywhere is an error, never ``NaN``/``Infinity``.
+
+    Parameters
+    ----------
+    indent, sort_keys
+        As :func:`json.dumps`.
+    compact
+        No spaces after ``,`` and ``:`` (a canonical one-line form).
+    default
+        Converts values JSON does not know (after :func:`jsonable`), as :func:`json.dumps`'s.
+    """
+    separators = (",", ":") if compact else None
+    return json.dumps(
+        jsonable(obj), indent=indent, sort_keys=sort_keys, separators=separators, default=default, allow_nan=False
+    )
 
 
 def jsonable(obj: Any) -> Any:

@@ -29,7 +29,6 @@ import datetime as dt
 import platform
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +41,7 @@ from pipeline.results import RESULT_COLUMNS
 from pipeline.run.cache import (
     UnitOutput,
     cached_outputs,
-    is_cached,
     synthesis_folder,
-    synthesis_paths,
-    synthesised_sets,
-    unit_paths,
 )
 from pipeline.run.folder import (
     CACHE,
@@ -55,18 +50,13 @@ from pipeline.run.folder import (
     RunOutcome,
     check_run_folder,
     check_writable_folder,
-    claim_folder,
     default_out_dir,
     folder_owner,
     run_folder_for,
     run_names,
     write_run,
 )
-from pipeline.run.groups import RepetitionGroup, repetition_groups, run_repetition
 from pipeline.run.inputs import (
-    SourceKey,
-    TaskInputs,
-    against_synthesised,
     persist_inputs,
     planned_spend,
     read_inputs,
@@ -74,17 +64,12 @@ from pipeline.run.inputs import (
 )
 from pipeline.run.integrity import (
     CHECKED_FILE,
-    OriginalHashes,
-    Overlap,
     check_inputs,
-    inputs_checked,
     overlap_rows,
-    record_checked,
 )
-from pipeline.run.layout import lay_out_inputs
 from pipeline.run.notices import run_warnings, tell_warnings
-from pipeline.run.schedule import Batch, Progress, run_all
-from pipeline.run.units import evaluate_unit, run_synthesis, validate_units
+from pipeline.run.units import validate_units
+from pipeline.run.work import Run, compute, reuse
 from pipeline.tasks import LoadedTask, SynthesisUnit, Unit, code_version, expand
 
 __all__ = [
@@ -225,25 +210,19 @@ def _execute(
     # told before the work starts
     told: list[str] = []
     with notices.collected() as at_checks:
+        run = Run(task, inputs, units, cache, progress, history, told)
         if reused is not None:
-            synthesised, evaluated, budget, overlaps = _reuse(
-                task, inputs, units, reused, cache, local, progress, history, told
-            )
-            cluster_started = False
+            work = reuse(run, reused, local)
         else:
             with connect(cluster_cfg.model_dump()) as client:
-                executor = task_executor(task, client)
-                synthesised, evaluated, budget, overlaps = _compute(
-                    task, inputs, units, cache, executor, progress, history, told
-                )
-            cluster_started = True
+                work = compute(run, task_executor(task, client))
     tables = []
     summaries: dict[str, Any] = {}
     timings: dict[str, dict[str, Any]] = {}
     # measure rows in unit order, then the syntheses' rows
     done: list[tuple[Unit | SynthesisUnit, UnitOutput]] = [
-        *((u, evaluated[u.index]) for u in units),
-        *((s, synthesised[s.key]) for s in inputs.syntheses),
+        *((u, work.evaluated[u.index]) for u in units),
+        *((s, work.synthesised[s.key]) for s in inputs.syntheses),
     ]
     for u, output in done:
         tables.append(_with_unit_columns(output.table, task, run_id, u))
@@ -261,7 +240,7 @@ def _execute(
         for s in inputs.syntheses
     }
     # the overlap of each holdout and file source with the original (pipeline.run.integrity), last
-    tables.append(overlap_rows(overlaps, task.spec.name, run_id))
+    tables.append(overlap_rows(work.overlaps, task.spec.name, run_id))
     results = pd.concat(tables, ignore_index=True)[RESULT_COLUMNS]
     manifest = {
         "run_id": run_id,
@@ -272,177 +251,21 @@ def _execute(
         "seconds": round(time.perf_counter() - t_start, 3),
         "cluster": describe(cluster_cfg),
         # False when every unit came from the cache: no cluster was started
-        "cluster_started": cluster_started,
+        "cluster_started": work.cluster_started,
         "versions": _versions(),
         "seed": task.spec.seed,
         "units": timings,
         "releases": {s.label: str(dest) for s, dest in zip(inputs.syntheses, releases, strict=True)},
-        "privacy_budget": budget,
+        "privacy_budget": work.budget,
         # per dataset with a holdout: file or split settings, record counts, fingerprint (no values)
         "holdouts": inputs.holdout_records,
         # the key-block layouts made (the task's, and any a measure needed besides)
-        "layouts": inputs.layouts,
+        "layouts": work.layouts,
         "rows": len(results),
         # every warning of the run with the units that raised it (pipeline.notices; no values)
         "warnings": warned,
     }
     return RunOutcome(run_id, out, results, summaries, manifest, inputs, releases)
-
-
-def _reuse(
-    task: LoadedTask,
-    inputs: TaskInputs,
-    units: list[Unit],
-    reused: tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput]],
-    cache: Path,
-    executor: Executor,
-    progress: bool,
-    history: str | Path | None,
-    told: list[str],
-) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]], list[Overlap]]:
-    """A run whose every unit is cached, without a cluster: the checks of the data as a whole
-    (unless the folder records that these inputs passed them; a source's ``control`` counts) on
-    ``executor``'s local threads, the privacy-budget record, the cached outputs. The checks'
-    warnings are told and added to ``told``.
-
-    The units' own checks are not repeated: they passed, with this code, on these data and
-    params (all in the fingerprints), when the cached units ran."""
-    overlaps = inputs_checked(cache, task, inputs)
-    checked = overlaps is not None
-    if overlaps is None:
-        overlaps = check_inputs(task, inputs, executor)
-    budget = planned_spend(task, inputs, history if history is not None else task.history, executor, record=True)
-    claim_folder(cache, task)
-    if not checked:
-        record_checked(cache, task, inputs, overlaps)
-    _tell_checks(told)
-    synthesised, evaluated = reused
-    count = Progress(len(synthesised) + len(evaluated), progress)
-    for s in inputs.syntheses:
-        count.report(s.label, synthesised[s.key].seconds, cached=True)
-    for u in units:
-        count.report(u.label, evaluated[u.index].seconds, cached=True)
-    return synthesised, evaluated, budget, overlaps
-
-
-def _tell_checks(told: list[str]) -> None:
-    """Tell the warnings of the checks (the plan's among them) before the work starts."""
-    told.extend(notices.so_far())
-    tell_warnings(run_warnings({}, told))
-
-
-def _compute(
-    task: LoadedTask,
-    inputs: TaskInputs,
-    units: list[Unit],
-    cache: Path,
-    executor: Executor,
-    progress: bool,
-    history: str | Path | None,
-    told: list[str],
-) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput], list[dict[str, Any]], list[Overlap]]:
-    """Run the units not cached yet on ``executor``'s cluster (reusing the others): the data they
-    read kept in cluster memory, every check (its warnings told before the work and added to
-    ``told``), the syntheses, groups and measure units."""
-    todo = [u for u in units if not is_cached(unit_paths(cache, u))]
-    to_synthesise = [s for s in inputs.syntheses if not is_cached(synthesis_paths(cache, s))]
-    # only what a unit still to run reads goes to the cluster (synthesised sources: after their synthesis)
-    sources = [k for k in dict.fromkeys(u.source_key for u in todo if u.source is not None) if k in inputs.synthetic]
-    persist_inputs(inputs, executor, sources, {s.dataset for s in to_synthesise} | {u.dataset for u in todo})
-    overlaps = inputs_checked(cache, task, inputs)
-    checked = overlaps is not None
-    if overlaps is None:
-        overlaps = check_inputs(task, inputs, executor)
-    if todo:
-        stand_in_syntheses(task, inputs, executor)
-        validate_units(task, todo, inputs, executor, {s.key for s in inputs.syntheses})
-        lay_out_inputs(todo, inputs, executor)
-    # the cap checked and this run's DP spend recorded once every check has passed, before any release
-    budget = planned_spend(task, inputs, history if history is not None else task.history, executor, record=True)
-    claim_folder(cache, task)
-    if not checked:
-        record_checked(cache, task, inputs, overlaps)
-    _tell_checks(told)
-    count = Progress(len(inputs.syntheses) + len(units), progress)
-
-    def report(u: Unit | SynthesisUnit, out: UnitOutput) -> None:
-        count.report(u.label, out.seconds, out.cached)
-
-    def report_group(g: RepetitionGroup, outs: list[UnitOutput]) -> None:
-        for u, out in zip((g.synthesis, *g.units), outs, strict=True):
-            report(u, out)
-
-    # repetition groups are worker tasks: their threads only wait, so they run while the
-    # driver synthesises and evaluates the other units
-    groups = repetition_groups(inputs, units, executor)
-    with Batch(
-        groups,
-        lambda g: run_repetition(task, g, inputs, cache, executor),
-        lambda _: str(task.path),
-        task.spec.concurrency,
-        report_group,
-    ) as grouped:
-        synthesised, evaluated = _run_ungrouped(task, inputs, units, todo, groups, cache, executor, report)
-        group_outputs = grouped.results()
-    for g, outs in zip(groups, group_outputs, strict=True):
-        synthesised[g.synthesis.key] = outs[0]
-        evaluated.update(zip([u.index for u in g.units], outs[1:], strict=True))
-    inputs.layouts = executor.layouts()
-    return synthesised, evaluated, budget, overlaps
-
-
-def _run_ungrouped(
-    task: LoadedTask,
-    inputs: TaskInputs,
-    units: list[Unit],
-    todo: list[Unit],
-    groups: list[RepetitionGroup],
-    cache: Path,
-    executor: Executor,
-    report: Callable[[Unit | SynthesisUnit, UnitOutput], None],
-) -> tuple[dict[SourceKey, UnitOutput], dict[int, UnitOutput]]:
-    """The syntheses outside repetition groups, then the measure units outside them (``todo``:
-    those not cached yet): their outputs by synthesis key and by unit index."""
-    in_groups = {g.synthesis.key for g in groups}
-    alone = [s for s in inputs.syntheses if s.key not in in_groups]
-    original_hashes = OriginalHashes(inputs.originals, executor)
-    synthesised: dict[SourceKey, UnitOutput] = dict(
-        zip(
-            [s.key for s in alone],
-            run_all(
-                alone,
-                lambda u: run_synthesis(u, inputs.originals[u.dataset], cache, executor, original_hashes),
-                lambda u: f"{task.path}: {u.where}: synthesise",
-                task.spec.concurrency,
-                report,
-            ),
-            strict=True,
-        )
-    )
-    read = {u.source_key for u in todo}
-    alone = [s for s in alone if s.key in read]  # the sets a unit still to run reads
-    if alone:
-        for s in alone:
-            inputs.synthetic[s.key] = against_synthesised(inputs.originals[s.dataset], synthesised_sets(s, cache))
-        persist_inputs(inputs, executor, [s.key for s in alone])
-        keys = {s.key for s in alone}
-        validate_units(task, [u for u in todo if u.source_key in keys], inputs, executor)
-    grouped = {u.index for g in groups for u in g.units}
-    rest = [u for u in units if u.index not in grouped]
-    evaluated = dict(
-        zip(
-            [u.index for u in rest],
-            run_all(
-                rest,
-                lambda u: evaluate_unit(u, inputs, cache, executor),
-                lambda u: f"{task.path}: measure {u.label}",
-                task.spec.concurrency,
-                report,
-            ),
-            strict=True,
-        )
-    )
-    return synthesised, evaluated
 
 
 def run_task(

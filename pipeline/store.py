@@ -8,7 +8,7 @@ Layout::
 
 Each run writes new files (temporary name, then rename), so nothing in the history is ever
 overwritten and a crash leaves no half-written file.  A run appends under the store's lock
-(``<store>/.sdc-lock``, :mod:`pipeline.run.lock`): concurrent runs append one after the other
+(``<store>/.sdc-lock``, :mod:`pipeline.lock`): concurrent runs append one after the other
 (waiting up to :data:`LOCK_WAIT` seconds), and a check-then-append (a nightly run's "not yet
 stored for this date") holds it across both.  Query it with pandas or pyarrow::
 
@@ -28,15 +28,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.errors import DataError
+from pipeline.lock import exclusive
 from pipeline.results import (
     RESULT_COLUMNS,
     ROLE_COLUMNS,
     atomic_write_parquet,
     atomic_write_text,
-    jsonable,
+    json_text,
     with_role_columns,
 )
-from pipeline.run.lock import exclusive
 
 MARKER = "_sdc_results_store.json"
 FORMAT_VERSION = 1
@@ -78,7 +78,7 @@ class ResultsStore:
         if self.root.exists() and any(self.root.iterdir()):
             raise DataError(f"{self.root} is not a results store (no {MARKER}); refusing to write into it")
         if create:
-            atomic_write_text(json.dumps({"format": FORMAT_VERSION, "columns": RESULT_COLUMNS}), marker)
+            atomic_write_text(json_text({"format": FORMAT_VERSION, "columns": RESULT_COLUMNS}), marker)
             return True
         if missing_ok:
             return False
@@ -117,9 +117,7 @@ class ResultsStore:
             table = results.drop(columns=[c for c in ("task",) if c in results.columns])
             try:
                 atomic_write_parquet(table, path)
-                atomic_write_text(
-                    json.dumps(jsonable(manifest), indent=1), folder / f"{manifest['run_id']}.manifest.json"
-                )
+                atomic_write_text(json_text(manifest, indent=1), folder / f"{manifest['run_id']}.manifest.json")
             except OSError as e:
                 path.unlink(missing_ok=True)
                 raise DataError(f"cannot add the run to the history {self.root}: {e.strerror or e}") from None
@@ -169,9 +167,9 @@ class ResultsStore:
     def budget(self, task: str | None = None) -> pd.DataFrame:
         """Privacy budget spent per dataset over the stored runs (optionally of one task): each
         DP release counted once, ε and δ summed under basic composition
-        (:func:`~pipeline.synth.dp_ledger.budget_table`); columns dataset, data (content hash of
+        (:func:`~pipeline.privacy_ledger.budget_table`); columns dataset, data (content hash of
         the original), releases, epsilon, delta."""
-        from pipeline.synth.dp_ledger import budget_table, history_entries
+        from pipeline.privacy_ledger import budget_table, history_entries
 
         self._check(create=False)
         return budget_table(history_entries(self.root, task))

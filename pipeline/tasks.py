@@ -13,10 +13,10 @@ See ``tasks/*.yaml`` for examples and ``docs/tasks.md`` for the full format.
 
 from __future__ import annotations
 
+import difflib
 import glob
 import hashlib
 import itertools
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,8 +32,9 @@ from pipeline.errors import TaskError
 from pipeline.evaluation.base import Measure, canonical_params, setting_text
 from pipeline.evaluation.baseline import BaselineOptions
 from pipeline.evaluation.policy import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
+from pipeline.fingerprint import fingerprint
+from pipeline.privacy_ledger import BudgetCap
 from pipeline.synth.base import Synthesiser, SynthesisParams
-from pipeline.synth.dp_ledger import BudgetCap
 from pipeline.synthesisers import SynthesisSettings, synthesiser
 
 
@@ -249,7 +250,11 @@ class ExecutionSpec(_Spec):
     """How the executor runs every unit (see :class:`~pipeline.evaluation.execution.Executor`)."""
 
     policy: Policy = "auto"
-    in_memory_rows: int = Field(IN_MEMORY_ROWS, ge=1, description="auto: in memory up to this many records")
+    in_memory_rows: int = Field(
+        IN_MEMORY_ROWS,
+        ge=1,
+        description="auto, for a measure without a measured cost: in memory up to this many records",
+    )
     block_rows: int = Field(BLOCK_ROWS, ge=1, description="target records per key block")
 
 
@@ -377,37 +382,42 @@ def load_task(path: str | Path, data: Any = None) -> LoadedTask:
     return task
 
 
-#: row measures that only one family's measures produce (the report's headlines): a gate naming one
-#: needs a measure of that family in the task
-FAMILY_OF_MEASURE = {
-    "repU": "disclosure",
-    "DiSCO": "disclosure",
-    "file_risk_at_max": "identification_risk",
-    "S_pMSE": "utility",
-}
-
-
 def _check_gates_can_apply(task: LoadedTask, families: set[str]) -> None:
     """Refuse, before any work, a gate that the task's results cannot hold: one naming a family
-    (``family``, or that of a headline measure, :data:`FAMILY_OF_MEASURE`) the task runs no
-    measure of (``synthesis``: no synthesised source). Other names are checked against the
-    results (:func:`pipeline.nightly.check_gates`).
+    (``family``) the task runs no measure of (``synthesis``: no synthesised source), or a row
+    measure that no measure type or synthesiser kind of the task produces (each declares its
+    ``row_measures``): the message names the families that produce it, else the closest names.
+    Whether a produced name has the gate's rows (a summary needs 2 sets, a baseline a holdout) is
+    checked against the results (:func:`pipeline.nightly.check_gates`).
 
     Raises
     ------
     TaskError
-        Naming the gate, the family and what to do.
+        Naming the gate, what is missing and what to do.
     """
-    families = families | {"integrity"}
-    if any(s.synthesise is not None for d in task.spec.datasets for s in d.synthetic):
-        families.add("synthesis")
+    if not task.spec.gates:
+        return
+    from pipeline.measures import families_producing, row_measures
+
+    kinds = [s.synthesise.kind for d in task.spec.datasets for s in d.synthetic if s.synthesise is not None]
+    families = families | {"integrity"} | ({"synthesis"} if kinds else set())
+    produced = row_measures([m.type for m in task.spec.measures], kinds)
     for gate in task.spec.gates:
-        family = gate.family or FAMILY_OF_MEASURE.get(gate.measure)
-        if family is not None and family not in families:
+        missing = [gate.family] if gate.family and gate.family not in families else []
+        if not missing and gate.measure not in produced:
+            missing = families_producing(gate.measure)
+            if not missing:
+                close = difflib.get_close_matches(gate.measure, sorted(produced), n=3, cutoff=0.6)
+                hint = f"did you mean {', '.join(map(repr, close))}?" if close else "no produced name is close"
+                raise TaskError(
+                    f"{task.path}: gate names measure {gate.measure!r}, which no measure of the task produces; "
+                    f"{hint} (a gate names a row's measure; `sdc-pipeline measures` lists the measure types)"
+                )
+        if missing:
             raise TaskError(
-                f"{task.path}: gate on {gate.measure!r}: the task runs no measure of family {family!r}, so its "
-                f"results cannot hold the gate's rows; add such a measure or remove the gate (families run: "
-                f"{', '.join(sorted(families))})"
+                f"{task.path}: gate on {gate.measure!r}: the task runs no measure of family "
+                f"{' or '.join(map(repr, missing))}, so its results cannot hold the gate's rows; add such a measure "
+                f"or remove the gate (families run: {', '.join(sorted(families))})"
             )
 
 
@@ -473,8 +483,7 @@ def content_hash(paths: list[Path]) -> str:
 
 def _fingerprint(parts: dict[str, Any]) -> str:
     """Short stable hash of a unit's inputs, settings and the code version."""
-    data = {**parts, "version": code_version()}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    return fingerprint({**parts, "version": code_version()})
 
 
 def synthesis_seed(task: LoadedTask, src: SourceSpec, repetition: int) -> int:

@@ -27,7 +27,7 @@ def compare_fit_synds(
     family: Literal["binomial", "poisson"] = "binomial",
     population_inference: bool = False,
     ci_level: float = 0.95,
-    not_synthesised: Sequence[str] = (),
+    not_synthesised: Sequence[str] | None = None,
     proper: bool = False,
     schema: Schema | None = None,
     cont_na: Mapping[str, Any] | None = None,
@@ -40,7 +40,8 @@ def compare_fit_synds(
     formula : str
         ``y ~ x1 + x2`` (main effects; ``log(y)`` allowed).
     original, synthetic : frames or Datasets
-        The original and the m synthetic sets.
+        The original and the m synthetic sets; ``synthetic`` may be a partial synthesis' result
+        (:func:`~pipeline.synth.partial.syn.synthesise_partial`), which tells which variables were kept.
     fitting_function : {"glm", "lm", "multinom", "polr"}
     family : {"binomial", "poisson"}
         The GLM family (logit / log link).
@@ -48,8 +49,9 @@ def compare_fit_synds(
         synthpop's ``population.inference``.
     ci_level : float
         Level of the intervals whose overlap is reported.
-    not_synthesised : sequence of str
+    not_synthesised : sequence of str, optional
         Formula variables copied from the original (synthpop method ""): ``incomplete``.
+        Default: read from a synthesis result passed as ``synthetic``, else none.
     proper : bool
         Whether the synthesis was proper.
     schema, cont_na : optional
@@ -59,7 +61,7 @@ def compare_fit_synds(
     """
     measure = CompareFitMeasure(
         formula=formula, model=fitting_function, family=family, population_inference=population_inference,
-        ci_level=ci_level, not_synthesised=list(not_synthesised), proper=proper,
+        ci_level=ci_level, not_synthesised=None if not_synthesised is None else list(not_synthesised), proper=proper,
     )  # fmt: skip
     return measure.run(as_eval_data(original, synthetic, schema, cont_na), executor or Executor.current())
 

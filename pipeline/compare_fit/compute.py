@@ -19,7 +19,7 @@ from pipeline.compare_fit.inference import combine, compare
 from pipeline.compare_fit.names import written_names
 from pipeline.compare_fit.result import CompareFitResult
 from pipeline.errors import DataError
-from pipeline.evaluation.data import source_name
+from pipeline.evaluation.data import HOLDOUT, EvalData, source_name
 from pipeline.rmodels.design import Predictor
 from pipeline.rmodels.fitting import new_fit
 from pipeline.rmodels.glm import single_threaded_blas
@@ -34,7 +34,6 @@ from pipeline.rmodels.regression import (
 if TYPE_CHECKING:
     from pipeline.compare_fit.params import CompareFitParams
     from pipeline.data.schema import Schema
-    from pipeline.evaluation.data import EvalData
     from pipeline.evaluation.execution import Executor
 
 #: the kind of fit of each fitting function (``glm``: by family)
@@ -70,16 +69,21 @@ def fit_whole(spec: RegressionSpec, frames: list[pd.DataFrame]) -> FittedModel |
     return fit.result
 
 
-def fit_all(spec: RegressionSpec, data: EvalData, executor: Executor) -> list[FittedModel]:
+def fit_all(spec: RegressionSpec, data: EvalData, executor: Executor, holdout_last: bool = False) -> list[FittedModel]:
     """The model fitted to every data set of ``data`` (original first): lm and glm by rounds of
     passes over the partitions (the passes of all sets together), multinom and polr one task per
-    whole data set (:data:`WHOLE_SET_KINDS`)."""
+    whole data set (:data:`WHOLE_SET_KINDS`). ``holdout_last``: the last frame is the holdout
+    (errors name it so)."""
+
+    def where(i: int) -> str:
+        return source_name(HOLDOUT if holdout_last and i == len(data.frames) - 1 else i)
+
     if spec.kind in WHOLE_SET_KINDS:
         jobs = [((i,),) for i in range(len(data.frames))]
         fitted = executor.map_frame_tasks(fit_whole, jobs, data.frames, (spec,))
         for i, f in enumerate(fitted):
             if isinstance(f, str):
-                raise DataError(f"{source_name(i)}: {f}")
+                raise DataError(f"{where(i)}: {f}")
         return fitted
     parts = [executor.partitions(f) for f in data.frames]
     fits = [new_fit(spec) for _ in data.frames]
@@ -93,22 +97,37 @@ def fit_all(spec: RegressionSpec, data: EvalData, executor: Executor) -> list[Fi
                 try:
                     fits[i].feed(res)
                 except ModelDataError as e:
-                    raise DataError(f"{source_name(i)}: {e}") from None
+                    raise DataError(f"{where(i)}: {e}") from None
+
+
+def unsynthesised(params: CompareFitParams, data: EvalData) -> list[str]:
+    """The formula's variables the synthesis kept (method ``""``): ``not_synthesised`` when given,
+    else those the pipeline's own synthesis did not make (none when the sets are files)."""
+    if params.not_synthesised is not None:
+        return list(params.not_synthesised)
+    if data.synthesised is None:
+        return []
+    return [v for v in params.variables() if v not in data.synthesised]
 
 
 def evaluate_compare_fit(params: CompareFitParams, data: EvalData, executor: Executor) -> CompareFitResult:
     """synthpop's ``<fit>.synds`` + ``summary.fit.synds`` + ``compare.fit.synds`` on ``data``."""
     names = params.variables()
+    kept = unsynthesised(params, data)
     # synthpop's checkcomplete: the method of the first formula variable in data order
-    incomplete = next(v for v in data.columns if v in names) in params.not_synthesised
-    data = executor.prepare(data.select(names))
+    incomplete = next(v for v in data.columns if v in names) in kept
+    data = executor.prepare(data.select(names), holdout=True)
     spec = model_spec(params, data.schema)
-    rows = executor.rows(data)
+    with_holdout = data.holdout is not None
+    frames = EvalData((*data.frames, data.holdout) if with_holdout else data.frames, data.schema)
+    rows = executor.rows(frames)
     n, k = rows[0], rows[1]
     try:
-        fits = fit_all(spec, data, executor)
+        fits = fit_all(spec, frames, executor, holdout_last=with_holdout)
     except ModelDataError as e:  # raised by a kernel (the set is not known there)
         raise DataError(str(e)) from None
+    if with_holdout:
+        fits, holdout_fit = fits[:-1], fits[-1]
     (counts,) = executor.compute(
         executor.map_reduce(data.original, model_pass, combine_model_passes, spec, "levels", None)
     )
@@ -116,4 +135,11 @@ def evaluate_compare_fit(params: CompareFitParams, data: EvalData, executor: Exe
     comparison = compare(fits[1:], fits[0], n, k, params.population_inference, incomplete, params.proper,
                          params.ci_level)  # fmt: skip
     written = written_names(spec, counts["levels"])
-    return CompareFitResult(params, fits[0], tuple(fits[1:]), summary, comparison, n, k, incomplete, written)
+    # beyond synthpop: the holdout in the place of one fully synthetic set of its size, the
+    # figures a fresh sample of the population gets (the baseline of every comparison)
+    holdout = None
+    if with_holdout:
+        holdout = compare([holdout_fit], fits[0], n, rows[-1], params.population_inference, False, False,
+                          params.ci_level)  # fmt: skip
+    return CompareFitResult(params, fits[0], tuple(fits[1:]), summary, comparison, n, k, incomplete, written,
+                            tuple(kept), holdout, rows[-1] if with_holdout else None)  # fmt: skip

@@ -12,7 +12,12 @@ vignette differ, the code is followed (docs/compare_fit.md lists each point):
 * for incomplete synthesis it is Hotelling's T² on the between-synthesis variance, with
   ``F(ncoef, m - ncoef)``, and none when ``m < ncoef``;
 * population inference for incomplete synthesis with ``m = 1`` proceeds as if complete (and
-  the comparison then uses the complete-synthesis test).
+  the comparison then uses the complete-synthesis test);
+* an aliased coefficient (R's NA) is NaN in its fit; the means over the sets leave it out where
+  it is NaN (synthpop's ``mcoefvar``: ``mean(na.rm = TRUE)``), the between-set variance is NaN
+  when a set lacks it (``var`` without ``na.rm``), and the lack-of-fit test and the means of the
+  comparison take only the coefficients whose difference is defined (synthpop's test runs over
+  the coefficients of the original's fit, which leaves out those aliased there).
 """
 
 from __future__ import annotations
@@ -54,14 +59,18 @@ class Comparison:
     lof_df: tuple[int, ...]
     lof_rank: int
     incomplete: bool
+    #: coefficients left out of the lack-of-fit test (aliased in the original or a synthetic set)
+    lof_excluded: int = 0
 
     @property
     def mean_ci_overlap(self) -> float:
-        return float(np.mean(self.ci_overlap))
+        """Mean over the coefficients with an overlap (an aliased one has none)."""
+        return float(np.nanmean(self.ci_overlap)) if np.isfinite(self.ci_overlap).any() else float("nan")
 
     @property
     def mean_abs_std_diff(self) -> float:
-        return float(np.mean(np.abs(self.std_diff)))
+        """Mean over the coefficients with a standardised difference."""
+        return float(np.nanmean(np.abs(self.std_diff))) if np.isfinite(self.std_diff).any() else float("nan")
 
 
 def combine(
@@ -78,7 +87,7 @@ def combine(
     m = len(fits)
     coef = np.vstack([f.coefficients for f in fits])
     var = np.vstack([f.se**2 for f in fits])
-    qbar, ubar = coef.mean(axis=0), var.mean(axis=0)
+    qbar, ubar = _mean_present(coef), _mean_present(var)
     b = coef.var(axis=0, ddof=1) if m > 1 else np.full(coef.shape[1], np.nan)
     vars_ = ubar * k / n if variances is None else variances
     if population_inference and incomplete and m == 1:
@@ -92,6 +101,15 @@ def combine(
     se = np.sqrt(total)
     z = qbar / se
     return Combined(qbar, ubar, b, se, z, 2 * stats.norm.cdf(-np.abs(z)), incomplete)
+
+
+def _mean_present(values: np.ndarray) -> np.ndarray:
+    """Column means over the non-NaN entries (NaN where there is none): R's ``mean(na.rm = TRUE)``."""
+    present = ~np.isnan(values)
+    count = present.sum(axis=0)
+    total = np.where(present, values, 0.0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / count, np.nan)
 
 
 def overlap_ci(syn: np.ndarray, syn_se: np.ndarray, obs: np.ndarray, obs_se: np.ndarray, level: float) -> np.ndarray:
@@ -120,20 +138,25 @@ def compare(
     obs_se = original.se
     diff = syn.qbar - original.coefficients
     overlap = overlap_ci(syn.qbar, syn.se, original.coefficients, obs_se, ci_level)
-    ncoef = len(diff)
+    coefs = np.vstack([f.coefficients for f in fits])
+    used = np.isfinite(diff) & np.isfinite(np.diag(real_varcov))  # aliased coefficients are left out
+    if syn.incomplete:  # the between-set variance needs every set's estimate
+        used &= np.isfinite(coefs).all(axis=0)
+    ncoef = int(used.sum())
+    d = diff[used]
     lof, pvalue, test, df, rank = None, None, "none", (), 0
     if syn.incomplete:
-        if m >= ncoef:
-            coef = np.vstack([f.coefficients for f in fits])
+        coef = coefs[:, used]
+        if 0 < ncoef <= m:
             qb = coef - coef.mean(axis=0)
             inv, rank = ginv(qb.T @ qb / (m - 1) / m)
-            lof = float(diff @ inv @ diff) * (m - ncoef) / ncoef / (m - 1)
+            lof = float(d @ inv @ d) * (m - ncoef) / ncoef / (m - 1)
             pvalue = float(1 - stats.f.cdf(lof, ncoef, m - ncoef)) if m > ncoef else float("nan")
             test, df = "hotelling", (ncoef, m - ncoef)
-    else:
-        inv, rank = ginv(real_varcov * n / k / m)
-        lof = float(diff @ inv @ diff)
+    elif ncoef:
+        inv, rank = ginv(real_varcov[np.ix_(used, used)] * n / k / m)
+        lof = float(d @ inv @ d)
         pvalue = float(1 - stats.chi2.cdf(lof, ncoef))
         test, df = "chi-square", (ncoef,)
     return Comparison(original, syn.se, syn.qbar / syn.se, diff, diff / obs_se, overlap, lof, pvalue, test, df, rank,
-                      syn.incomplete)  # fmt: skip
+                      syn.incomplete, len(diff) - ncoef)  # fmt: skip

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from pipeline.compare_fit.params import CompareFitParams
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
+from pipeline.evaluation.reporting import ReportSection
 
 if TYPE_CHECKING:
     from pipeline.compare_fit.result import CompareFitResult
@@ -22,6 +23,14 @@ class CompareFitMeasure(Measure):
     family = "compare_fit"
     params_model = CompareFitParams
     description = "synthpop glm/lm/multinom/polr.synds + compare.fit.synds: CI overlap, std. differences, lack of fit"
+    report_section = ReportSection(
+        "Model-based utility (synthpop compare.fit.synds)", "pipeline.compare_fit.section:compare_fit_section"
+    )
+    row_measures = frozenset(
+        {"coef", "se", "z", "qbar", "ubar", "b", "summary_se", "summary_z", "summary_p", "compare_se", "compare_z",
+         "diff", "std_diff", "ci_overlap", "mean_ci_overlap", "mean_abs_std_diff", "incomplete", "m", "ncoef",
+         "lack_of_fit", "lof_pvalue", "lof_ratio", "lof_df", "lof_df2", "lof_excluded"}
+    )  # fmt: skip
 
     def check(self, data: EvalData) -> None:
         super().check(data)

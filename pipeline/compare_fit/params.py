@@ -52,9 +52,11 @@ class CompareFitParams(Params):
         synthpop's ``population.inference`` (combining rules of Reiter / Raab et al.).
     ci_level : float
         Confidence level of the intervals whose overlap is measured.
-    not_synthesised : list of str
+    not_synthesised : list of str or None
         Variables the synthesis copied from the original (method ""); synthpop's ``incomplete``
-        is whether the first formula variable in data order is one of them.
+        is whether the first formula variable in data order is one of them.  ``None`` (default):
+        read from the synthesis when the pipeline made the sets (a partial synthesis keeps every
+        variable without a method), else none (a file is taken as fully synthetic).
     proper : bool
         Whether the synthesis was proper (``syn(proper = TRUE)``): the population-inference variance.
     """
@@ -64,7 +66,7 @@ class CompareFitParams(Params):
     family: Literal["binomial", "poisson"] = "binomial"
     population_inference: bool = False
     ci_level: float = Field(0.95, gt=0, le=1)
-    not_synthesised: list[str] = Field(default_factory=list)
+    not_synthesised: list[str] | None = None
     proper: bool = False
 
     @field_validator("formula")
@@ -75,7 +77,7 @@ class CompareFitParams(Params):
 
     @model_validator(mode="after")
     def _unsynthesised_in_formula(self) -> CompareFitParams:
-        outside = [v for v in self.not_synthesised if v not in self.variables()]
+        outside = [v for v in self.not_synthesised or () if v not in self.variables()]
         if outside:
             raise ValueError(f"not_synthesised variable(s) {outside} are not in the formula")
         return self

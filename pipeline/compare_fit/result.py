@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.evaluation.base import Result, Row
+from pipeline.evaluation.comparison import HOLDOUT
 
 if TYPE_CHECKING:
     from pipeline.compare_fit.inference import Combined, Comparison
@@ -38,6 +39,14 @@ class CompareFitResult(Result):
     written : tuple of str
         The coefficient names the rows carry: R's, with levels of fewer than 10 complete
         original records coarsened (:mod:`pipeline.compare_fit.names`).
+    not_synthesised : tuple of str
+        The formula's variables taken as kept from the original (given, or read from the
+        pipeline's synthesis).
+    holdout : Comparison or None
+        With holdout records: ``compare.fit.synds`` of the holdout's fit in the place of one
+        fully synthetic set (what a fresh sample of its size gets); rows with ``role`` holdout.
+    holdout_n : int or None
+        Records of the holdout.
     """
 
     params: CompareFitParams
@@ -49,6 +58,9 @@ class CompareFitResult(Result):
     k: int
     incomplete: bool
     written: tuple[str, ...]
+    not_synthesised: tuple[str, ...] = ()
+    holdout: Comparison | None = None
+    holdout_n: int | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -87,13 +99,30 @@ class CompareFitResult(Result):
             ("m", float(len(self.fits))),
             ("ncoef", float(len(self.names))),
         ]
+        if c.lof_excluded:
+            scalars.append(("lof_excluded", float(c.lof_excluded)))
         if c.lack_of_fit is not None:
             scalars += [("lack_of_fit", c.lack_of_fit), ("lof_pvalue", c.lof_pvalue),
-                        ("lof_ratio", c.lack_of_fit / len(self.names)), ("lof_df", float(c.lof_df[0]))]  # fmt: skip
+                        ("lof_ratio", c.lack_of_fit / c.lof_df[0]), ("lof_df", float(c.lof_df[0]))]  # fmt: skip
             if len(c.lof_df) > 1:
                 scalars.append(("lof_df2", float(c.lof_df[1])))
         out.extend(Row("mean", measure, float(v), dict(base)) for measure, v in scalars)
+        if self.holdout is not None:
+            out.extend(self._holdout_rows(base))
         return out
+
+    def _holdout_rows(self, base: dict[str, Any]) -> list[Row]:
+        """The comparison's figures with the holdout in the synthetic sets' place: the same
+        (synthetic, measure, params) keys as the observed rows, ``role`` holdout."""
+        h = self.holdout
+        assert h is not None
+        out = [Row("mean", measure, float(v), {**base, "coefficient": c}, role=HOLDOUT)
+               for measure, values in (("diff", h.diff), ("std_diff", h.std_diff), ("ci_overlap", h.ci_overlap))
+               for c, v in zip(self.written, values, strict=True)]  # fmt: skip
+        scalars = [("mean_ci_overlap", h.mean_ci_overlap), ("mean_abs_std_diff", h.mean_abs_std_diff)]
+        if h.lack_of_fit is not None:
+            scalars += [("lack_of_fit", h.lack_of_fit), ("lof_pvalue", h.lof_pvalue)]
+        return out + [Row("mean", measure, float(v), dict(base), role=HOLDOUT) for measure, v in scalars]
 
     def to_dict(self) -> dict[str, Any]:
         c = self.comparison
@@ -105,6 +134,7 @@ class CompareFitResult(Result):
             "n": self.n,
             "k": self.k,
             "incomplete": c.incomplete,
+            "not_synthesised": list(self.not_synthesised),
             "population_inference": self.params.population_inference,
             "coefficients": list(self.written),
             "mean_ci_overlap": c.mean_ci_overlap,
@@ -114,4 +144,14 @@ class CompareFitResult(Result):
             "lof_df": list(c.lof_df),
             "lof_pvalue": c.lof_pvalue,
             "lof_rank": c.lof_rank,
+            "lof_excluded": c.lof_excluded,
+            "holdout": None
+            if self.holdout is None
+            else {
+                "n": self.holdout_n,
+                "mean_ci_overlap": self.holdout.mean_ci_overlap,
+                "mean_abs_std_diff": self.holdout.mean_abs_std_diff,
+                "lack_of_fit": self.holdout.lack_of_fit,
+                "lof_pvalue": self.holdout.lof_pvalue,
+            },
         }

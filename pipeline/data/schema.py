@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.errors import DataError, SchemaError
+from pipeline.results import json_text
 
 Kind = Literal["factor", "integer", "numeric", "character"]
 KINDS: tuple[str, ...] = ("factor", "integer", "numeric", "character")
@@ -234,7 +235,7 @@ class Schema:
         return out
 
     def to_json(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1), encoding="utf-8")
+        Path(path).write_text(json_text(self.to_dict(), indent=1), encoding="utf-8")
 
     @classmethod
     def infer(cls, frame: pd.DataFrame, max_levels: int = 50) -> Schema:

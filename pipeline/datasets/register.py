@@ -56,6 +56,7 @@ from scipy.special import expit, ndtri
 
 from pipeline.data.schema import Schema, Variable
 from pipeline.datasets.scaled import ScaledData
+from pipeline.results import json_text
 
 #: bump when the generated values change, so stale folders are rebuilt
 GENERATOR_VERSION = 1
@@ -496,7 +497,7 @@ def _write_once(
         writers[name].add(_frame(c, schema))
     for writer in writers.values():
         writer.close()
-    (tmp / "manifest.json").write_text(json.dumps(manifest))
+    (tmp / "manifest.json").write_text(json_text(manifest))
     if _complete(target, manifest):  # another process finished first
         shutil.rmtree(tmp)
         return out

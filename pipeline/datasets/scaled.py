@@ -31,6 +31,7 @@ import pandas as pd
 
 from pipeline.data.schema import Schema
 from pipeline.datasets.bundled import demo_path
+from pipeline.results import json_text
 
 #: bump when the generated values change, so stale folders are rebuilt
 GENERATOR_VERSION = 1
@@ -217,7 +218,7 @@ def write_scaled(
             # factors stored as plain labels, as a user's files would be; the schema makes them factors again
             labels = frame.astype({c: object for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)})
             labels.to_parquet(out.path(name) / f"part-{i:04d}.parquet", index=False)
-    done.write_text(json.dumps(manifest))
+    done.write_text(json_text(manifest))
     return out
 
 

@@ -17,7 +17,6 @@ display ``setting`` string is derived from it by :func:`setting_text` and never 
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,8 @@ from pipeline.config_io import validation_message
 from pipeline.errors import ParameterError
 from pipeline.evaluation.comparison import OBSERVED, Compared
 from pipeline.evaluation.public import MIN_RECORDS, LevelCounts, coarsen, public_summary
+from pipeline.evaluation.reporting import Headline, ReportSection
+from pipeline.results import json_text
 
 if TYPE_CHECKING:  # the contract is importable without Dask: task files validate params before any data
     import numpy as np
@@ -71,7 +72,7 @@ def parse_params(model: type[Params], params: Params | Mapping[str, Any], where:
 
 def canonical_json(params: Mapping[str, Any]) -> str:
     """One text form of a params mapping: sorted keys, no spaces (equal params, equal text)."""
-    return json.dumps(params, sort_keys=True, separators=(",", ":"), default=_json_default)
+    return json_text(params, sort_keys=True, compact=True, default=_json_default)
 
 
 def canonical_params(params: BaseModel) -> dict[str, Any]:
@@ -260,6 +261,13 @@ class Measure(ABC):
     #: the figures the report compares with their holdout (:mod:`pipeline.evaluation.comparison`):
     #: which rows hold the training and holdout figures and the residual
     holdout_view: ClassVar[tuple[Compared, ...]] = ()
+    #: the family's section of the report (:mod:`pipeline.evaluation.reporting`; measures of one
+    #: family declare the same one) and this measure's headlines on its first screen
+    report_section: ClassVar[ReportSection | None] = None
+    headlines: ClassVar[tuple[Headline, ...]] = ()
+    #: every row name (``measure``) the measure's rows can have, whatever its params: a gate naming
+    #: another is refused when the task is read (the contract test checks the rows against it)
+    row_measures: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, params: Params | Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.params = self.parse(params if params is not None else kwargs)
@@ -324,4 +332,4 @@ class Measure(ABC):
         from pipeline.evaluation.execution import Executor
 
         self.check(data)
-        return self.evaluate(data, executor or Executor.current())
+        return self.evaluate(data, (executor or Executor.current()).for_measure(self.type))

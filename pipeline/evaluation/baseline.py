@@ -22,7 +22,8 @@ in the ``role``, ``summary`` and ``method`` columns (:mod:`pipeline.evaluation.c
     synthetic "all" (summaries over the sets), every role:
         summary "mean" | "sd"; summary "lower95" | "upper95" with method "t"
     and for the excess and residual rows, instead of the t bounds:
-        summary "lower95" | "upper95" with method "permutation"
+        summary "lower95" | "upper95" with method "permutation" (a figure with one setting, or
+        options.settings "each") or "max-t" (simultaneous over the figure's settings)
     one synthetic set (m = 1), measures whose result can be redrawn over records
     (:meth:`Result.resampled <pipeline.evaluation.base.Result.resampled>`):
         summary "mean" | "lower95" | "upper95" with method "bootstrap" (percentile bootstrap)
@@ -41,8 +42,18 @@ from pydantic import Field, field_validator
 
 from pipeline.config_io import Seed
 from pipeline.evaluation.base import Measure, Params, Result, Row, canonical_json
-from pipeline.evaluation.comparison import EXCESS, HOLDOUT, PERMUTATION, RESIDUAL, TRAINING, residual
-from pipeline.evaluation.intervals import bootstrap_rows, over_sets, per_set_values, shift_interval, summary_rows
+from pipeline.evaluation.comparison import (
+    EXCESS,
+    HOLDOUT,
+    MAX_T,
+    PERMUTATION,
+    RESIDUAL,
+    TRAINING,
+    Settings,
+    residual,
+    simultaneous_bounds,
+)
+from pipeline.evaluation.intervals import bootstrap_rows, over_sets, per_set_values, summary_rows
 from pipeline.evaluation.public import LevelCounts
 
 if TYPE_CHECKING:  # BaselineOptions is part of a task file: loading one imports no Dask
@@ -72,12 +83,19 @@ class BaselineOptions(Params):
         Replicates of the percentile bootstrap over records for one synthetic set (m = 1) of a
         measure that supports it (0: none; otherwise at least 100). They redraw aggregates, not
         the data: no measure is evaluated again.
+    settings : {"simultaneous", "each"}
+        The excess intervals of a figure with several settings (targets, scenarios, radii):
+        simultaneous over them (method ``max-t``, :func:`~pipeline.evaluation.comparison.simultaneous_bounds`:
+        the report judges the setting with the largest excess without raising the false-positive
+        rate), or each setting's own interval (``each``: method ``permutation``, the rule before
+        issue 32).
     """
 
     seed: Seed = 0
     # bounded: each permutation evaluates the measure twice more, each replicate redraws its aggregates
     permutations: int = Field(default=20, ge=0, le=10_000)
     bootstrap: int = Field(default=1000, ge=0, le=1_000_000)
+    settings: Settings = "simultaneous"
 
     @field_validator("permutations")
     @classmethod
@@ -196,6 +214,7 @@ def holdout_baseline(
     drawn; ``observed`` is ``measure``'s result on ``data``."""
     wanted = measure.baseline_measures
     rows: list[Row] = []
+    compared: list[tuple[list[Row], list[dict[tuple[str, str], dict]]]] = []
     units = []
     for sub, footing in measure.baseline_units(data):
         # the observed footing first, then the relabellings
@@ -209,8 +228,10 @@ def holdout_baseline(
             if (synthetic, name, canonical) in hold_values
             for kind, value in _kinds(t, hold_values[synthetic, name, canonical][1], wanted[name]).items()
         ]
-        rows += unit_rows + _excess_summaries(unit_rows, relabelled)
-    info = {"seed": options.seed, "permutations": options.permutations, "units": units}
+        rows += unit_rows
+        compared.append((unit_rows, relabelled))
+    rows += _excess_summaries(compared, options.settings)
+    info = {"seed": options.seed, "permutations": options.permutations, "settings": options.settings, "units": units}
     return rows, info
 
 
@@ -252,16 +273,31 @@ def each_footing(
         yield measure.evaluate(train, executor), measure.evaluate(control, executor)
 
 
-def _excess_summaries(rows: Sequence[Row], relabelled: Sequence[dict[tuple[str, str], dict]]) -> list[Row]:
+def _excess_summaries(
+    units: Sequence[tuple[Sequence[Row], Sequence[dict[tuple[str, str], dict]]]], settings: Settings
+) -> list[Row]:
     """Mean and between-set sd of each per-set excess and, with relabellings, the permutation
-    interval of its mean (the t interval over sets would leave out the sampling of the records)."""
+    interval of its mean (the t interval over sets would leave out the sampling of the records).
+
+    ``units``: each baseline unit's rows and its relabelled mean excesses. With ``settings``
+    "simultaneous" the intervals of one figure and role (a measure's excess or residual) are
+    simultaneous over its settings in every unit (method ``max-t``; one setting: ``permutation``).
+    """
+    families: dict[tuple[str, str, str], list[tuple[Mapping[str, Any], dict[str, float], list[float]]]] = {}
+    for rows, relabelled in units:
+        for (measure, kind, base), (params, values) in per_set_values(rows, keep=lambda r: r.role in COMPARED).items():
+            finite = [v for v in values if math.isfinite(v)]
+            summary = {"mean": _finite_mean(finite), "sd": statistics.stdev(finite) if len(finite) > 1 else math.nan}
+            spread = [r[(measure, base)][kind] if (measure, base) in r else math.nan for r in relabelled]
+            family = (measure, kind, "" if settings == "simultaneous" else base)
+            families.setdefault(family, []).append((params, summary, spread))
     out = []
-    excess = per_set_values(rows, keep=lambda r: r.role in COMPARED)
-    for (measure, kind, base), (params, values) in excess.items():
-        finite = [v for v in values if math.isfinite(v)]
-        summary = {"mean": _finite_mean(finite), "sd": statistics.stdev(finite) if len(finite) > 1 else math.nan}
-        if relabelled:
-            spread = [r[(measure, base)][kind] for r in relabelled if (measure, base) in r]
-            summary["lower95"], summary["upper95"] = shift_interval(summary["mean"], spread)
-        out += summary_rows(measure, params, kind, summary, PERMUTATION)
+    for (measure, kind, _), members in families.items():
+        if relabelled_any := bool(members[0][2]):
+            columns = np.array([spread for _, _, spread in members], dtype=np.float64).T
+            bounds = simultaneous_bounds([summary["mean"] for _, summary, _ in members], columns)
+            for (_, summary, _), (lower, upper) in zip(members, bounds, strict=True):
+                summary.update(lower95=lower, upper95=upper)
+        method = MAX_T if relabelled_any and len(members) > 1 else PERMUTATION
+        out += [row for params, summary, _ in members for row in summary_rows(measure, params, kind, summary, method)]
     return out

@@ -11,7 +11,7 @@ dtypes again: they ask the schema what a variable is, and the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -51,11 +51,16 @@ class EvalData:
     holdout : frame or None
         Records of the same population that the synthesiser never saw, cast to the same schema:
         the control a risk figure of the original (the training records) is compared with.
+    synthesised : frozenset of str or None
+        The variables the synthesis made (synthpop's method vector is not ``""`` for them), when
+        it is known — the pipeline made the sets; ``None`` for files (every variable is then
+        taken as synthesised unless a measure is told otherwise).
     """
 
     frames: tuple[Frame, ...]
     schema: Schema
     holdout: Frame | None = None
+    synthesised: frozenset[str] | None = None
 
     @property
     def original(self) -> Frame:
@@ -106,24 +111,11 @@ class EvalData:
         self.require(variables)
         cols = list(dict.fromkeys(variables))
         holdout = self.holdout[cols] if self.holdout is not None else None
-        return EvalData(tuple(f[cols] for f in self.frames), self.schema.select(cols), holdout)
+        return EvalData(tuple(f[cols] for f in self.frames), self.schema.select(cols), holdout, self.synthesised)
 
     def with_frames(self, frames: Sequence[Frame]) -> EvalData:
         """The same schema (and holdout) over other frames (the executor's in-memory or blocked copies)."""
-        return EvalData(tuple(frames), self.schema, self.holdout)
-
-    def against_holdout(self) -> EvalData:
-        """The same synthetic sets with the holdout in the original's place: a measure evaluated
-        on it gives the baseline its figure on the training records is compared with.
-
-        Raises
-        ------
-        ParameterError
-            There is no holdout.
-        """
-        if self.holdout is None:
-            raise ParameterError("a holdout baseline needs holdout records (as_eval_data(..., holdout=...))")
-        return EvalData((self.holdout, *self.synthetic), self.schema)
+        return EvalData(tuple(frames), self.schema, self.holdout, self.synthesised)
 
 
 def _unwrap(obj: Any, index: int) -> tuple[Frame, Schema | None]:
@@ -153,14 +145,17 @@ def as_eval_data(
     require_synthetic: bool = True,
     compatibility: Literal["strict", "align"] = "strict",
     holdout: Any = None,
+    synthesised: Collection[str] | None = None,
 ) -> EvalData:
     """Check and cast a measure's inputs: the only place that accepts frames or Datasets.
 
     Parameters
     ----------
     original : pandas/Dask DataFrame or Dataset
-    synthetic : frame, Dataset, or a sequence of them
-        The m synthetic sets (row order and columns as produced; extra columns are kept).
+    synthetic : frame, Dataset, a sequence of them, or a synthesis result
+        The m synthetic sets (row order and columns as produced; extra columns are kept).  A
+        result that knows which variables it synthesised (a partial synthesis, synthpop's
+        ``synds`` object) gives its sets and ``synthesised``.
     schema : Schema, optional
         Default: the original Dataset's schema; for a pandas frame without one it is inferred
         (:meth:`Schema.infer`) — the only inference in the package.  Dask frames need one.
@@ -177,6 +172,8 @@ def as_eval_data(
     holdout : pandas/Dask DataFrame or Dataset, optional
         Records of the same population the synthesiser never saw (a withheld sample, a later
         wave), checked and cast exactly as the original: the same variables, kinds and levels.
+    synthesised : collection of str, optional
+        The variables the synthesis made, when known (:attr:`EvalData.synthesised`).
 
     Raises
     ------
@@ -186,6 +183,9 @@ def as_eval_data(
     DataError, CompatibilityError
         A value that does not fit the schema (in the original, resp. a synthetic set).
     """
+    if isinstance(getattr(synthetic, "synthesised", None), frozenset):  # a synthesis result
+        synthesised = synthesised if synthesised is not None else synthetic.synthesised
+        synthetic = synthetic.synthetic
     orig, carried = _unwrap(original, 0)
     sets = [_unwrap(s, i) for i, s in enumerate(_synthetic_list(synthetic), start=1)]
     control = _unwrap(holdout, HOLDOUT)[0] if holdout is not None else None
@@ -226,7 +226,7 @@ def as_eval_data(
                 f"{source_name(HOLDOUT)}: variable(s) {', '.join(map(repr, missing))} of the original are missing"
             )
         control = _cast(control[list(schema.names)], schema, HOLDOUT)
-    return EvalData(tuple(frames), schema, control)
+    return EvalData(tuple(frames), schema, control, None if synthesised is None else frozenset(synthesised))
 
 
 def _dataset(frame: Frame, schema: Schema | None, index: int) -> Dataset:

@@ -3,10 +3,12 @@
 An :class:`Executor` is created by the runner with its Dask client (or by the synthpop-named
 functions with the current client, if any).  It alone decides
 
-* **in memory or on key blocks** — one threshold for every family
-  (:data:`IN_MEMORY_ROWS` records in the largest data set): small data run their kernels on
-  pandas frames directly (Dask adds about a second per operation on two cores), large data run
-  them per partition or per key block;
+* **in memory or on key blocks** — by predicted cost (:mod:`pipeline.evaluation.cost`): the
+  executor a unit gets (:meth:`Executor.for_measure`) carries its measure's measured cost per
+  million records on each path, and ``policy: auto`` picks the path predicted faster for the
+  data's records, the worker threads and the memory per worker (Dask adds a fixed driver cost
+  per call that small data do not repay); a measure without a measured cost is decided by one
+  threshold (:data:`IN_MEMORY_ROWS` records in the largest data set);
 * block sizing and the shuffle method;
 * **partition size** — small partitions of the same data set are merged (consecutive ones, up
   to about :attr:`Executor.block_rows` records) when the data are put in cluster memory
@@ -29,6 +31,7 @@ Measure modules never import Dask and never ask which kind of frame they hold.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import sys
@@ -51,6 +54,7 @@ from pipeline.evaluation._dask_compat import (
     stored_frame,
     stored_keys,
 )
+from pipeline.evaluation.cost import COSTS, PathCost, choose_path
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.policy import BLOCK_ROWS, IN_MEMORY_ROWS, Policy
 from pipeline.evaluation.primitives.deferred import Deferred
@@ -74,9 +78,10 @@ class Executor(Partials, KeyBlocking, Layouts, Rounds, Tasks, Records):
         The cluster to use; None runs Dask work on the current client if one is active, else
         on Dask's local threaded scheduler.
     policy : {"auto", "memory", "blocks"}
-        ``auto``: in memory when the largest data set has at most ``in_memory_rows`` records,
-        else on partitions/key blocks.  ``memory`` / ``blocks`` force one path (tests,
-        benchmarks, and users who know their data).
+        ``auto``: the path predicted faster from the measure's measured cost
+        (:func:`~pipeline.evaluation.cost.choose_path`; :meth:`for_measure`), or without one, in
+        memory when the largest data set has at most ``in_memory_rows`` records.  ``memory`` /
+        ``blocks`` force one path (tests, benchmarks, and users who know their data).
     in_memory_rows : int
     block_rows : int
         Target records per key block and per merged partition (:meth:`coalesce`).
@@ -110,6 +115,8 @@ class Executor(Partials, KeyBlocking, Layouts, Rounds, Tasks, Records):
         # the task's key-block layouts (:meth:`lay_out`), made once and kept on the workers
         self._layouts: list[Layout] = []
         self._laying_out = threading.Lock()
+        #: the measured cost of the measure this executor serves (:meth:`for_measure`)
+        self.cost: PathCost | None = None
 
     @classmethod
     def current(cls, **kw: Any) -> Executor:
@@ -122,6 +129,17 @@ class Executor(Partials, KeyBlocking, Layouts, Rounds, Tasks, Records):
             return cls(get_client(), **kw)
         except (ImportError, ValueError):
             return cls(None, **kw)
+
+    def for_measure(self, measure_type: str) -> Executor:
+        """This executor deciding for a measure of ``measure_type``: the same client, settings and
+        shared state (counts, collected inputs, layouts), with the measure's measured cost
+        (:data:`~pipeline.evaluation.cost.COSTS`; None: decided by ``in_memory_rows``)."""
+        cost = COSTS.get(measure_type)
+        if cost is self.cost:
+            return self
+        made = copy.copy(self)  # attributes are shared by reference: one cache, one list of layouts
+        made.cost = cost
+        return made
 
     # ---- policy -----------------------------------------------------------------------------
     def rows(self, data: EvalData) -> tuple[int, ...]:
@@ -147,9 +165,15 @@ class Executor(Partials, KeyBlocking, Layouts, Rounds, Tasks, Records):
         """Whether ``data`` is evaluated in memory (the one place that decides)."""
         if self.policy != "auto":
             return self.policy == "memory"
-        if all(isinstance(f, pd.DataFrame) for f in data.frames):
-            return max(len(f) for f in data.frames) <= self.in_memory_rows or self.client is None
-        return max(self.rows(data)) <= self.in_memory_rows
+        if self.client is None and all(isinstance(f, pd.DataFrame) for f in data.frames):
+            return True
+        frames = (*data.frames, *([] if data.holdout is None else [data.holdout]))
+        if self.cost is None:
+            if all(isinstance(f, pd.DataFrame) for f in frames):
+                return max(len(f) for f in data.frames) <= self.in_memory_rows
+            return max(self.rows(data)) <= self.in_memory_rows
+        records = sum(sum(n) for n in self.partition_rows(*frames))
+        return choose_path(records, self.threads(), self.worker_memory(), self.cost) == "memory"
 
     def prepare(self, data: EvalData, *, holdout: bool = False) -> EvalData:
         """``data`` in the form the policy chose: pandas frames, or Dask frames.
@@ -164,7 +188,7 @@ class Executor(Partials, KeyBlocking, Layouts, Rounds, Tasks, Records):
         """
         if holdout and data.holdout is not None:
             both = self.prepare(EvalData((*data.frames, data.holdout), data.schema))
-            return EvalData(both.frames[:-1], data.schema, both.frames[-1])
+            return EvalData(both.frames[:-1], data.schema, both.frames[-1], data.synthesised)
         if self.in_memory(data):
             return self.collect(data)
         frames = [as_dask(f) for f in data.frames]
@@ -323,6 +347,14 @@ class Executor(Partials, KeyBlocking, Layouts, Rounds, Tasks, Records):
         if self.client is None:
             return 1
         return max(1, int(sum(self.client.nthreads().values())))
+
+    def worker_memory(self) -> int:
+        """Bytes one worker may hold: the smallest worker memory limit, else this machine's free memory."""
+        if self.client is not None:
+            limits = [w.get("memory_limit", 0) or 0 for w in self.client.scheduler_info()["workers"].values()]
+            if limits and min(limits):
+                return int(min(limits))
+        return int(psutil.virtual_memory().available)
 
     def memory(self) -> int:
         """Bytes the computation may use: the workers' memory limits, else this machine's free memory."""

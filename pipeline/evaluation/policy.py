@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-#: largest data set (records) evaluated in memory when the policy is "auto"
+#: largest data set (records) evaluated in memory when the policy is "auto" and the measure has no
+#: measured cost (:mod:`pipeline.evaluation.cost` decides the others)
 IN_MEMORY_ROWS = 1_000_000
 #: records per key block (bounds a block's memory on a worker)
 BLOCK_ROWS = 1_000_000

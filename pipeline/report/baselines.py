@@ -21,7 +21,9 @@ Over m synthetic sets, the line is the **mean over sets** with its interval (equ
 baselines: the permutation interval of the mean excess; rates and shares:
 :meth:`Comparison.over_sets <pipeline.evaluation.comparison.Comparison.over_sets>`), never the
 worst set judged as if it were the only one. Equal-footing figures with several settings (targets,
-scenarios, radii) show the setting with the largest upper bound and count those above 0.
+scenarios, radii) show the setting with the largest upper bound and count those above 0; their
+intervals are simultaneous over the settings (method ``max-t``,
+:func:`~pipeline.evaluation.comparison.simultaneous_bounds`), so that choice is allowed for.
 
 Every figure is shown as a percentage of records, the differences in percentage points.
 """
@@ -29,36 +31,31 @@ Every figure is shown as a percentage of records, the differences in percentage 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure as MatplotlibFigure
 
 from pipeline.evaluation.comparison import (
     ADDS_RISK,
-    ALL_SETS,
     BELOW,
-    EXCESS,
-    HOLDOUT,
     NO_EXCESS,
     NO_INTERVAL,
-    RESIDUAL,
-    TRAINING,
     Compared,
     Comparison,
     Interval,
     Rate,
 )
+from pipeline.evaluation.holdout_rows import RELEASE, footing_settings, largest
+from pipeline.evaluation.reporting import Block, Figure, Markup, Table, number_text
 from pipeline.measures import holdout_views
-from pipeline.report.markup import figure_html, number_text, table_html
 from pipeline.results import per_set
-from pipeline.row_params import UNIT, of_kind, param_columns, unit_groups, unit_labels
+from pipeline.row_params import of_kind, param_columns, unit_groups
 
 __all__ = ["ADDS_RISK", "BELOW", "EXCESS_COLUMNS", "NO_EXCESS", "NO_INTERVAL", "excess_summary"]
 
-RELEASE = ["dataset", "source", "repetition"]
 #: the figures of a comparison, in the order of the table's columns
 FIGURES = ["training", "holdout", "difference", "difference_lower95", "difference_upper95", "residual",
            "residual_lower95", "residual_upper95"]  # fmt: skip
@@ -80,39 +77,6 @@ def _views(results: pd.DataFrame) -> Iterator[tuple[Compared, pd.DataFrame]]:
         rows = results[results["type"] == kind]
         for compared in view:
             yield compared, rows
-
-
-def _summary(part: pd.DataFrame, role: str) -> Interval | None:
-    """The mean over sets of the ``role`` rows and its interval (None when there is no mean)."""
-    rows = part[(part["synthetic"] == ALL_SETS) & (part["role"] == role)].set_index("summary")
-    if "mean" not in rows.index:
-        return None
-    method = rows["method"].dropna()
-    got = {k: float(rows.at[k, "value"]) if k in rows.index else math.nan for k in ("mean", "lower95", "upper95")}
-    return Interval(got["mean"], got["lower95"], got["upper95"], str(method.iloc[0]) if len(method) else "")
-
-
-def footing_settings(rows: pd.DataFrame, compared: Compared) -> Iterator[tuple[tuple, str, Any, Comparison]]:
-    """Per release and setting of an equal-footing figure: (release, setting text, the setting's
-    params as :class:`~pipeline.row_params.Pairs`, comparison)."""
-    rows = param_columns(rows[(rows["measure"] == compared.training) & (rows["role"] != "observed")])
-    for release, sub in rows.groupby(RELEASE, sort=False):
-        labels = unit_labels(sub[UNIT])
-        entries = sub["measure_name"].nunique()
-        for (entry, unit), part in sub.groupby(["measure_name", UNIT], sort=False):
-            sets = per_set(part)
-            sets = sets[sets["summary"].isna()]
-            training, holdout = (float(sets.loc[sets["role"] == r, "value"].mean()) for r in (TRAINING, HOLDOUT))
-            difference = _summary(part, EXCESS) or Interval(training - holdout, math.nan, math.nan, "")
-            n = sets.loc[sets["role"] == TRAINING, "synthetic"].nunique()
-            named = (f"{entry} [{labels[unit]}]" if labels[unit] else entry) if entries > 1 else labels[unit]
-            yield tuple(release), named, unit, Comparison(training, holdout, difference, _summary(part, RESIDUAL), n)
-
-
-def largest(comparisons: Iterable[Comparison]) -> int:
-    """The position of the comparison with the largest upper bound (else difference)."""
-    order = [c.difference.upper if not np.isnan(c.difference.upper) else c.difference.value for c in comparisons]
-    return int(np.argmax([-np.inf if np.isnan(o) else o for o in order]))
 
 
 def _footing_lines(compared: Compared, rows: pd.DataFrame) -> list[list[Any]]:
@@ -235,11 +199,11 @@ def release_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=VERDICT_COLUMNS)
 
 
-def plot_training_vs_holdout(points: pd.DataFrame, title: str) -> Figure:
+def plot_training_vs_holdout(points: pd.DataFrame, title: str) -> MatplotlibFigure:
     """Training against holdout figure, one point per setting (mean over sets): points above the
     diagonal are settings where the synthetic data reveal more about the training records than
     about records they never saw."""
-    fig = Figure(figsize=(4.6, 4.0), layout="constrained")
+    fig = MatplotlibFigure(figsize=(4.6, 4.0), layout="constrained")
     ax = fig.subplots()
     ax.scatter(points["holdout"], points["training"], color="#d95f02", s=22)
     both = pd.concat([points["holdout"], points["training"]]).dropna()
@@ -253,7 +217,7 @@ def plot_training_vs_holdout(points: pd.DataFrame, title: str) -> Figure:
     return fig
 
 
-def baseline_figures(results: pd.DataFrame) -> list[str]:
+def baseline_figures(results: pd.DataFrame) -> list[Figure]:
     """A training-vs-holdout plot per release and equal-footing figure (every setting a point)."""
     out = []
     for compared, rows in _views(results):
@@ -266,7 +230,7 @@ def baseline_figures(results: pd.DataFrame) -> list[str]:
             name = f"{dataset} / {source}" + (f" #{rep}" if rep else "")
             caption = f"{compared.title} of {name}: training vs holdout, one point per setting"
             points = pd.DataFrame(found) * compared.scale
-            out.append(figure_html(caption, plot_training_vs_holdout, points, f"{compared.title}: {name}"))
+            out.append(Figure(caption, plot_training_vs_holdout, (points, f"{compared.title}: {name}")))
     return out
 
 
@@ -282,17 +246,17 @@ def _interval_text(value: float, lower: float, upper: float) -> str:
     return number_text(value) + bounds
 
 
-def excess_section(results: pd.DataFrame) -> str:
-    """The first screen's excess-risk table with its verdicts, a verdict line per release and the
-    training-vs-holdout plots ("" when no dataset has a holdout)."""
-    table = excess_summary(results)
+EXCESS_HEADING = "Excess risk: what does the synthesis add over its holdout baseline?"
+
+
+def excess_section(results: pd.DataFrame, table: pd.DataFrame | None = None) -> list[Block]:
+    """The first screen's excess-risk table with its verdicts and the training-vs-holdout plots
+    (none when no dataset has a holdout); ``table``: :func:`excess_summary` of ``results`` when the
+    caller has it (the verdict line per release, above the summary, is made from it:
+    :mod:`pipeline.report.verdicts`)."""
+    table = excess_summary(results) if table is None else table
     if table.empty:
-        return ""
-    verdicts = release_verdicts(table)
-    lines = "".join(
-        f'<p class="verdict"><strong>{r}</strong>: {v}' + (f" — {d}" if d else "") + "</p>"
-        for r, v, d in zip(_release_text(verdicts), verdicts["verdict"], verdicts["driven_by"], strict=True)
-    )
+        return []
     shown = pd.DataFrame(
         {
             "release": _release_text(table),
@@ -314,19 +278,22 @@ def excess_section(results: pd.DataFrame) -> str:
             "note": table["note"],
         }
     )
-    return (
-        '<section id="excess"><h2>Excess risk: what does the synthesis add over its holdout baseline?</h2>'
-        + lines
-        + table_html(shown)
-        + "<p>Training and holdout are percentages of records: each risk figure computed with the training "
-        "records (those the synthetic data were made from) and with holdout records of the same population "
-        "(docs/baselines.md). The difference (percentage points) is training − holdout with its 95 % interval "
-        "(permutation: from relabelling training and holdout records; wilson: from the two rates' binomial "
-        "intervals); the verdict is on it: above 0, the synthesis adds risk; below 0, below the holdout; "
-        "covering 0, no excess is detected with a holdout of this size — not that there is none: the smallest "
-        "detectable difference is the one such an interval would detect 4 times in 5. The residual is the "
-        "share of what the holdout leaves to be learnt that the release reveals (anonymeter's risk for the "
-        "attacks). With several synthetic sets every line is their mean, judged once.</p>"
-        + "".join(baseline_figures(results))
-        + "</section>"
-    )
+    return [
+        Markup(f'<section id="excess"><h2>{EXCESS_HEADING}</h2>'),
+        Table(shown, text_columns=("release", "figure", "note")),
+        Markup(
+            "<p>Training and holdout are percentages of records: each risk figure computed with the training "
+            "records (those the synthetic data were made from) and with holdout records of the same population "
+            "(docs/baselines.md). The difference (percentage points) is training − holdout with its 95 % interval "
+            "(permutation: from relabelling training and holdout records; max-t: the same, simultaneous over the "
+            "figure's settings, so that showing the setting with the largest excess does not raise the rate of "
+            "false verdicts; wilson: from the two rates' binomial intervals); the verdict is on it: above 0, the "
+            "synthesis adds risk; below 0, below the holdout; "
+            "covering 0, no excess is detected with a holdout of this size — not that there is none: the smallest "
+            "detectable difference is the one such an interval would detect 4 times in 5. The residual is the "
+            "share of what the holdout leaves to be learnt that the release reveals (anonymeter's risk for the "
+            "attacks). With several synthetic sets every line is their mean, judged once.</p>"
+        ),
+        *baseline_figures(results),
+        Markup("</section>"),
+    ]

@@ -1,7 +1,8 @@
-"""HTML markup of the report: embedded figures, number text, tables, the page style.
+"""HTML markup of the report: the families' blocks as HTML, their figures drawn in one batch
+(:func:`blocks_html`), tables, the page style.
 
-A leaf: it imports nothing of the package, so every report module (and a nightly section) can
-use it without an import cycle.
+It imports only the blocks' declarations (:mod:`pipeline.evaluation.reporting`), so every report
+module (and a nightly section) can use it without an import cycle.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ import multiprocessing
 import os
 import re
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager, suppress
-from contextvars import ContextVar
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from pipeline.evaluation.reporting import Block, Details, Figure, Heading, Markup, Paragraph, Table, number_text
+
 CSS = """
 body{font-family:system-ui,Segoe UI,Helvetica,Arial,sans-serif;margin:2em;max-width:1200px;color:#222}
 h1{font-size:1.6em}h2{border-bottom:2px solid #446;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.4em}
@@ -39,7 +41,8 @@ th{background:#eef}td.l,th.l{text-align:left}.meta td{text-align:left}.fail{colo
 .ok{color:#070;font-weight:bold}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}
 details{margin:.5em 0}.scroll{overflow-x:auto;max-width:100%}img{max-width:100%;height:auto}
 td.pass{background:#e6f4e6;color:#070;font-weight:bold}td.attention{background:#fdecea;color:#b00;font-weight:bold}
-#summary table{font-size:.95em}#summary td{text-align:left}#summary td:nth-child(7){min-width:22em}
+#summary table{font-size:.95em}#summary td{text-align:left}td.pass,td.attention{white-space:nowrap}
+td.text,th.text{text-align:left;overflow-wrap:anywhere;min-width:9em}p.verdict{margin:.35em 0}
 """
 
 #: resolution of the embedded figures
@@ -83,19 +86,6 @@ class FigureCache:
             for f in self.folder.iterdir():
                 if f.suffix == ".png" and f.stem not in self.used:
                     f.unlink(missing_ok=True)
-
-
-_FIGURES: ContextVar[FigureCache | None] = ContextVar("figure_cache", default=None)
-
-
-@contextmanager
-def cached_figures(cache: FigureCache | None) -> Iterator[None]:
-    """:func:`figure_html` inside the block takes its figures from ``cache`` (None: draws every one)."""
-    token = _FIGURES.set(cache)
-    try:
-        yield
-    finally:
-        _FIGURES.reset(token)
 
 
 def _canonical(value: Any) -> Any:
@@ -148,22 +138,6 @@ def figure_png(fig: Any) -> bytes:
     return buf.getvalue()
 
 
-@dataclass(frozen=True)
-class _Figure:
-    """A figure of the report: its caption and what draws it."""
-
-    caption: str
-    plot: Callable[..., Any]
-    args: tuple
-    kwargs: dict[str, Any]
-
-    def png(self) -> bytes:
-        return figure_png(self.plot(*self.args, **self.kwargs))
-
-
-_PENDING: ContextVar[list[_Figure] | None] = ContextVar("pending_figures", default=None)
-#: where a noted figure goes in the text of :func:`figures_drawn_together` (escaped text cannot hold it)
-_PLACE = re.compile(r"<!--sdc-figure:(\d+)-->")
 #: processes that draw a report's figures at most (one per core)
 DRAWING_PROCESSES = 2
 
@@ -176,46 +150,21 @@ def _img(caption: str, png: bytes) -> str:
     )
 
 
-def figure_html(caption: str, plot: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
-    """The figure ``plot(*args, **kwargs)`` draws, as an embedded PNG with a caption.
-
-    Inside :func:`figures_drawn_together` the figure is only noted (a placeholder is returned)
-    and drawn with the others; inside :func:`cached_figures` it is taken from the cache when the
-    same function drew it from the same data before.
-    """
-    figure = _Figure(caption, plot, args, kwargs)
-    pending = _PENDING.get()
-    if pending is not None:
-        pending.append(figure)
-        return f"<!--sdc-figure:{len(pending) - 1}-->"
-    return _img(caption, _drawn([figure])[0])
+def _figures(blocks: Sequence[Block]) -> Iterator[Figure]:
+    """The figures among ``blocks`` (folded ones included), in page order."""
+    for b in blocks:
+        if isinstance(b, Figure):
+            yield b
+        elif isinstance(b, Details):
+            yield from _figures(b.blocks)
 
 
-@contextmanager
-def figures_drawn_together() -> Iterator[Callable[[str], str]]:
-    """Inside the block :func:`figure_html` notes each figure and returns a placeholder; the
-    function it yields puts the figures into a text that holds those placeholders, drawing the
-    ones not cached at once, in up to :data:`DRAWING_PROCESSES` processes."""
-    pending: list[_Figure] = []
-    token = _PENDING.set(pending)
-
-    def fill(text: str) -> str:
-        pngs = _drawn(pending)
-        return _PLACE.sub(lambda m: _img(pending[int(m.group(1))].caption, pngs[int(m.group(1))]), text)
-
-    try:
-        yield fill
-    finally:
-        _PENDING.reset(token)
-
-
-def _drawn(figures: list[_Figure]) -> list[bytes]:
-    """The PNGs of ``figures``: from the cache of :func:`cached_figures` (if any) those it holds,
-    the others drawn (and kept there)."""
-    cache = _FIGURES.get()
+def draw_figures(figures: Sequence[Figure], cache: FigureCache | None = None) -> list[bytes]:
+    """The PNGs of ``figures``, in one batch: those ``cache`` holds taken from it, the others drawn
+    at once (:func:`_draw`) and kept there."""
     if cache is None:
         return _draw(figures)
-    digests = [figure_digest(f.plot, f.args, f.kwargs, cache.version) for f in figures]
+    digests = [figure_digest(f.plot, f.args, dict(f.kwargs), cache.version) for f in figures]
     found = [cache.get(d) for d in digests]
     todo = [i for i, png in enumerate(found) if png is None]
     for i, png in zip(todo, _draw([figures[i] for i in todo]), strict=True):
@@ -223,8 +172,34 @@ def _drawn(figures: list[_Figure]) -> list[bytes]:
     return [png for png in found if png is not None]
 
 
-def _png_of(figure: _Figure) -> bytes:
-    return figure.png()
+def _block_html(block: Block, pngs: dict[int, bytes]) -> str:
+    if isinstance(block, Figure):
+        return _img(block.caption, pngs[id(block)])
+    if isinstance(block, Table):
+        heading = f"<h3>{html.escape(block.heading)}</h3>" if block.heading else ""
+        classes = dict.fromkeys(block.status_columns, "")
+        return heading + table_html(block.frame, cell_classes=classes, text_columns=block.text_columns)
+    if isinstance(block, Heading):
+        return f"<h3>{html.escape(block.text)}</h3>"
+    if isinstance(block, Paragraph):
+        css = f' class="{html.escape(block.css_class)}"' if block.css_class else ""
+        return f"<p{css}>{html.escape(block.text)}</p>"
+    if isinstance(block, Markup):
+        return block.html
+    inner = "".join(_block_html(b, pngs) for b in block.blocks)
+    return f"<details><summary>{html.escape(block.summary)}</summary>{inner}</details>"
+
+
+def blocks_html(blocks: Sequence[Block], cache: FigureCache | None = None) -> str:
+    """``blocks`` as HTML, one after the other; their figures are drawn first, together
+    (:func:`draw_figures`: up to :data:`DRAWING_PROCESSES` processes, ``cache`` first)."""
+    figures = list(_figures(blocks))
+    pngs = dict(zip(map(id, figures), draw_figures(figures, cache), strict=True))
+    return "\n".join(_block_html(b, pngs) for b in blocks)
+
+
+def _png_of(figure: Figure) -> bytes:
+    return figure_png(figure.plot(*figure.args, **figure.kwargs))
 
 
 #: Linux's prctl option naming the signal a process gets when the thread that forked it ends
@@ -240,56 +215,57 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _draw(figures: list[_Figure]) -> list[bytes]:
+def _draw(figures: Sequence[Figure]) -> list[bytes]:
     """Draw figures: in forked processes (one per core, at most :data:`DRAWING_PROCESSES`) when
     there are several and the system forks — matplotlib and the data are already loaded there,
     so a process starts in milliseconds — else one after the other."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     processes = min(DRAWING_PROCESSES, cores, len(figures) - 1)
     if processes < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return [f.png() for f in figures]
+        return [_png_of(f) for f in figures]
     # the first figure drawn here loads the fonts and fills matplotlib's caches the processes inherit
-    first = figures[0].png()
+    first = _png_of(figures[0])
     fork = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(processes, mp_context=fork, initializer=_die_with, initargs=(os.getpid(),)) as pool:
         return [first, *pool.map(_png_of, figures[1:])]
 
 
-NOISE = 1e-9
+#: where a sentence column's long settings may break first (``keys=Urban+Tenure;target=Income``)
+_BREAKS = re.compile(r"(?<=[+;=])(?=\S)")
 
 
-#: from here on a number reads as a whole number with thousands separators (not 2.816e+04)
-WHOLE_FROM = 1e4
-
-
-def number_text(v: float, float_format: str = "{:.4g}") -> str:
-    """A number for reading: 4 significant digits, noise around 0 shown as 0, and from 10,000 on
-    a whole number with separators (a count of 28,155 stored as 28154.999… reads 28,155; raw
-    values are in ``results.csv``)."""
-    if pd.isna(v):
-        return "NA"
-    if abs(v) < NOISE:
-        return "0"
-    if WHOLE_FROM <= abs(v) < 1e15:
-        return f"{v:,.0f}"
-    return float_format.format(v)
+def _breakable(text: str) -> str:
+    """``text`` escaped, with a line-break opportunity (``<wbr>``) at each of :data:`_BREAKS`."""
+    return "<wbr>".join(html.escape(part) for part in _BREAKS.split(text))
 
 
 def table_html(
-    frame: pd.DataFrame, float_format: str = "{:.4g}", css_class: str = "", cell_classes: dict[str, str] | None = None
+    frame: pd.DataFrame,
+    float_format: str = "{:.4g}",
+    css_class: str = "",
+    cell_classes: dict[str, str] | None = None,
+    text_columns: tuple[str, ...] = (),
 ) -> str:
     """A frame as an HTML table inside a box that scrolls sideways when the table is wide.
 
     ``cell_classes`` maps a column to a CSS class per value: the cell gets the class named by
-    its own text (e.g. the ``status`` column's ``pass`` / ``attention``)."""
+    its own text (e.g. the ``status`` column's ``pass`` / ``attention``). ``text_columns`` hold
+    sentences (notes, explanations): class ``text``, left-aligned and wrapped — first after
+    ``+ ; =`` in a long setting such as ``keys=Urban+Tenure+Educ``, else anywhere — so that they
+    never widen the table past the page (:data:`CSS`)."""
 
     def cell(col: str, v: Any) -> str:
-        text = number_text(v, float_format) if isinstance(v, float) else html.escape(str(v))
-        cls = f' class="{html.escape(str(v))}"' if cell_classes and col in cell_classes else ""
-        return f"<td{cls}>{text}</td>"
+        if isinstance(v, float):
+            text = number_text(v, float_format)
+        else:
+            text = _breakable(str(v)) if col in text_columns else html.escape(str(v))
+        if cell_classes and col in cell_classes:
+            return f'<td class="{html.escape(str(v))}">{text}</td>'
+        return f'<td class="text">{text}</td>' if col in text_columns else f"<td>{text}</td>"
 
     cols = [str(c) for c in frame.columns]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    text_class = ' class="text"'
+    head = "".join(f"<th{text_class if c in text_columns else ''}>{html.escape(c)}</th>" for c in cols)
     body = "".join(
         "<tr>" + "".join(cell(c, v) for c, v in zip(cols, row, strict=True)) + "</tr>"
         for row in frame.itertuples(index=False)

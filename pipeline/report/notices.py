@@ -4,18 +4,18 @@ read from the run's unit summaries (``summary.json``): variable names and counts
 from __future__ import annotations
 
 import html
-from typing import Any
 
 import pandas as pd
 
+from pipeline.evaluation.reporting import ReportedRun
 from pipeline.report.markup import table_html
 
 
-def plans_section(outcome: Any) -> str:
+def plans_section(run: ReportedRun) -> str:
     """Per partial synthesis its predictor matrix: one row per synthesised variable, in visit
     order, with its method and the variables that predict it."""
     parts = []
-    for label, summary in getattr(outcome, "summaries", {}).items():
+    for label, summary in run.summaries.items():
         matrix = summary.get("predictor_matrix") if isinstance(summary, dict) else None
         if matrix is None:
             continue
@@ -28,7 +28,7 @@ def plans_section(outcome: Any) -> str:
                 "predictors": [", ".join(matrix[v]) or "none" for v in order],
             }
         )
-        parts.append(f"<h3>{html.escape(label)}</h3>" + table_html(table))
+        parts.append(f"<h3>{html.escape(label)}</h3>" + table_html(table, text_columns=("predictors",)))
     if not parts:
         return ""
     return (
@@ -40,10 +40,11 @@ def plans_section(outcome: Any) -> str:
     )
 
 
-def warnings_section(outcome: Any) -> str:
+def warnings_section(run: ReportedRun) -> str:
     """Every warning of the run (the manifest's, :mod:`pipeline.run.notices`), with the units that raised it."""
-    warned = outcome.manifest.get("warnings", [])
+    warned = run.manifest.get("warnings", [])
     if not warned:
         return ""
     table = pd.DataFrame({"warning": [w["warning"] for w in warned], "units": ["; ".join(w["units"]) for w in warned]})
-    return f'<section id="warnings"><h2>Warnings ({len(warned)})</h2>' + table_html(table) + "</section>"
+    shown = table_html(table, text_columns=("warning", "units"))
+    return f'<section id="warnings"><h2>Warnings ({len(warned)})</h2>' + shown + "</section>"

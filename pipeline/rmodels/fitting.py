@@ -10,7 +10,8 @@ passes of many fits together, one round at a time.
 
 * ``lm`` and ``glm`` solve their least-squares problems from ``X'WX`` summed over partitions,
   factorised with its columns scaled to unit norm (the Cholesky factor is then the R factor of
-  the scaled design, whose diagonal decides rank deficiency as R's pivoting does).  lm refines
+  the scaled design; a column of zeros is aliased, any other near dependence sends the pass to
+  the QR below, where R's pivoting (``dqrdc2``) decides; an aliased coefficient is NaN, R's NA).  lm refines
   its solution once from the residuals (a second pass: the corrected semi-normal equations);
   glm takes Newton's increment form, so the rounding of one step is corrected by the next.
   When the scaled Gram is too ill-conditioned (:data:`GRAM_CONDITION`) the fit makes R's own
@@ -43,6 +44,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.linalg as sla
 
+from pipeline.rmodels.glm import dqrdc2_kept
 from pipeline.rmodels.regression import (
     Evaluation,
     FittedModel,
@@ -60,6 +62,8 @@ GLM_MAXIT = 25
 NNET_MAXIT, NNET_ABSTOL, NNET_RELTOL = 100, 1e-4, 1e-8
 #: optim's defaults (``maxit = 100`` for BFGS, ``reltol = sqrt(eps)``, ``ndeps = 1e-3``)
 OPTIM_MAXIT, OPTIM_RELTOL, OPTIM_NDEPS = 100, float(np.sqrt(np.finfo(float).eps)), 1e-3
+#: ``dqrdc2``'s tolerance: lm's ``qr(tol = 1e-7)``; glm.fit's ``min(1e-7, epsilon / 1000)``
+LM_TOL, GLM_TOL = 1e-7, min(1e-7, GLM_EPSILON / 1000)
 #: the largest condition number (estimated from the scaled Cholesky factor) at which lm and glm
 #: solve the normal equations; above it they make R's QR of the records instead
 GRAM_CONDITION = 1e8
@@ -80,15 +84,33 @@ class ModelFit(ABC):
         """Advance with the combined result of the requested pass."""
 
 
-def _check_rank(diag: np.ndarray, names: Sequence[str], n: int) -> None:
-    """R would report NA for an aliased coefficient (a pivot below ``1e-7`` of the largest, on
-    columns scaled to norm 1); such a fit is refused here."""
-    d = np.abs(diag)
-    if n <= len(names) or len(d) < len(names) or np.any(d <= 1e-7 * np.max(d, initial=0.0)):
+def _check_rank(rank: int, names: Sequence[str], n: int) -> None:
+    """A fit needs an estimable coefficient and more complete records than estimable coefficients."""
+    if rank == 0 or n <= rank:
         raise ModelDataError(
-            f"the model matrix ({len(names)} columns, {n} complete records) is rank deficient: "
-            "a coefficient would be aliased (NA in R)"
+            f"the model matrix ({len(names)} columns, {rank} estimable, {n} complete records) leaves no residual "
+            "degrees of freedom"
         )
+
+
+def _pivoted(r: np.ndarray, p: int, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """R's pivoting (``dqrdc2``) on the R factor of ``[X | y]``: the kept columns and the R factor of
+    ``[X_kept | y]`` (the R factor itself when nothing is aliased)."""
+    kept = dqrdc2_kept(r[:, :p], tol)
+    if len(kept) == p:
+        return kept, r
+    return kept, np.linalg.qr(r[:, [*kept.tolist(), p]], mode="r")
+
+
+def _on_kept(kept: np.ndarray, p: int, values: np.ndarray, fill: float) -> np.ndarray:
+    """A vector (or square matrix) over the kept columns spread over all ``p`` (``fill`` elsewhere)."""
+    if values.ndim == 1:
+        out = np.full(p, fill)
+        out[kept] = values
+    else:
+        out = np.full((p, p), fill)
+        out[np.ix_(kept, kept)] = values
+    return out
 
 
 def _chol2inv(r: np.ndarray) -> np.ndarray:
@@ -99,34 +121,43 @@ def _chol2inv(r: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class GramSystem:
     """``X'WX`` of the kept columns, factorised with its columns scaled to unit diagonal (the
-    Cholesky factor of the scaled Gram is the R factor of ``sqrt(W) X`` with unit-norm columns)."""
+    Cholesky factor of the scaled Gram is the R factor of ``sqrt(W) X`` with unit-norm columns).
+
+    A column of zeros is aliased (``dqrdc2``: a column whose norm is 0); any other near
+    dependence makes the system too ill-conditioned, and the pass is then made as a QR, where
+    R's pivoting decides.
+    """
 
     scale: np.ndarray
     factor: np.ndarray
+    kept: np.ndarray
+    p: int
 
     @classmethod
     def of(cls, g: np.ndarray, names: Sequence[str], n: int) -> GramSystem | None:
         """The system, or ``None`` when it is too ill-conditioned for the normal equations (then
-        the pass is made as a QR); rank deficiency is an error either way."""
+        the pass is made as a QR)."""
         diag = np.diag(g)
-        if np.any(diag <= 0):
-            _check_rank(np.zeros(len(names)), names, n)
-        scale = np.sqrt(diag)
+        kept = np.flatnonzero(diag > 0)
+        _check_rank(len(kept), names, n)
+        scale = np.sqrt(diag[kept])
         try:
-            factor = sla.cholesky(g / scale[:, None] / scale[None, :], check_finite=False)
+            factor = sla.cholesky(g[np.ix_(kept, kept)] / scale[:, None] / scale[None, :], check_finite=False)
         except np.linalg.LinAlgError:
             return None
         d = np.abs(np.diag(factor))
-        _check_rank(d, names, n)
         if (d.max() / d.min()) ** 2 > GRAM_CONDITION:
             return None
-        return cls(scale, factor)
+        return cls(scale, factor, kept, len(names))
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
-        return sla.cho_solve((self.factor, False), rhs / self.scale, check_finite=False) / self.scale
+        """The solution on every column (0 for an aliased one)."""
+        kept = sla.cho_solve((self.factor, False), rhs[self.kept] / self.scale, check_finite=False) / self.scale
+        return _on_kept(self.kept, self.p, kept, 0.0)
 
     def inverse(self) -> np.ndarray:
-        return _chol2inv(self.factor) / self.scale[:, None] / self.scale[None, :]
+        """``(X'WX)^-1`` on the kept columns, NaN in the rows and columns of aliased ones."""
+        return _on_kept(self.kept, self.p, _chol2inv(self.factor) / self.scale[:, None] / self.scale[None, :], np.nan)
 
 
 @dataclass
@@ -147,11 +178,12 @@ class LmFit(ModelFit):
         names = self.spec.x_names
         p, n = len(names), int(res["n"])
         if self.mode == "qr":
-            r = res["r"]
-            _check_rank(np.diag(r[:p, :p]) / np.linalg.norm(r[:p, :p], axis=0), names, n)
-            beta = sla.solve_triangular(r[:p, :p], r[:p, p], check_finite=False)
-            rss = float(r[p, p] ** 2) if r.shape[0] > p else 0.0
-            self._finish(beta, rss, _chol2inv(r[:p, :p]), n)
+            kept, r = _pivoted(res["r"], p, LM_TOL)
+            q = len(kept)
+            _check_rank(q, names, n)
+            beta = sla.solve_triangular(r[:q, :q], r[:q, q], check_finite=False)
+            rss = float(r[q, q] ** 2) if r.shape[0] > q else 0.0
+            self._finish(_on_kept(kept, p, beta, 0.0), rss, _on_kept(kept, p, _chol2inv(r[:q, :q]), np.nan), n)
         elif self.beta is None:
             self.system = GramSystem.of(res["g"], names, n)
             if self.system is None:
@@ -164,10 +196,12 @@ class LmFit(ModelFit):
             self._finish(self.beta + step, rss, self.system.inverse(), n)
 
     def _finish(self, beta: np.ndarray, rss: float, unscaled: np.ndarray, n: int) -> None:
-        p = len(beta)
-        sigma2 = rss / (n - p)
-        facts = {"sigma": float(np.sqrt(sigma2)), "df_residual": float(n - p), "rss": rss}
-        self.result = FittedModel(self.spec.x_names, beta, unscaled * sigma2, n, n - p, facts)
+        aliased = np.isnan(np.diag(unscaled))
+        rank = int((~aliased).sum())
+        sigma2 = rss / (n - rank)
+        facts = {"sigma": float(np.sqrt(sigma2)), "df_residual": float(n - rank), "rss": rss}
+        coef = np.where(aliased, np.nan, beta)  # R: NA for an aliased coefficient
+        self.result = FittedModel(self.spec.x_names, coef, unscaled * sigma2, n, n - rank, facts)
 
 
 @dataclass
@@ -209,10 +243,11 @@ class GlmFit(ModelFit):
             self.dev_old = dev
         self.redo = False
         if self.mode == "qr":
-            r = res["r"]
-            _check_rank(np.diag(r[:p, :p]) / np.linalg.norm(r[:p, :p], axis=0), names, n)
-            self.covariance = _chol2inv(r[:p, :p])
-            self.beta = sla.solve_triangular(r[:p, :p], r[:p, p], check_finite=False)
+            kept, r = _pivoted(res["r"], p, GLM_TOL)
+            q = len(kept)
+            _check_rank(q, names, n)
+            self.covariance = _on_kept(kept, p, _chol2inv(r[:q, :q]), np.nan)
+            self.beta = _on_kept(kept, p, sla.solve_triangular(r[:q, :q], r[:q, q], check_finite=False), 0.0)
             return
         system = GramSystem.of(res["g"], names, n)
         if system is None:  # the same pass again, as a QR
@@ -225,10 +260,11 @@ class GlmFit(ModelFit):
         self.beta = step if self.beta is None else self.beta + step
 
     def _finish(self, n: int, dev: float, converged: bool) -> None:
-        names = self.spec.x_names
+        aliased = np.isnan(np.diag(self.covariance))
         facts = {"deviance": dev, "iter": float(self.iteration), "converged": float(converged),
-                 "df_residual": float(n - len(names))}  # fmt: skip
-        self.result = FittedModel(names, self.beta, self.covariance, n, None, facts)
+                 "df_residual": float(n - int((~aliased).sum()))}  # fmt: skip
+        coef = np.where(aliased, np.nan, self.beta)  # R: NA for an aliased coefficient
+        self.result = FittedModel(self.spec.x_names, coef, self.covariance, n, None, facts)
 
 
 def vmmin(
@@ -406,6 +442,8 @@ class PolrFit(OptimFit):
             self.start.feed(res)
             if self.start.result is not None and not self.start.result.facts["converged"]:
                 raise ModelDataError("attempt to find suitable starting values failed (MASS::polr)")
+            if self.start.result is not None and np.isnan(self.start.result.coefficients).any():
+                raise ModelDataError("the model matrix is rank deficient: a coefficient is aliased (polr drops it)")
         elif self.point is not None:
             self._drive({"value": res["value"][0], "grad": res["grad"][0]})
         else:

@@ -8,5 +8,8 @@
 * :mod:`~pipeline.run.groups` — repetition groups: a partial synthesis and the measure units on
   its sets as one task on a worker.
 * :mod:`~pipeline.run.schedule` — running units ``concurrency`` at a time, progress lines.
+* :mod:`~pipeline.run.work` — a run's work once its inputs are read: checks, privacy-budget
+  plan and claim, then the units on the cluster (or from the cache).
+* :mod:`~pipeline.run.split` — a dataset's ``holdout: {fraction}`` split, before any synthesis.
 * :mod:`~pipeline.run.folder` — the run folder: owner, stale files, writing it (manifest last).
 """

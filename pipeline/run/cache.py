@@ -18,7 +18,7 @@ import pandas as pd
 
 from pipeline.data.dataset import Dataset, read_dataset
 from pipeline.data.schema import Schema
-from pipeline.results import atomic_write_parquet, atomic_write_text
+from pipeline.results import atomic_write_parquet, atomic_write_text, json_text
 from pipeline.synth.base import SynthesisOutput
 from pipeline.tasks import SynthesisUnit, Unit
 
@@ -88,7 +88,7 @@ def store_output(output: UnitOutput, table_path: Path, summary_path: Path) -> Un
     """Cache a unit's table and summary (the summary last: the unit is complete)."""
     atomic_write_parquet(output.table, table_path)
     kept = {"summary": output.summary, "seconds": output.seconds, "warnings": list(output.warnings)}
-    atomic_write_text(json.dumps(kept), summary_path)
+    atomic_write_text(json_text(kept), summary_path)
     return replace(output, cached=False)
 
 

@@ -42,18 +42,18 @@ from typing import Any
 import pandas as pd
 
 from pipeline.errors import TaskError
-from pipeline.results import atomic_write_text, jsonable, make_private
+from pipeline.lock import TAKEOVER_SUFFIX, exclusive
+from pipeline.results import atomic_write_text, json_text, make_private
 from pipeline.run.inputs import TaskInputs
-from pipeline.run.lock import TAKEOVER_SUFFIX, exclusive
 from pipeline.tasks import LoadedTask, code_version
 
 #: the units' caches, the owner file and the lock of a run folder
 CACHE = ".units"
 #: in ``<out>/.units``: the task the run folder belongs to
 OWNER_FILE = "task.json"
-#: in ``<out>/.units``: the lock a run holds on its folder (:mod:`pipeline.run.lock`)
+#: in ``<out>/.units``: the lock a run holds on its folder (:mod:`pipeline.lock`)
 LOCK_FILE = "lock"
-#: the lock's files: the lock, and the guard of a takeover from a dead holder (:mod:`pipeline.run.lock`)
+#: the lock's files: the lock, and the guard of a takeover from a dead holder (:mod:`pipeline.lock`)
 LOCK_FILES = (LOCK_FILE, LOCK_FILE + TAKEOVER_SUFFIX)
 #: in ``<out>/.units``: what a run is publishing (ours, should it stop before its manifest)
 PUBLISHING_FILE = "publishing.json"
@@ -117,7 +117,7 @@ def claim_folder(cache: Path, task: LoadedTask) -> None:
     """Mark ``cache`` (``<out>/.units``, created 0700: its caches hold record-level data) as the task's."""
     cache.mkdir(mode=0o700, parents=True, exist_ok=True)
     cache.chmod(0o700)  # also a folder of a run from before caches were owner-only
-    atomic_write_text(json.dumps({"task": task.spec.name, "task_file": str(task.path)}), cache / OWNER_FILE)
+    atomic_write_text(json_text({"task": task.spec.name, "task_file": str(task.path)}), cache / OWNER_FILE)
 
 
 def check_writable_folder(path: str | Path, what: str) -> None:
@@ -244,7 +244,7 @@ def _missing_parents(folder: Path) -> list[Path]:
 
 @contextmanager
 def hold_run_folder(out: Path) -> Iterator[None]:
-    """Hold the run folder's lock (``<out>/.units/lock``; :func:`pipeline.run.lock.exclusive`).
+    """Hold the run folder's lock (``<out>/.units/lock``; :func:`pipeline.lock.exclusive`).
 
     Folders created for the lock are removed on release when the run left nothing else in them
     (a run refused on its inputs leaves no folder behind).
@@ -472,20 +472,19 @@ def write_run(
     files: dict[str, Callable[[Path], Any]] = {
         "results.parquet": lambda p: outcome.results.to_parquet(p, index=False),
         "results.csv": lambda p: p.write_text(outcome.results.to_csv(index=False), encoding="utf-8"),
-        "summary.json": lambda p: p.write_text(json.dumps(jsonable(outcome.summaries), indent=1), encoding="utf-8"),
+        "summary.json": lambda p: p.write_text(json_text(outcome.summaries, indent=1), encoding="utf-8"),
     }
     for name, text in (extra_files or {}).items():
         files[name] = lambda p, text=text: p.write_text(text, encoding="utf-8")
     figures = None
     if report:
         from pipeline.report.html import render
-        from pipeline.report.markup import FigureCache, cached_figures
+        from pipeline.report.markup import FigureCache
 
         figures = FigureCache(out / CACHE / FIGURES, code_version())
 
         def write_report(p: Path) -> None:
-            with cached_figures(figures):
-                p.write_text(render(outcome, list(extra_sections)), encoding="utf-8")
+            p.write_text(render(outcome, list(extra_sections), figures), encoding="utf-8")
 
         files["report.html"] = write_report
     releases = {_inside(out, dest): release for dest, release in outcome.releases.items()}
@@ -520,7 +519,7 @@ def write_run(
             manifest = _temporary(out / MANIFEST)
             staged.append((manifest, out / MANIFEST))
             recorded = {**outcome.manifest, "written": written, "release_files": release_files(releases, out)}
-            manifest.write_text(json.dumps(jsonable(recorded), indent=1), "utf-8")
+            manifest.write_text(json_text(recorded, indent=1), "utf-8")
             # everything is staged: from here a killed run is finished by the next (recover_publishing)
             claim = {
                 "task": task_name,
@@ -529,7 +528,7 @@ def write_run(
                 "staged": [[_relative(out, t), _relative(out, d)] for t, d in staged],
                 "stale": sorted(ours - set(written) - {MANIFEST}),
             }
-            atomic_write_text(json.dumps(claim), publishing)
+            atomic_write_text(json_text(claim), publishing)
             claimed = True
             os.utime(manifest)  # the manifest stays the newest of the run's files
         except BaseException as e:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from pipeline import notices
 from pipeline.data.schema import Schema
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, located
 from pipeline.evaluation.data import EvalData, as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.run.cache import (
@@ -75,7 +75,7 @@ def _named(what: str) -> Iterator[None]:
     try:
         yield
     except PipelineError as e:
-        raise type(e)(f"{what}: {e}") from e
+        raise located(what, e) from e
     except Exception as e:
         raise PipelineError(f"{what} failed: {type(e).__name__}: {e}") from e
 
@@ -94,19 +94,30 @@ class RepetitionOutput:
     error: PipelineError | None
 
 
+@dataclass(frozen=True)
+class RepetitionJob:
+    """What one repetition task does with the frames it reads, in this order: the original, the
+    holdout (``with_holdout``), then the ``given`` synthetic sets read from the cache (none: the
+    task synthesises them).  Then each measure unit of ``units`` (with its error context) is
+    checked and evaluated on the original restricted to ``against`` (the synthesised schema)."""
+
+    synthesis: SynthesisUnit
+    units: tuple[tuple[Unit, str], ...] = ()
+    against: Schema | None = None
+    with_holdout: bool = False
+    given: int = 0
+
+    def frames(self, frames: Sequence[pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame | None, list[pd.DataFrame]]:
+        """(original, holdout or None, given sets) of the frames the task read."""
+        assert len(frames) == 1 + self.with_holdout + self.given, "a repetition job reads its frames in order"
+        return frames[0], frames[1] if self.with_holdout else None, list(frames[1 + self.with_holdout :])
+
+
 def repetition_task(
-    schema: Schema,
-    execution: dict[str, Any],
-    frames: list[pd.DataFrame],
-    synthesis: SynthesisUnit,
-    given: int,
-    units: list[tuple[Unit, str]],
-    against: Schema | None,
+    schema: Schema, execution: dict[str, Any], frames: list[pd.DataFrame], job: RepetitionJob
 ) -> RepetitionOutput:
-    """(Part of) a :class:`RepetitionGroup` on a worker: the synthesis of ``frames[0]`` (unless its
-    sets are given, from the cache: the last ``given`` frames), then each measure unit's checks
-    (with its error ``context``) and evaluation on the original restricted to ``against`` (the
-    synthesised schema), the sets and the holdout ``frames[1]`` (when the dataset has one),
+    """(Part of) a :class:`RepetitionGroup` on a worker (:class:`RepetitionJob`): the synthesis of
+    the original unless its sets are given, then each measure unit's checks and evaluation,
     until one fails.
 
     Raises
@@ -115,10 +126,10 @@ def repetition_task(
         The synthesis failed (naming it).
     """
     executor = Executor(None, **execution)
-    original = frames[0]
+    original, holdout, sets = job.frames(frames)
     result, synthesised = None, None
-    sets = frames[len(frames) - given :]
-    if not given:
+    if not job.given:
+        synthesis = job.synthesis
         with _named(f"{synthesis.where}: synthesise"):
             result, synthesised = synthesis_output(
                 synthesis,
@@ -128,11 +139,12 @@ def repetition_task(
         sets = list(result.synthetic)
     outputs: list[UnitOutput] = []
     try:
-        if units:
-            assert against is not None
-            holdout = frames[1] if len(frames) - given > 1 else None
-            data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False, holdout=holdout)
-        for u, context in units:
+        if job.units:
+            assert job.against is not None
+            against = job.against
+            data = as_eval_data(original[list(against.names)], sets, against, require_synthetic=False, holdout=holdout,
+                                synthesised=job.synthesis.synthesiser.synthesised_variables())  # fmt: skip
+        for u, context in job.units:
             with notices.collected() as at_check:
                 check_unit(u.measure, data, executor, context)
             with _named(f"measure {u.label}"):
@@ -165,7 +177,7 @@ def run_repetition(
     original, holdout = inputs.originals[syn.dataset], inputs.holdout(syn.dataset)
     shared = (original.schema, task.spec.execution.model_dump())
     if done is None:
-        (out,) = executor.map_frame_tasks(repetition_task, [((0,), syn, 0, [], None)], [original.frame], shared)
+        (out,) = executor.map_frame_tasks(repetition_task, [((0,), RepetitionJob(syn))], [original.frame], shared)
         assert out.result is not None and out.synthesis is not None
         done = store_synthesis(syn, out.result, out.synthesis, cache)
     if not todo:
@@ -175,7 +187,10 @@ def run_repetition(
     against = inputs.synthetic[syn.key][0].schema
     frames = [original.frame, *([] if holdout is None else [holdout.frame]), *sets]
     read = tuple(range(len(frames)))
-    jobs = [(read, syn, len(sets), [(u, unit_context(task, u, inputs))], against) for u in todo]
+    jobs = [
+        (read, RepetitionJob(syn, ((u, unit_context(task, u, inputs)),), against, holdout is not None, len(sets)))
+        for u in todo
+    ]
     outs = executor.map_frame_tasks(repetition_task, jobs, frames, shared)
     finished = {u.index: out.evaluated[0] for u, out in zip(todo, outs, strict=True) if out.evaluated}
     stored = [

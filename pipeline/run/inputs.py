@@ -1,7 +1,7 @@
 """The data of a task: originals, holdouts and sources read, aligned and kept in cluster memory once.
 
 A dataset's holdout is read from its file as the original is, or split off the original
-before any synthesis (:mod:`pipeline.synth.split`): the original the synthesisers and the
+before any synthesis (:mod:`pipeline.run.split`): the original the synthesisers and the
 measures get is then the training part.  A synthesised source enters as its
 :class:`~pipeline.tasks.SynthesisUnit`; until it has run it is a schema-only stand-in
 (:func:`stand_in_syntheses`) so that every measure unit can be checked before any work.
@@ -9,9 +9,7 @@ measures get is then the training part.  A synthesised source enters as its
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,9 +19,10 @@ import pandas as pd
 from pipeline import notices
 from pipeline.data.compare import align_synthetic
 from pipeline.data.dataset import DEFAULT_ENCODING, Dataset, read_dataset, read_raw
-from pipeline.errors import PipelineError, TaskError
+from pipeline.errors import PipelineError, TaskError, located
 from pipeline.evaluation.execution import Executor
-from pipeline.synth.split import MIN_HOLDOUT_RECORDS, HoldoutSplit
+from pipeline.fingerprint import canonical, fingerprint, recorded_data_identity
+from pipeline.run.split import MIN_HOLDOUT_RECORDS, HoldoutSplit
 from pipeline.tasks import DatasetSpec, LoadedTask, SourceSpec, SynthesisUnit, content_hash, synthesis_units
 
 #: (dataset, source, repetition)
@@ -62,11 +61,35 @@ class TaskInputs:
         """The holdout of ``dataset`` (None without one)."""
         return self.holdouts.get(dataset)
 
+    def put_synthetic(self, key: SourceKey, original: Dataset, sets: list[Dataset]) -> None:
+        """Give a synthesised source its data: a schema-only stand-in before it has run
+        (:func:`stand_in_syntheses`), then its sets once synthesised."""
+        self.synthetic[key] = (original, sets)
+
+    def kept(self, by_id: Mapping[int, Dataset]) -> None:
+        """Replace each data set by its copy in ``by_id`` (keyed by the id of its frame; the others
+        stay): the data :func:`persist_inputs` put in cluster memory."""
+
+        def kept(d: Dataset) -> Dataset:
+            return by_id.get(id(d.frame), d)
+
+        self.originals = {k: kept(d) for k, d in self.originals.items()}
+        self.holdouts = {k: kept(d) for k, d in self.holdouts.items()}
+        self.synthetic = {k: (kept(o), [kept(s) for s in sets]) for k, (o, sets) in self.synthetic.items()}
+
 
 def _data_hash(datasets: list[Dataset]) -> str:
-    """Content hash of the data files plus the schemas they are read with (levels, missing codes)."""
-    schemas = json.dumps([d.schema.to_dict() for d in datasets], sort_keys=True)
-    return content_hash([Path(d.source) for d in datasets]) + schemas
+    """Fingerprint of the data files' contents and the schemas they are read with (levels, missing codes)."""
+    return fingerprint(
+        {"files": content_hash([Path(d.source) for d in datasets]), "schemas": [d.schema.to_dict() for d in datasets]}
+    )
+
+
+def _ledger_data(original: Dataset) -> str:
+    """The original's identity as privacy ledgers record it (:func:`pipeline.privacy_ledger.release_spend`
+    keeps a short hash of it): the files' content hash followed by the schema's JSON.  Ledgers
+    written before are matched by it, so its form does not change."""
+    return recorded_data_identity(content_hash([Path(original.source)]), original.schema.to_dict())
 
 
 def _read_original(task: LoadedTask, spec: DatasetSpec) -> Dataset:
@@ -137,8 +160,12 @@ def _read_holdout(
     records = int(sum(counts))
     if records < MIN_HOLDOUT_RECORDS:
         raise TaskError(f"{context}: {path} has {records} records; a holdout needs at least {MIN_HOLDOUT_RECORDS}")
-    fingerprint = hashlib.sha256(_data_hash([holdout]).encode()).hexdigest()[:20]
-    return holdout, {"kind": "file", "path": str(path), "holdout_records": records, "fingerprint": fingerprint}
+    return holdout, {
+        "kind": "file",
+        "path": str(path),
+        "holdout_records": records,
+        "fingerprint": _data_hash([holdout]),
+    }
 
 
 def _generated_holdout(spec: DatasetSpec, original: Dataset, executor: Executor) -> tuple[Dataset, dict[str, Any]]:
@@ -149,9 +176,8 @@ def _generated_holdout(spec: DatasetSpec, original: Dataset, executor: Executor)
     holdout = load_demo_holdout(spec.holdout.demo, spec.original.rows)
     holdout = replace(holdout.select(list(original.schema.names)), schema=original.schema, name=f"{spec.name}_holdout")
     (counts,) = executor.partition_rows(holdout.frame)
-    fingerprint = hashlib.sha256(_data_hash([holdout]).encode()).hexdigest()[:20]
     record = {"kind": "demo", "demo": spec.holdout.demo, "holdout_records": int(sum(counts))}
-    return holdout, {**record, "fingerprint": fingerprint}
+    return holdout, {**record, "fingerprint": _data_hash([holdout])}
 
 
 def _split(
@@ -218,44 +244,51 @@ def read_inputs(task: LoadedTask, executor: Executor | None = None, with_sources
     fingerprint is the input hash of the measure units on it (plus the holdout's fingerprint).
     """
     executor = executor or Executor.current()
-    inputs = TaskInputs()
-    holdout_hashes: dict[str, str] = {}
+    originals: dict[str, Dataset] = {}
+    holdouts: dict[str, Dataset] = {}
+    records: dict[str, dict[str, Any]] = {}
+    as_read: dict[str, Dataset] = {}
+    synthetic: dict[SourceKey, tuple[Dataset, list[Dataset]]] = {}
+    hashes: dict[SourceKey, str] = {}
     for d in task.spec.datasets:
-        original = _read_original(task, d)
-        h = _data_hash([original])
-        inputs.original_hashes[d.name] = h
-        inputs.as_read[d.name] = original
+        original = as_read[d.name] = _read_original(task, d)
+        read_hash, split = _data_hash([original]), None
         if d.holdout is not None and d.holdout.fraction is not None:
-            original, inputs.holdouts[d.name], record = _split(task, d, original, executor, h)
-            h += record["fingerprint"]  # the training part: what synthesisers and measures see
+            original, holdouts[d.name], records[d.name] = _split(task, d, original, executor, read_hash)
+            split = records[d.name]["fingerprint"]  # the training part: what synthesisers and measures see
         elif d.holdout is not None:
-            inputs.holdouts[d.name], record = _read_holdout(task, d, original, executor)
-        if d.holdout is not None:
-            inputs.holdout_records[d.name] = record
-            holdout_hashes[d.name] = record["fingerprint"]
-        inputs.originals[d.name] = original
-        inputs.hashes[(d.name, None, 0)] = h
+            holdouts[d.name], records[d.name] = _read_holdout(task, d, original, executor)
+        holdout = records[d.name]["fingerprint"] if d.name in records else None
+        originals[d.name] = original
+        hashes[(d.name, None, 0)] = fingerprint({"original": read_hash, "split": split})
         for src in d.synthetic:
             if src.synthesise is None and with_sources:
                 aligned, sets = _read_source(task, d, original, src)
-                inputs.synthetic[(d.name, src.name, 0)] = (aligned, sets)
-                inputs.hashes[(d.name, src.name, 0)] = h + _data_hash(sets) + holdout_hashes.get(d.name, "")
-    inputs.syntheses = synthesis_units(task, {d: inputs.hashes[(d, None, 0)] for d in inputs.originals})
-    for s in inputs.syntheses:
-        inputs.hashes[s.key] = s.fingerprint + holdout_hashes.get(s.dataset, "")
-    return inputs
-
-
-def in_context(task: LoadedTask, unit: SynthesisUnit, e: PipelineError) -> PipelineError:
-    """``e`` naming the task file and the synthesis."""
-    return type(e)(f"{task.path}: {unit.where}: synthesise: {e}")
+                synthetic[(d.name, src.name, 0)] = (aligned, sets)
+                hashes[(d.name, src.name, 0)] = fingerprint(
+                    {"original": hashes[(d.name, None, 0)], "sets": _data_hash(sets), "holdout": holdout}
+                )
+    syntheses = synthesis_units(task, {d: hashes[(d, None, 0)] for d in originals})
+    for s in syntheses:
+        holdout = records[s.dataset]["fingerprint"] if s.dataset in records else None
+        hashes[s.key] = fingerprint({"synthesis": s.fingerprint, "holdout": holdout})
+    return TaskInputs(
+        originals=originals,
+        holdouts=holdouts,
+        holdout_records=records,
+        original_hashes={d: _ledger_data(o) for d, o in as_read.items()},
+        as_read=as_read,
+        synthetic=synthetic,
+        hashes=hashes,
+        syntheses=syntheses,
+    )
 
 
 def planned_spend(
     task: LoadedTask, inputs: TaskInputs, history: str | Path | None, executor: Executor, record: bool = False
 ) -> list[dict[str, Any]]:
     """The privacy-budget ledger entries of the run's DP releases, after checking the task's cap
-    against them and the spend already in ``history`` (see :mod:`pipeline.synth.dp_ledger`; the
+    against them and the spend already in ``history`` (see :mod:`pipeline.privacy_ledger`; the
     column fingerprints of the originals with a DP release are computed with ``executor``).
 
     With ``record`` (a run, not ``validate``) and a ``history``, the check and the record of
@@ -268,8 +301,7 @@ def planned_spend(
         The run would take a dataset over its cap, or the task has a cap but no history to
         keep its ledger in (nothing has been written yet).
     """
-    from pipeline.store import ResultsStore
-    from pipeline.synth.dp_ledger import (
+    from pipeline.privacy_ledger import (
         check_cap,
         column_fingerprints,
         history_entries,
@@ -277,6 +309,7 @@ def planned_spend(
         release_spend,
         reserve,
     )
+    from pipeline.store import ResultsStore
 
     spends = []
     columns: dict[str, tuple[str, ...]] = {}
@@ -319,13 +352,13 @@ def stand_in_syntheses(task: LoadedTask, inputs: TaskInputs, executor: Executor)
         try:
             schema = u.synthesiser.schema(original, executor)
         except PipelineError as e:
-            raise in_context(task, u, e) from None
-        key = (u.dataset, u.source, json.dumps(schema.to_dict(), sort_keys=True), u.synthesiser.m)
+            raise located(f"{task.path}: {u.where}: synthesise", e) from e
+        key = (u.dataset, u.source, canonical(schema.to_dict()), u.synthesiser.m)
         if key not in stand_ins:
             empty = pd.DataFrame({v.name: pd.Series(dtype=v.dtype) for v in schema})
             sets = [Dataset.from_pandas(empty, schema, name=f"{u.source}_{i + 1}") for i in range(u.synthesiser.m)]
             stand_ins[key] = against_synthesised(original, sets)
-        inputs.synthetic[u.key] = stand_ins[key]
+        inputs.put_synthetic(u.key, *stand_ins[key])
 
 
 def _persisted(datasets: Iterable[Dataset], executor: Executor) -> dict[int, Dataset]:
@@ -351,11 +384,4 @@ def persist_inputs(
     for k in chosen:
         original, sets = inputs.synthetic[k]
         datasets_read += [original, *sets]
-    by_id = _persisted(datasets_read, executor)
-    for d in names:
-        inputs.originals[d] = by_id[id(inputs.originals[d].frame)]
-        if d in inputs.holdouts:
-            inputs.holdouts[d] = by_id[id(inputs.holdouts[d].frame)]
-    for k in chosen:
-        original, sets = inputs.synthetic[k]
-        inputs.synthetic[k] = (by_id[id(original.frame)], [by_id[id(s.frame)] for s in sets])
+    inputs.kept(_persisted(datasets_read, executor))

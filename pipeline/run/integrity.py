@@ -35,7 +35,6 @@ A ``fraction`` holdout is split off the original record by record, so it is only
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections.abc import Mapping, Sequence
@@ -49,7 +48,8 @@ from pipeline.blocks import key_hash
 from pipeline.data.dataset import Dataset
 from pipeline.errors import TaskError
 from pipeline.evaluation.execution import Executor
-from pipeline.results import RESULT_COLUMNS, atomic_write_text
+from pipeline.fingerprint import fingerprint
+from pipeline.results import RESULT_COLUMNS, atomic_write_text, json_text
 from pipeline.run.inputs import SourceKey, TaskInputs
 from pipeline.tasks import LoadedTask, code_version
 
@@ -337,7 +337,7 @@ def checked_fingerprint(task: LoadedTask, inputs: TaskInputs) -> str:
         "sources": sorted([*k, inputs.hashes[k], (k[0], k[1]) in controls] for k in _file_sources(inputs)),
         "version": code_version(),
     }
-    return hashlib.sha256(json.dumps(checked, sort_keys=True).encode()).hexdigest()[:20]
+    return fingerprint(checked)
 
 
 def inputs_checked(cache: Path, task: LoadedTask, inputs: TaskInputs) -> list[Overlap] | None:
@@ -357,4 +357,4 @@ def record_checked(cache: Path, task: LoadedTask, inputs: TaskInputs, figures: S
     """Record in ``cache`` (the task's claimed ``<out>/.units``) that these inputs passed
     :func:`check_inputs`, with their overlap figures (aggregates only)."""
     found = {"fingerprint": checked_fingerprint(task, inputs), "overlaps": [asdict(f) for f in figures]}
-    atomic_write_text(json.dumps(found), cache / CHECKED_FILE)
+    atomic_write_text(json_text(found), cache / CHECKED_FILE)

@@ -29,4 +29,8 @@ def lay_out_inputs(units: Sequence[Unit], inputs: TaskInputs, executor: Executor
         if not key:
             continue
         variables = list(dict.fromkeys(v for u in blockwise for v in u.measure.params.variables()))
-        executor.lay_out(data.select([v for v in data.columns if v in variables]), key)
+        selected = data.select([v for v in data.columns if v in variables])
+        # laid out when a block-wise measure runs on the cluster (``policy: auto`` decides per measure)
+        on_cluster = [e for e in (executor.for_measure(u.type) for u in blockwise) if not e.in_memory(selected)]
+        if on_cluster:
+            on_cluster[0].lay_out(selected, key)

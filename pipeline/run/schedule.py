@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Generic, TypeVar
 
-from pipeline.errors import PipelineError, brief
+from pipeline.errors import PipelineError, brief, located
 from pipeline.kernel_cache import FIRST_COMPILE_NOTICE, kernels_cached
 
 Item = TypeVar("Item")
@@ -88,7 +88,7 @@ class Batch(Generic[Item, Out]):
             try:
                 done[i] = f.result()
             except PipelineError as e:
-                raise type(e)(f"{self.where(self.items[i])}: {e}") from e
+                raise located(self.where(self.items[i]), e) from e
             except Exception as e:
                 raise PipelineError(f"{self.where(self.items[i])} failed: {brief(e)}") from e
         return [done[i] for i in range(len(self.items))]

@@ -33,10 +33,13 @@ from pipeline.tasks import LoadedTask, SynthesisUnit, Unit
 
 def unit_eval_data(unit: Unit, inputs: TaskInputs) -> EvalData:
     """A unit's data: the original (aligned to its source), the sets and the dataset's holdout
-    (cast to the original's schema, restricted to its variables)."""
+    (cast to the original's schema, restricted to its variables), and the variables the synthesis
+    made when the task made the sets."""
     original, sets = inputs.data(*unit.source_key)
     holdout = inputs.holdout(unit.dataset)
-    return as_eval_data(original, sets, require_synthetic=False, holdout=None if holdout is None else holdout.frame)
+    made_by = next((s.synthesiser for s in inputs.syntheses if s.key == unit.source_key), None)
+    return as_eval_data(original, sets, require_synthetic=False, holdout=None if holdout is None else holdout.frame,
+                        synthesised=None if made_by is None else made_by.synthesised_variables())  # fmt: skip
 
 
 def unit_context(task: LoadedTask, unit: Unit, inputs: TaskInputs) -> str:
@@ -57,7 +60,7 @@ def check_unit(measure: Measure, data: EvalData, executor: Executor | None, cont
     try:
         measure.check(data)
         if executor is not None:
-            measure.check_aggregates(data, executor)
+            measure.check_aggregates(data, executor.for_measure(measure.type))
     except PipelineError as e:
         raise TaskError(f"{context}: {e}") from None
 
@@ -101,7 +104,7 @@ def validate_units(
             # the sets are not made yet: the aggregates of the original (missing values a measure
             # refuses) are checked now, so that a run does not stop after its syntheses
             try:
-                u.measure.check_aggregates(data.with_frames(data.frames[:1]), executor)
+                u.measure.check_aggregates(data.with_frames(data.frames[:1]), executor.for_measure(u.type))
             except PipelineError as e:
                 raise TaskError(f"{context}: {e}") from None
         checked.add(memo)
@@ -132,7 +135,7 @@ def evaluated(unit: Unit, data: EvalData, executor: Executor) -> UnitOutput:
     """
     t0 = time.perf_counter()
     with notices.collected() as raised:
-        result = baseline.evaluate(unit.measure, data, executor, unit.baseline)
+        result = baseline.evaluate(unit.measure, data, executor.for_measure(unit.type), unit.baseline)
     seconds = time.perf_counter() - t0
     return UnitOutput(unit_table(result.rows(), unit), jsonable(result.public_dict()), seconds, warnings=tuple(raised))
 

@@ -13,7 +13,7 @@ It mirrors the measure contract (:mod:`pipeline.evaluation.base`). Every synthes
   (the m sets, their schema, rows of the results table, a release to write).
 
 What a synthesiser sees is decided before it is called: a dataset's ``holdout: {fraction}``
-splits the original once (:class:`~pipeline.synth.split.HoldoutSplit`, run by
+splits the original once (:class:`~pipeline.run.split.HoldoutSplit`, run by
 :mod:`pipeline.run.inputs` after reading the original), and every synthesiser of that dataset
 gets the training part as its ``original`` — the same call, no synthesiser special case.
 """
@@ -32,6 +32,7 @@ from pipeline.config_io import Seed, validation_message
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Row, canonical_params
+from pipeline.evaluation.reporting import ReportSection
 
 if TYPE_CHECKING:  # the settings models are part of a task file: loading one imports no Dask
     from pipeline.data.dataset import Dataset
@@ -102,6 +103,10 @@ class Synthesiser(ABC):
     #: else the records are new draws, on which row-aligned measures (identification risk) mean nothing
     row_aligned: ClassVar[bool] = False
     description: ClassVar[str] = ""
+    #: the report's section of this kind's synthesis rows (family ``synthesis``) and every row
+    #: name they can have (gates naming another are refused when the task is read)
+    report_section: ClassVar[ReportSection | None] = None
+    row_measures: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, params: SynthesisParams | Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.params = self.parse(params if params is not None else kwargs)
@@ -120,6 +125,11 @@ class Synthesiser(ABC):
     def m(self) -> int:
         """Number of synthetic sets."""
         return self.params.m
+
+    def synthesised_variables(self) -> frozenset[str] | None:
+        """The variables its sets hold synthetic values of (synthpop's method is not ``""``);
+        ``None``: every variable of its output."""
+        return None
 
     def with_seed(self, seed: int) -> Synthesiser:
         """The same synthesiser with another seed (one repetition of a task)."""

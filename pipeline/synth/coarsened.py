@@ -26,6 +26,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame
 from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.reporting import ReportSection
 from pipeline.synth.base import OutputFormat, Synthesiser
 from pipeline.synth.coarsened_params import MarginsParams
 from pipeline.synth.control import (
@@ -334,6 +335,15 @@ class MarginsSynthesiser(Synthesiser):
     kind = "margins"
     params_model = MarginsParams
     description = "safe synthetic data from coarsened margins (Raab): SDC, V1/V2/V3 or DP margins, IPF, draws"
+    report_section = ReportSection(
+        "Synthesis from coarsened margins", "pipeline.synth.section:synthesis_section", anchor="synthesis-margins"
+    )
+    row_measures = frozenset(
+        {"n", "k", "ipf_iterations", "ipf_converged", "ipf_stopping_criterion", "ipf_compatible", "ipf_max_abs_dev",
+         "ipf_max_abs_dev_n", "ipf_tvd_n", "margin_total_released", "margin_total_moved", "margin_total_moved_rel",
+         "margin_adjust_shift", "margin_adjust_scale", "dp_epsilon_spent", "dp_delta_spent", "dp_margin_epsilon",
+         "dp_noise_scale", "dp_cells_zeroed", "syn_margin_max_abs_dev", "syn_margin_tvd"}
+    )  # fmt: skip
     params: MarginsParams
 
     def privacy_spend(self) -> tuple[float, float, str] | None:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.errors import ParameterError
-from pipeline.results import jsonable
+from pipeline.results import json_text
 
 if TYPE_CHECKING:  # the settings models are part of a task file: loading one imports no Dask
     from pipeline.evaluation.data import Frame
@@ -367,7 +367,7 @@ def write_margins(
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     doc = {"metadata": metadata or {}, "order": [t.name for t in tables], "margins": [t.to_dict() for t in tables]}
-    (d / "margins.json").write_text(json.dumps(jsonable(doc), indent=1, allow_nan=False), encoding="utf-8")
+    (d / "margins.json").write_text(json_text(doc, indent=1), encoding="utf-8")
     for i, t in enumerate(tables):
         frame = t.to_frame()
         for fmt in formats:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from pipeline.data.dataset import write_dataset
 from pipeline.data.schema import Schema
 from pipeline.errors import ParameterError
 from pipeline.evaluation.data import Frame
-from pipeline.results import atomic_folder, jsonable
+from pipeline.results import atomic_folder, json_text
 
 
 def write_release(
@@ -43,5 +42,5 @@ def write_release(
         if extra is not None:
             extra(tmp)
         name, content = report
-        (tmp / name).write_text(json.dumps(jsonable(content), indent=1, allow_nan=False), encoding="utf-8")
+        (tmp / name).write_text(json_text(content, indent=1), encoding="utf-8")
     return out

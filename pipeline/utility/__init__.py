@@ -11,6 +11,8 @@ utility_by_set
     Per-set pMSE and S_pMSE of a result (for utility–risk plots).
 utility_synds
     synthpop 1.2-1's ``utility.synds``: several propensity models per call, deviance, pairwise null.
+compare_synds, multi_compare
+    synthpop's ``compare.synds`` (per-variable distributions) and ``multi.compare`` (one variable by group).
 
 The task-file measures (``utility_gen``, ``utility_tab``, ``utility_tables``, ``utility_synds``) are the
 classes of :mod:`pipeline.utility.measure`; the functions above (:mod:`pipeline.utility.api`) are thin
@@ -24,11 +26,14 @@ from pipeline.lazy import lazy_exports
 __getattr__ = lazy_exports(
     __name__,
     {
+        "MultiCompareResult": "pipeline.utility.result",
         "TAB_STATS": "pipeline.utility.params",
         "UtilityGenResult": "pipeline.utility.gen",
         "UtilitySyndsResult": "pipeline.utility.result",
         "UtilityTabResult": "pipeline.utility.result",
         "UtilityTablesResult": "pipeline.utility.result",
+        "compare_synds": "pipeline.utility.api",
+        "multi_compare": "pipeline.utility.api",
         "utility_by_set": "pipeline.utility.gen",
         "utility_gen": "pipeline.utility.api",
         "utility_synds": "pipeline.utility.api",
@@ -39,10 +44,13 @@ __getattr__ = lazy_exports(
 
 __all__ = [
     "TAB_STATS",
+    "MultiCompareResult",
     "UtilityGenResult",
     "UtilitySyndsResult",
     "UtilityTabResult",
     "UtilityTablesResult",
+    "compare_synds",
+    "multi_compare",
     "utility_by_set",
     "utility_gen",
     "utility_synds",

@@ -7,6 +7,8 @@ synthpop           function                            measure
 ``utility.tab``    :func:`utility_tab`                  ``utility_tab``
 ``utility.tables`` :func:`utility_tables`               ``utility_tables``
 ``utility.synds``  :func:`utility_synds` (1.2-1)        ``utility_synds``
+``compare.synds``  :func:`compare_synds`                ``compare``
+``multi.compare``  :func:`multi_compare`                ``multi_compare``
 =================  ==================================  ===============================
 
 Each is ``Measure(params).run(as_eval_data(original, synthetic, schema), executor)``.
@@ -22,13 +24,20 @@ from pipeline.evaluation.data import as_eval_data
 from pipeline.evaluation.execution import Executor
 from pipeline.utility.gen import UtilityGenResult
 from pipeline.utility.measure import (
+    MultiCompareMeasure,
     UtilityCompareMeasure,
     UtilityGenMeasure,
     UtilitySyndsMeasure,
     UtilityTablesMeasure,
     UtilityTabMeasure,
 )
-from pipeline.utility.result import UtilityCompareResult, UtilitySyndsResult, UtilityTablesResult, UtilityTabResult
+from pipeline.utility.result import (
+    MultiCompareResult,
+    UtilityCompareResult,
+    UtilitySyndsResult,
+    UtilityTablesResult,
+    UtilityTabResult,
+)
 
 
 def utility_gen(
@@ -263,5 +272,59 @@ def compare_synds(
     measure = UtilityCompareMeasure(
         vars=None if vars is None else list(vars), stat=stat, breaks=breaks, ngroups=ngroups,
         utility_stats=stats, utility_for_plot=utility_for_plot,
+    )  # fmt: skip
+    return measure.run(as_eval_data(original, synthetic, schema, cont_na), executor or Executor.current())
+
+
+def multi_compare(
+    original: Any,
+    synthetic: Any,
+    var: str,
+    by: str | Sequence[str],
+    *,
+    msel: int | Sequence[int] | None = None,
+    binwidth: float | None = None,
+    bins: int = 30,
+    barplot_position: str = "fill",
+    y_hist: str = "count",
+    max_groups: int = 100,
+    cont_na: Mapping[str, Any] | None = None,
+    schema: Schema | None = None,
+    executor: Executor | None = None,
+) -> MultiCompareResult:
+    """``var`` in the original and the synthetic data within each group of ``by`` (synthpop's
+    ``multi.compare(object, data, var, by)``).
+
+    Parameters
+    ----------
+    original, synthetic
+        The original and one synthetic set or a list of m sets (frames or Datasets).
+    var : str
+        The compared variable (a factor: counts and percentages of its levels; numeric:
+        a histogram; numeric with fewer than 6 distinct original values: a factor of its values).
+    by : str or sequence of str
+        The variables whose combinations of values (NA included) form the groups.
+    msel : int or sequence of int, optional
+        Synthetic sets compared one by one; default: the m sets pooled (counts divided by m).
+    binwidth : float, optional
+        ggplot2's bins of this width (edges at ``binwidth / 2 + k * binwidth``).
+    bins : int
+        Without ``binwidth``: the number of cells asked of R's ``pretty``.
+    barplot_position : {"fill", "dodge"}
+        The plot of a factor: percentages within the group (``"fill"``) or counts side by side.
+    y_hist : {"count", "density"}
+        The plot of a numeric ``var``: counts or ggplot2's density.
+    max_groups : int
+        More groups than this are refused.
+
+    Returns
+    -------
+    MultiCompareResult
+        ``counts`` (sources x groups x categories), ``percents``, ``density``, ``frame()``;
+        :func:`~pipeline.utility.plots.plot_multi_compare` draws synthpop's panels.
+    """
+    measure = MultiCompareMeasure(
+        var=var, by=[by] if isinstance(by, str) else list(by), msel=msel, binwidth=binwidth, bins=bins,
+        barplot_position=barplot_position, y_hist=y_hist, max_groups=max_groups,
     )  # fmt: skip
     return measure.run(as_eval_data(original, synthetic, schema, cont_na), executor or Executor.current())

@@ -587,10 +587,7 @@ def evaluate_gen(params: UtilityGenParams, data: EvalData, executor: Executor) -
     notes = list(plan.notes)
     if params.method == "logit":
         _check_model_size(plan, params, notes)
-    settings = ModelSettings(
-        params.method, params.maxorder, params.cp, params.minbucket, params.minsplit, params.maxdepth, params.maxit,
-        params.k_syn, params.aggregate, params.compress,
-    )  # fmt: skip
+    settings = _settings(params)
     comps = _comparisons(params, data.m)
     if executor.is_lazy(data) and params.method == "logit" and not params.aggregate:
         results = fit_comparisons_by_rounds(plan, data, comps, settings, executor)
@@ -598,8 +595,7 @@ def evaluate_gen(params: UtilityGenParams, data: EvalData, executor: Executor) -
         code = plan.coded if params.method == "logit" else plan.encode
         prepared = [code(f) for f in executor.collect(data).frames]
         results = executor.map_tasks(_fit_in_memory, [(c,) for c in comps], (plan, prepared, settings))
-    return _assemble(plan, comps, results, settings, params.null_method, bool(unsyn), unsyn, notes, data.m,
-                     plan.n_rows[0], params.nperms, params.seed)  # fmt: skip
+    return _assemble(plan, comps, results, params, notes)
 
 
 def _separations(
@@ -634,40 +630,44 @@ def _km1(fit: LogitFit, incomplete: bool, synthesised: Sequence[str], k_syn: boo
     return km1 + (1 if k_syn else 0)
 
 
-def _assemble(
-    plan: GenPlan,
-    comps: list[Comparison],
-    results: list[dict],
-    settings: ModelSettings,
-    resamp_method: str | None,
-    incomplete: bool,
-    unsyn: Sequence[str],
-    notes: list[str],
-    m: int,
-    n1: int,
-    nperms: int,
-    seed: int | None,
-) -> UtilityGenResult:
-    main = [r for c, r in zip(comps, results, strict=True) if c.kind == "main"]
-    perms = {j: [r["stats"]["pMSE"] for c, r in zip(comps, results, strict=True) if c.kind == "perm" and c.a == j]
-             for j in range(1, m + 1)}  # fmt: skip
-    pairs = [r["stats"] for c, r in zip(comps, results, strict=True) if c.kind == "pair"]
+def _settings(params: UtilityGenParams) -> ModelSettings:
+    """The model settings every fit of ``params`` uses."""
+    return ModelSettings(
+        params.method, params.maxorder, params.cp, params.minbucket, params.minsplit, params.maxdepth, params.maxit,
+        params.k_syn, params.aggregate, params.compress,
+    )  # fmt: skip
+
+
+@dataclass
+class _SetStatistics:
+    """The per-set statistics being assembled: :data:`GEN_STATS` columns (length m), the fits,
+    and the separated logit fits by set (with their separated records' counts)."""
+
+    cols: dict[str, np.ndarray]
+    fits: list[Any]
+    separated: dict[int, tuple[LogitFit, float, float, float]]
+
+
+def _main_statistics(plan: GenPlan, main: list[dict], params: UtilityGenParams, notes: list[str]) -> _SetStatistics:
+    """Each set's statistics against the original; for a logit model its degrees of freedom, the
+    analytic null expectation (no resampling), a note when it did not converge."""
+    m = len(main)
     cols = {k: np.full(m, np.nan) for k in GEN_STATS}
+    unsyn = params.not_synthesised or []
     synthesised = [v for v in plan.vars if v not in unsyn]
-    fits = []
-    separated: dict[int, tuple[LogitFit, float, float, float]] = {}
+    out = _SetStatistics(cols, [], {})
     for j, res in enumerate(main):
         st = res["stats"]
         for k in ("pMSE", "SPECKS", "PO50", "U"):
             cols[k][j] = st[k]
         n_total = res["n"]
-        c = 0.5 if settings.k_syn else plan.n_rows[j + 1] / n_total
+        c = 0.5 if params.k_syn else plan.n_rows[j + 1] / n_total
         fit = res["fit"]
-        fits.append(fit)
+        out.fits.append(fit)
         if isinstance(fit, LogitFit):
-            km1 = _km1(fit, incomplete, synthesised, settings.k_syn)
+            km1 = _km1(fit, bool(unsyn), synthesised, params.k_syn)
             cols["df"][j] = km1
-            if resamp_method is None:
+            if params.null_method is None:
                 cols["pMSEExp"][j] = km1 * (1 - c) ** 2 * c / n_total
             if not fit.converged:
                 notes.append(
@@ -675,16 +675,29 @@ def _assemble(
                     "iterations (raise maxit)"
                 )
             if fit.separated:
-                separated[j] = (fit, st["separated"], st["separated_sq"], st["total"])
+                out.separated[j] = (fit, st["separated"], st["separated_sq"], st["total"])
+    return out
+
+
+def _resampled_null(
+    cols: dict[str, np.ndarray], comps: list[Comparison], results: list[dict], method: str | None, notes: list[str]
+) -> tuple[dict[str, np.ndarray], dict[str, tuple[int, int]]]:
+    """The resampled null (``perm``: per set; ``pairs``: the pairs of sets) into ``cols``'s
+    ``pMSEExp`` (and the pairs' standardised scores); the null pMSEs and the counts of resamples
+    without a split."""
+    m = len(cols["pMSE"])
     null_pmse: dict[str, np.ndarray] = {}
     nnosplits: dict[str, tuple[int, int]] = {}
-    if resamp_method == "perm":
+    if method == "perm":
         for j in range(1, m + 1):
-            sims = np.asarray(perms[j]) / 2  # synthpop halves each permutation pMSE
-            null_pmse[str(j)] = np.asarray(perms[j])
+            perms = np.asarray([r["stats"]["pMSE"] for c, r in zip(comps, results, strict=True)
+                                if c.kind == "perm" and c.a == j])  # fmt: skip
+            sims = perms / 2  # synthpop halves each permutation pMSE
+            null_pmse[str(j)] = perms
             nnosplits[str(j)] = (int(np.sum(sims < 1e-8)), len(sims))
             cols["pMSEExp"][j - 1] = float(np.mean(sims))
-    elif resamp_method == "pairs":
+    elif method == "pairs":
+        pairs = [r["stats"] for c, r in zip(comps, results, strict=True) if c.kind == "pair"]
         pm = np.array([p["pMSE"] for p in pairs])
         null_pmse["pairs"] = pm
         nnosplits["pairs"] = (int(np.sum(pm < 1e-8)), len(pm))
@@ -695,46 +708,64 @@ def _assemble(
             cols[f"S_{k}"] = 2 * cols[k] / mean_pair
         if len(pm) < 6:
             notes.append(f"utility_gen: only {len(pm)} pair(s) of syntheses for the null; m >= 4 is suggested")
-    if resamp_method != "none":
+    return null_pmse, nnosplits
+
+
+def _original_levels(plan: GenPlan) -> tuple[LevelCounts, ...]:
+    """The factor-like predictors' levels with their original counts (coarsened when written)."""
+    return tuple(
+        LevelCounts(
+            c.source,
+            tuple(c.labels or ()),
+            tuple(plan.level_counts[0][c.name].tolist()),
+            c.binning.breaks if c.role == "binned" else None,
+        )
+        for c in plan.columns
+        if c.is_factor
+    )
+
+
+def _assemble(
+    plan: GenPlan, comps: list[Comparison], results: list[dict], params: UtilityGenParams, notes: list[str]
+) -> UtilityGenResult:
+    """The result of the fits ``results`` of the comparisons ``comps``: each set's statistics, the
+    null expectation (analytic or resampled), the standardised pMSE, the separations; the
+    ``notes`` told as warnings."""
+    main = [r for c, r in zip(comps, results, strict=True) if c.kind == "main"]
+    sets = _main_statistics(plan, main, params, notes)
+    cols, method = sets.cols, params.null_method
+    null_pmse, nnosplits = _resampled_null(cols, comps, results, method, notes)
+    if method != "none":
         with np.errstate(divide="ignore", invalid="ignore"):
             cols["S_pMSE"] = cols["pMSE"] / cols["pMSEExp"]
-    separations = _separations(separated, cols, m, notes)
-    stats = pd.DataFrame(cols, index=pd.Index(range(1, m + 1), name="synthetic"))
+    separations = _separations(sets.separated, cols, len(main), notes)
+    stats = pd.DataFrame(cols, index=pd.Index(range(1, len(main) + 1), name="synthetic"))
     for n in notes:
         notices.warn(n, stacklevel=3)
     return UtilityGenResult(
-        method=settings.method,
-        resamp_method=resamp_method,
-        maxorder=settings.maxorder,
+        method=params.method,
+        resamp_method=method,
+        maxorder=params.maxorder,
         vars=plan.vars,
         predictors=tuple(plan.names),
         dropped=plan.dropped,
-        incomplete=incomplete,
-        k_syn=settings.k_syn,
+        incomplete=bool(params.not_synthesised),
+        k_syn=params.k_syn,
         stats=stats,
         null_pMSE=null_pmse,
         nnosplits=nnosplits,
-        fits=tuple(fits),
+        fits=tuple(sets.fits),
         notes=tuple(notes),
         separations=separations,
-        original_levels=tuple(
-            LevelCounts(
-                c.source,
-                tuple(c.labels or ()),
-                tuple(plan.level_counts[0][c.name].tolist()),
-                c.binning.breaks if c.role == "binned" else None,
-            )
-            for c in plan.columns
-            if c.is_factor
-        ),
+        original_levels=_original_levels(plan),
         settings={
-            "cp": settings.cp,
-            "minbucket": settings.minbucket,
-            "minsplit": settings.minsplit,
-            "maxdepth": settings.maxdepth,
-            "maxit": settings.maxit,
-            "aggregate": settings.aggregate,
-            "nperms": nperms if resamp_method == "perm" else None,
-            "seed": seed,
+            "cp": params.cp,
+            "minbucket": params.minbucket,
+            "minsplit": params.minsplit,
+            "maxdepth": params.maxdepth,
+            "maxit": params.maxit,
+            "aggregate": params.aggregate,
+            "nperms": params.nperms if method == "perm" else None,
+            "seed": params.seed,
         },
     )

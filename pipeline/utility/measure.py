@@ -8,6 +8,7 @@ task ``type``       measure                         synthpop function (wrapper i
 ``utility_tables``  :class:`UtilityTablesMeasure`   ``utility.tables`` -> ``utility_tables``
 ``utility_synds``   :class:`UtilitySyndsMeasure`    ``utility.synds`` (1.2-1) -> ``utility_synds``
 ``compare``         :class:`UtilityCompareMeasure`  ``compare.synds`` -> ``compare_synds``
+``multi_compare``   :class:`MultiCompareMeasure`    ``multi.compare`` -> ``multi_compare``
 ==================  ==============================  ================================================
 
 Each measure has one parameter model (:mod:`pipeline.utility.params`, the only validation),
@@ -26,7 +27,10 @@ from typing import TYPE_CHECKING
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.reporting import Headline, ReportSection
 from pipeline.utility.params import (
+    TAB_STATS,
+    MultiCompareParams,
     UtilityCompareParams,
     UtilityGenParams,
     UtilitySyndsParams,
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
     from pipeline.evaluation.execution import Executor
     from pipeline.utility.gen import UtilityGenResult
     from pipeline.utility.result import (
+        MultiCompareResult,
         UtilityCompareResult,
         UtilitySyndsResult,
         UtilityTablesResult,
@@ -54,12 +59,26 @@ if TYPE_CHECKING:
     )
 
 
+#: the utility family's section (every utility measure declares it)
+UTILITY_SECTION = ReportSection("Utility", "pipeline.utility.section:utility_section")
+#: utility.gen's statistics per set (gen.GEN_STATS) and the separation flags of a logit model
+GEN_ROWS = frozenset(
+    {"pMSE", "S_pMSE", "pMSEExp", "df", "SPECKS", "S_SPECKS", "PO50", "S_PO50", "U", "S_U", "separation",
+     "separated_records", "S_pMSE_without_separated"}
+)  # fmt: skip
+#: utility.tab's statistics (of one table, or of every table of utility.tables)
+TAB_ROWS = frozenset({*TAB_STATS, "nempty"})
+#: S_pMSE of the table measures, the worst table (utility_tab and utility_tables share the headline)
+TABLES_HEADLINE = Headline("S_pMSE (tables, worst; ratio)", "S_pMSE", "mean", 10.0, unit="")
+
+
 class _UtilityMeasure(Measure):
     """What the three utility measures share: the family, and their own ``cont_na`` codes merged
     into the data's schema once, through the data boundary, for the checks and the evaluation."""
 
     family = "utility"
-    params: UtilityGenParams | UtilityTabParams | UtilityTablesParams | UtilityCompareParams
+    report_section = UTILITY_SECTION
+    params: UtilityGenParams | UtilityTabParams | UtilityTablesParams | UtilityCompareParams | MultiCompareParams
 
     def coded(self, data: EvalData) -> EvalData:
         return with_cont_na(data, self.params.cont_na)
@@ -78,6 +97,9 @@ class UtilityGenMeasure(_UtilityMeasure):
     type = "utility_gen"
     params_model = UtilityGenParams
     description = "synthpop utility.gen(): propensity pMSE, S_pMSE, pMSE ratio (logit or CART)"
+    #: synthpop's guide: S_pMSE below 10 for a synthesis model that captures the data
+    headlines = (Headline("S_pMSE (utility_gen; ratio)", "S_pMSE", "mean", 10.0, unit=""),)
+    row_measures = GEN_ROWS
     params: UtilityGenParams
 
     def check_coded(self, data: EvalData) -> None:
@@ -114,6 +136,8 @@ class UtilityTabMeasure(_UtilityMeasure):
     type = "utility_tab"
     params_model = UtilityTabParams
     description = "synthpop utility.tab(): table utility (pMSE, S_pMSE, VW, FT, JSD, SPECKS, ...)"
+    headlines = (TABLES_HEADLINE,)
+    row_measures = TAB_ROWS
     params: UtilityTabParams
 
     def evaluate(self, data: EvalData, executor: Executor) -> UtilityTabResult:
@@ -128,6 +152,8 @@ class UtilityTablesMeasure(_UtilityMeasure):
     type = "utility_tables"
     params_model = UtilityTablesParams
     description = "synthpop utility.tables(): every low-order table and the heat map"
+    headlines = (TABLES_HEADLINE,)
+    row_measures = TAB_ROWS
     params: UtilityTablesParams
 
     def check_coded(self, data: EvalData) -> None:
@@ -149,6 +175,10 @@ class UtilitySyndsMeasure(Measure):
 
     type = "utility_synds"
     family = "utility"
+    report_section = UTILITY_SECTION
+    row_measures = frozenset(
+        {"pMSE", "pMSE_sd", "deviance", "deviance_sd", "deviance_df", "null_pMSE", "null_mean_diff", "null_mean_ratio"}
+    )
     params_model = UtilitySyndsParams
     description = "synthpop 1.2-1 utility.synds(): pMSE of cart/logit/poly models, deviance, pairwise null"
     params: UtilitySyndsParams
@@ -171,6 +201,8 @@ class UtilityCompareMeasure(_UtilityMeasure):
     type = "compare"
     params_model = UtilityCompareParams
     description = "synthpop compare.synds(): per-variable distributions (bar data) and utility.tab per variable"
+    #: the distributions (percent or count per category) and the per-variable table utility
+    row_measures = frozenset({"percent", "count", *TAB_STATS})
     params: UtilityCompareParams
 
     def check_coded(self, data: EvalData) -> None:
@@ -180,3 +212,33 @@ class UtilityCompareMeasure(_UtilityMeasure):
         from pipeline.utility.compare import evaluate_compare
 
         return evaluate_compare(self.params, self.coded(data), executor)
+
+
+class MultiCompareMeasure(_UtilityMeasure):
+    """One variable in the original and the synthetic data within groups (synthpop's ``multi.compare``)."""
+
+    type = "multi_compare"
+    params_model = MultiCompareParams
+    description = "synthpop multi.compare(): a variable's distribution by group, original vs synthetic (bar data)"
+    #: records per group (not "records", profile's row of a whole data set); count and percent per
+    #: category (and density per histogram bin)
+    row_measures = frozenset({"group_records", "count", "percent", "density"})
+    params: MultiCompareParams
+
+    def check_coded(self, data: EvalData) -> None:
+        outside = [i for i in self.params.msel or () if i > data.m]
+        if outside:
+            raise ParameterError(f"multi_compare: msel {outside} beyond the {data.m} synthetic set(s)")
+
+    def check_aggregates(self, data: EvalData, executor: Executor) -> None:
+        """Too many groups (or values of a numeric ``by`` variable) in the original alone is refused
+        before any work; groups only the synthetic sets hold are found when evaluating."""
+        from pipeline.utility.multi_compare import count_groups
+
+        coded = self.coded(data)
+        count_groups(self.params, EvalData(coded.frames[:1], coded.schema), executor)
+
+    def evaluate(self, data: EvalData, executor: Executor) -> MultiCompareResult:
+        from pipeline.utility.multi_compare import evaluate_multi_compare
+
+        return evaluate_multi_compare(self.params, self.coded(data), executor)

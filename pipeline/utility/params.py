@@ -236,6 +236,55 @@ class UtilityCompareParams(Params):
         return _declared(self.vars, list(self.cont_na or {}))
 
 
+class MultiCompareParams(Params):
+    """Parameters of synthpop's ``multi.compare`` (task type ``multi_compare``; R names are aliases).
+
+    ``var`` is compared between the original and the synthetic data within each group of the
+    ``by`` variables (their missing values a group of their own, as synthpop's ``addNA``).
+    ``msel`` selects synthetic sets, each compared on its own; ``None`` pools them (synthpop's
+    default).  ``binwidth`` gives ggplot2's histogram bins of that width; without it the bins are
+    R's ``pretty`` breaks for ``bins`` cells (ggplot2's 30 bins would put the smallest and the
+    largest value at the centres of the outer bins).  ``barplot_position`` and ``y_hist`` choose
+    what the plot shows.  ``max_groups`` refuses a grouping with more groups (synthpop warns above
+    100 panels).
+    """
+
+    var: str
+    by: list[str] = Field(min_length=1)
+    msel: list[int] | None = Field(None, min_length=1)
+    binwidth: float | None = Field(None, gt=0)
+    bins: int = Field(30, ge=1)
+    barplot_position: Literal["fill", "dodge"] = Field("fill", alias="barplot.position")
+    y_hist: Literal["count", "density"] = Field("count", alias="y.hist")
+    max_groups: int = Field(100, ge=1)
+    cont_na: CodeMap | None = None
+
+    unique_names = field_validator("by", mode="before")(_names)
+
+    @field_validator("msel", mode="before")
+    @classmethod
+    def _sets(cls, v: Any) -> Any:
+        if v is None:
+            return None
+        sets = [v] if isinstance(v, int) else list(v)
+        if any(isinstance(i, bool) or not isinstance(i, int) or i < 1 for i in sets):
+            raise ValueError(f"msel must be synthetic set numbers 1..m, got {v}")
+        return sorted(set(sets))
+
+    @model_validator(mode="after")
+    def _var_not_by(self) -> MultiCompareParams:
+        if self.var in self.by:
+            if len(self.by) == 1:
+                raise ValueError(f"by must name a variable other than var {self.var!r}")
+            # synthpop removes var from by with a message
+            notices.warn(f"multi_compare: var {self.var!r} removed from by", stacklevel=2)
+            self.by = [b for b in self.by if b != self.var]
+        return self
+
+    def variables(self) -> list[str]:
+        return _declared([self.var], self.by, list(self.cont_na or {}))
+
+
 class UtilitySyndsParams(Params):
     """Parameters of ``utility_synds`` (synthpop 1.2-1's ``utility.synds``; R names are aliases).
 

@@ -163,3 +163,97 @@ def plot_compare_rows(rows: pd.DataFrame, title: str = "", ncol: int = 2) -> Fig
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+#: what the bars of a multi_compare panel show, per ``var`` kind and plot setting
+_SOURCE_COLOURS = ("#1A3C5A", "#4187BF", "#88B7DC", "#C4DBEE", "#7A9A3A", "#D9A441")
+
+
+def plot_multi_compare(
+    rows: pd.DataFrame, title: str = "", position: str | None = None, y_hist: str | None = None
+) -> Figure:
+    """synthpop ``multi.compare``'s panels from a ``multi_compare`` entry's rows (or a result's
+    ``tidy()``): one panel per group, as ggplot2's ``facet_wrap``.
+
+    A factor ``var``: with ``position = "fill"`` one stacked bar per source of the percentages of
+    its levels, with ``"dodge"`` the counts of each level side by side; a numeric ``var``: the
+    histogram of each source side by side (counts, or ``y_hist = "density"``), without the
+    ``miss.<code>`` / NA columns (ggplot2 drops NA). ``position`` and ``y_hist`` default to the
+    rows' params (a run's rows carry them), else ``"fill"`` and ``"count"``.
+    """
+    table = param_columns(rows, "by", "group", "category", "barplot_position", "y_hist")
+    by = next((b for b in table["by"] if b), ())
+    position = position or next((p for p in table["barplot_position"] if p), "fill")
+    y_hist = y_hist or next((p for p in table["y_hist"] if p), "count")
+    numeric = bool((table["measure"] == "density").any())
+    groups = list(dict.fromkeys(g for g in table["group"] if g is not None))
+    sources = list(dict.fromkeys(table["synthetic"]))
+    ncol = min(6, max(1, int(np.ceil(np.sqrt(len(groups))))))
+    nrow = max(1, -(-len(groups) // ncol))
+    fig = Figure(figsize=(2.9 * ncol + 1.6, 2.3 * nrow + 0.6), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    for ax, group in zip(axes, groups, strict=False):
+        sub = table[(table["group"] == group) & table["category"].notna()]
+        if numeric:
+            _histogram_panel(ax, sub, sources, y_hist)
+        elif position == "fill":
+            _fill_panel(ax, sub, sources)
+        else:
+            _dodge_panel(ax, sub, sources)
+        values = dict(group)
+        order = [k for k in by if k in values] + sorted(k for k in values if k not in by)
+        ax.set_title(", ".join(f"{k}={values[k]}" for k in order), fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes[len(groups) :]:
+        ax.set_visible(False)
+    if len(groups):
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right upper", fontsize=7, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def _values(sub: pd.DataFrame, measure: str, source: str, categories: list) -> np.ndarray:
+    cell = sub[(sub["measure"] == measure) & (sub["synthetic"] == source)].set_index("category")["value"]
+    return cell.reindex(categories).fillna(0).to_numpy(dtype=float)
+
+
+def _fill_panel(ax: plt.Axes, sub: pd.DataFrame, sources: list[str]) -> None:
+    categories = list(dict.fromkeys(sub.loc[sub["measure"] == "percent", "category"]))
+    bottom = np.zeros(len(sources))
+    colours = plt.get_cmap("tab20")(np.arange(len(categories)) % 20)
+    for category, colour in zip(categories, colours, strict=True):
+        heights = np.array([_values(sub, "percent", s, [category])[0] for s in sources])
+        ax.bar(range(len(sources)), heights, bottom=bottom, color=colour, label=str(category), width=0.7)
+        bottom += heights
+    ax.set_xticks(range(len(sources)), ["observed" if s == "original" else f"syn {s}" for s in sources])
+    ax.set_ylabel("percent", fontsize=7)
+
+
+def _dodge_panel(ax: plt.Axes, sub: pd.DataFrame, sources: list[str]) -> None:
+    categories = list(dict.fromkeys(sub.loc[sub["measure"] == "count", "category"]))
+    width = 0.8 / len(sources)
+    x = np.arange(len(categories))
+    for i, (source, colour) in enumerate(zip(sources, _SOURCE_COLOURS, strict=False)):
+        label = "observed" if source == "original" else f"synthetic {source}"
+        ax.bar(x + (i - (len(sources) - 1) / 2) * width, _values(sub, "count", source, categories), width, color=colour,
+               label=label)  # fmt: skip
+    ax.set_xticks(x, [str(c) for c in categories], rotation=-30, ha="left")
+    ax.set_ylabel("count", fontsize=7)
+
+
+def _histogram_panel(ax: plt.Axes, sub: pd.DataFrame, sources: list[str], y_hist: str) -> None:
+    bins = list(dict.fromkeys(sub.loc[sub["measure"] == "density", "category"]))
+    if not bins:
+        bins = [c for c in dict.fromkeys(sub["category"]) if not str(c).startswith("miss.") and c != "NA"]
+    measure = "density" if y_hist == "density" else "count"
+    width = 0.8 / len(sources)
+    x = np.arange(len(bins))
+    for i, (source, colour) in enumerate(zip(sources, _SOURCE_COLOURS, strict=False)):
+        label = "observed" if source == "original" else f"synthetic {source}"
+        ax.bar(x + (i - (len(sources) - 1) / 2) * width, _values(sub, measure, source, bins), width, color=colour,
+               label=label)  # fmt: skip
+    step = max(1, len(bins) // 6)
+    ax.set_xticks(x[::step], [str(b) for b in bins[::step]], rotation=-30, ha="left")
+    ax.set_ylabel(measure, fontsize=7)

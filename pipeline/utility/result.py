@@ -396,3 +396,109 @@ class UtilityCompareResult(Result):
             "kinds": dict(self.kinds),
             "tab_utility": {str(v): {str(k): float(x) for k, x in r.items()} for v, r in self.tab_utility.iterrows()},
         }
+
+
+@dataclass(frozen=True)
+class MultiCompareResult(Result):
+    """Output of :func:`~pipeline.utility.api.multi_compare` (synthpop's ``multi.compare``).
+
+    Attributes
+    ----------
+    var : str
+    by : tuple of str
+    kind : {"factor", "numeric"}
+        ``"numeric"``: histogram bins (then ``miss.<code>`` and NA columns).
+    groups : tuple of tuples
+        Per group, the value of each ``by`` variable (``None`` = NA), in the variables' level
+        (or value) order, NA last.
+    categories : tuple
+        The columns: levels or values of ``var`` (``None`` = NA), or the histogram bins' lower
+        edges and the special codes.
+    sources : tuple of str
+        ``"original"``, then ``"mean"`` (the pooled synthetic sets) or the selected sets' numbers.
+    counts : ndarray, shape (sources, groups, categories)
+        Records per source, group and column; the pooled sets' counts are divided by m.
+    breaks : tuple of float
+        The histogram's edges (empty for a factor).
+    m : int
+    written_groups, written_categories
+        The labels the rows carry (a value held by 1-9 original records coarsened).
+    """
+
+    var: str
+    by: tuple[str, ...]
+    kind: str
+    groups: tuple[tuple[str | None, ...], ...]
+    categories: tuple[str | None, ...]
+    sources: tuple[str, ...]
+    counts: np.ndarray
+    breaks: tuple[float, ...]
+    m: int
+    written_groups: tuple[tuple[str | None, ...], ...] = ()
+    written_categories: tuple[str | None, ...] = ()
+
+    @property
+    def records(self) -> np.ndarray:
+        """Records per source and group, shape (sources, groups) (synthpop prints the original's)."""
+        return self.counts.sum(axis=2)
+
+    @property
+    def percents(self) -> np.ndarray:
+        """Percentage of each column within its source and group (the bars of ``barplot.position
+        = "fill"``); NaN where a group has no record of that source."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return 100 * self.counts / self.records[:, :, None]
+
+    @property
+    def density(self) -> np.ndarray:
+        """ggplot2's histogram ``density`` per bin: count / bin width / the group's counted values
+        (NA and special codes not counted); shape (sources, groups, bins)."""
+        nbins = max(len(self.breaks) - 1, 0)
+        hist = self.counts[:, :, :nbins]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return hist / np.diff(self.breaks) / hist.sum(axis=2, keepdims=True)
+
+    def frame(self) -> pd.DataFrame:
+        """The table in long form: one row per source, group and column, with the ``by``
+        variables, ``source``, ``category``, ``count`` and ``percent`` (true labels: for the
+        Python session, never written)."""
+        ns, ng, nc = self.counts.shape
+        s, g, c = (a.ravel() for a in np.indices((ns, ng, nc)))
+        out = pd.DataFrame({b: [self.groups[i][j] for i in g] for j, b in enumerate(self.by)})
+        out["source"] = [self.sources[i] for i in s]
+        out["category"] = [self.categories[i] for i in c]
+        out["count"] = self.counts.ravel()
+        out["percent"] = self.percents.ravel()
+        return out
+
+    def rows(self) -> list[Row]:
+        groups = self.written_groups or self.groups
+        categories = self.written_categories or self.categories
+        nbins = max(len(self.breaks) - 1, 0) if self.kind == "numeric" else 0
+        percents, density = self.percents, self.density if nbins else None
+        out = []
+        for gi, group in enumerate(groups):
+            where = {b: "NA" if v is None else v for b, v in zip(self.by, group, strict=True)}
+            head = {"variable": self.var, "by": list(self.by), "group": where}
+            for si, source in enumerate(self.sources):
+                out.append(Row(source, "group_records", float(self.records[si, gi]), head))
+                held = self.records[si, gi] > 0  # shares of an empty group are not written
+                for ci, category in enumerate(categories):
+                    p = {**head, "category": "NA" if category is None else category}
+                    out.append(Row(source, "count", float(self.counts[si, gi, ci]), p))
+                    if held:
+                        out.append(Row(source, "percent", float(percents[si, gi, ci]), p))
+                    if held and density is not None and ci < nbins:
+                        out.append(Row(source, "density", float(density[si, gi, ci]), p))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "var": self.var,
+            "by": list(self.by),
+            "kind": self.kind,
+            "m": self.m,
+            "sources": list(self.sources),
+            "groups": len(self.groups),
+            "breaks": [float(x) for x in self.breaks],
+        }

@@ -177,16 +177,17 @@ def test_same_rows_on_partitions_and_workers_with_a_holdout(mode, clients):
 
 
 def test_report_section_shows_rates_risk_and_the_not_informative_warning():
-    from pipeline.report.attacks import NOT_INFORMATIVE, attack_section
+    from pipeline.report.markup import blocks_html
     from pipeline.risk.attacks.compute import AttackCounts
     from pipeline.risk.attacks.result import AttackResult, attack_rows
+    from pipeline.risk.attacks.section import NOT_INFORMATIVE, attack_section
 
     params = {"mode": "univariate", "cols": ["Age"]}
     informative = attack_rows("1", AttackCounts(500, 200, 500, 20.0, 500, 10), 0.95, params)
     useless = attack_rows("2", AttackCounts(500, 10, 500, 9.0, 500, 30), 0.95, params)
     tidy = AttackResult("singling_out", tuple(informative + useless)).tidy()
     results = tidy.assign(dataset="cedata", source="", repetition=0, measure_name="so", family="attacks")
-    parts = attack_section(results)
+    parts = [blocks_html([b]) for b in attack_section(results)]
     text = "\n".join(parts)
     assert text.count(NOT_INFORMATIVE) == 1 and "synthetic set 2: the baseline" in text
     assert "<figure>" in parts[0] and "attention" in text and "pass" in text

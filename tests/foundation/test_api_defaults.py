@@ -15,6 +15,8 @@ import pytest
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from pipeline.compare_fit.api import compare_fit_synds, glm_synds
+from pipeline.compare_fit.params import CompareFitParams
 from pipeline.risk.disclosure.api import disclosure, multi_disclosure
 from pipeline.risk.disclosure.params import DisclosureParams
 from pipeline.risk.idrisk.api import identification_risk, radius_sweep
@@ -31,7 +33,11 @@ WRAPPERS: list[tuple[Callable, tuple[type[BaseModel], ...]]] = [
     (utility_tab, (UtilityTabParams,)),
     (utility_tables, (UtilityTablesParams,)),
     (utility_synds, (UtilitySyndsParams,)),
+    (compare_fit_synds, (CompareFitParams,)),
+    (glm_synds, (CompareFitParams,)),
 ]
+# the attacks', dcr's and sdc_risk's wrappers pass their keyword arguments on (``**params``): no
+# default of their own to differ from the model's
 
 
 def _model_defaults(models: tuple[type[BaseModel], ...]) -> dict[str, object]:

@@ -216,16 +216,21 @@ def _ce_two_sets(missing: bool) -> EvalData:
     return as_eval_data(train, sets, schema=ce.schema, holdout=hold)
 
 
-#: computed by evaluating every relabelled footing (the code before the per-record mixtures)
+#: computed by evaluating every relabelled footing (``each_footing``; the per-record mixtures equal
+#: it: test_row_aligned_relabellings_from_per_record_counts_are_those_of_each_relabelled_footing)
+#: with swaps per holdout partner (issue 32; before, per record: the same centres, bounds
+#: 0.0024747681201204626, 0.02211031791813895, ... — too narrow where partners serve several records)
+#: and a record whose cell has no holdout record as its own partner (the last setting's centre:
+#: 0.01222 before, with a partner from the whole holdout)
 PINNED_EXCESS = [
-    0.0024747681201204626,
-    0.02211031791813895,
-    0.0010399075596556236,
-    0.017803829635049572,
-    0.009487881453483994,
-    0.025567674102071555,
-    0.0010011829314624243,
-    0.023435644130364638,
+    0.003505616288860647,
+    0.021079469749398765,
+    0.0013331475707562442,
+    0.01751058962394895,
+    0.008322122224917149,
+    0.0267334333306384,
+    -2.4827500879636213e-05,
+    0.02612832122937337,
 ]
 
 ROW_ALIGNED = {
@@ -289,18 +294,31 @@ def test_without_relabellings_the_observed_rows_stand_for_the_training_group(par
 
 def test_row_aligned_excess_interval_is_what_it_was():
     """The demo's form (a radius sweep, 20 relabellings) on CE records: the permutation interval
-    of the excess as the per-relabelling evaluation computed it (values from the code before
-    relabellings were drawn from per-record counts)."""
+    of the excess as the per-relabelling evaluation computes it (:data:`PINNED_EXCESS`), each
+    setting's own interval
+    (``settings: each``); the simultaneous intervals over the four settings (the default) have
+    the same centres, are wider by one factor, and say so in their method."""
     data = _ce_two_sets(missing=True)
     measure = IdentificationRiskMeasure({**ROW_ALIGNED["two scenarios, no_match"], "radius_grid": [0.05, 0.2]})
-    rows = evaluate(measure, data, MEMORY, BaselineOptions(seed=2011, permutations=20)).rows()
-    got = [
-        _value(rows, "file_risk", baseline="excess", summary=bound, scenario=scenario, radius={"Income": radius})
-        for scenario in ("income", "tenure")
-        for radius in (0.05, 0.2)
-        for bound in ("lower95", "upper95")
-    ]
-    assert got == pytest.approx(PINNED_EXCESS, rel=1e-12, abs=1e-15)
+    options = BaselineOptions(seed=2011, permutations=20)
+    settings = [(scenario, {"Income": radius}) for scenario in ("income", "tenure") for radius in (0.05, 0.2)]
+
+    def bounds(rows: list) -> np.ndarray:
+        excess = {"measure": "file_risk", "baseline": "excess"}
+        return np.array([
+            [_value(rows, **excess, summary=b, scenario=s, radius=r) for b in ("lower95", "upper95")]
+            for s, r in settings
+        ])  # fmt: skip
+
+    each = evaluate(measure, data, MEMORY, options.model_copy(update={"settings": "each"})).rows()
+    assert bounds(each).ravel().tolist() == pytest.approx(PINNED_EXCESS, rel=1e-12, abs=1e-15)
+    together = evaluate(measure, data, MEMORY, options).rows()
+    wider = np.diff(bounds(together), axis=1) / np.diff(bounds(each), axis=1)
+    # max-t over 4 correlated settings: above t(0.975, 19) = 2.093, below Bonferroni's t(1 - 0.025/4, 19) = 2.861
+    assert np.allclose(wider, wider[0]) and 1.05 < wider[0, 0] < 2.861 / 2.093
+    methods = {r.method for r in together if r.role == "excess" and r.summary in ("lower95", "upper95")}
+    assert methods == {"max-t"}
+    assert {r.method for r in each if r.role == "excess" and r.summary in ("lower95", "upper95")} == {"permutation"}
 
 
 def test_the_measures_own_rows_do_not_change(sd2011):
@@ -340,6 +358,14 @@ def test_row_aligned_partners_share_the_categorical_known_values():
     partner, paired = PairedFooting(("u",), ("v",), ("u", "v")).partners(training, holdout, seed=0)
     assert paired.tolist() == [True, True, True, False]  # no holdout record in cell z
     assert (holdout["u"].to_numpy()[partner[:3]] == training["u"].to_numpy()[:3]).all()
+    # in the holdout group, the unpaired record keeps its own value: it adds nothing to the excess
+    data = as_eval_data(training, [training], holdout=holdout)
+    for relabel in range(4):
+        train, control = PairedFooting(("u",), ("v",), ("u", "v")).split(data, MEMORY, seed=0, relabel=relabel)
+        assert train.original["v"].iloc[3] == control.original["v"].iloc[3] == 4.0
+        assert sorted(train.original["v"].iloc[:3].tolist() + control.original["v"].iloc[:3].tolist()) == sorted(
+            [1.0, 2.0, 3.0, *holdout["v"].to_numpy()[partner[:3]]]
+        )
 
 
 def test_interval_arithmetic():
@@ -418,3 +444,15 @@ def test_rows_are_keyed_by_role_and_summary(sd2011):
     # UiO and Dorig describe the original alone: no baseline
     assert not any(r.measure in ("UiO", "Dorig") and r.role != "observed" for r in rows)
     assert {r.synthetic for r in rows if r.summary is not None} == {"all"}  # never the measure's own "mean"
+
+
+def test_row_aligned_relabellings_swap_every_record_of_a_partner_together():
+    """A holdout record partnering several records swaps with all of them or none (their shared
+    values are one draw: swapping record by record narrows the interval)."""
+    partner = np.array([0, 0, 0, 1, 2, 2, 3])
+    swaps = np.array([PairedFooting.swapped(partner, 4, seed=5, relabel=r) for r in range(1, 201)])
+    for p in range(4):
+        same = swaps[:, partner == p]
+        assert (same == same[:, :1]).all()
+    assert 0.4 < swaps[:, 3].mean() < 0.6  # each partner swaps with probability 1/2
+    assert not (swaps[:, 0] == swaps[:, 3]).all()  # partners independently

@@ -33,13 +33,6 @@ def test_holdout_is_cast_to_the_original_schema_in_its_column_order():
     assert data.m == 1 and len(data.frames) == 2  # the holdout is not one of the frames
 
 
-def test_against_holdout_puts_the_holdout_in_the_originals_place():
-    data = as_eval_data(TRAIN, [SYN, SYN.iloc[:2]], schema=SCHEMA, holdout=HOLD)
-    base = data.against_holdout()
-    assert base.original is data.holdout and base.synthetic == data.synthetic and base.holdout is None
-    assert base.schema == data.schema
-
-
 def test_select_and_with_frames_keep_the_holdout():
     data = as_eval_data(TRAIN, SYN, schema=SCHEMA, holdout=HOLD)
     assert list(data.select(["income"]).holdout.columns) == ["income"]
@@ -52,8 +45,6 @@ def test_dask_holdout():
 
 
 def test_bad_holdouts_are_clear_errors():
-    with pytest.raises(ParameterError, match="a holdout baseline needs holdout records"):
-        as_eval_data(TRAIN, SYN, schema=SCHEMA).against_holdout()
     with pytest.raises(CompatibilityError, match=r"the holdout: variable\(s\) 'income' of the original are missing"):
         as_eval_data(TRAIN, SYN, schema=SCHEMA, holdout=HOLD[["sex"]])
     with pytest.raises(DataError, match="the holdout"):

@@ -1,4 +1,4 @@
-"""The package's import structure: no cycles, no upward imports, one family layout, the Dask list.
+"""The checkout's import structure: no cycles, no upward imports, one family layout, the Dask list.
 
 Every import is read from the source with :mod:`ast` — module-level, function-level and
 ``TYPE_CHECKING`` ones alike — so a cycle hidden behind a function-level import is still a cycle.
@@ -6,14 +6,19 @@ The layers (docs/architecture.md, "Layers"), lowest first; a module may import i
 the layers below it, never one above:
 
 ===========  ===================================================================================
-foundation   errors, rcompat, config_io, worker_log, results, row_params, gates, data/,
+foundation   errors, rcompat, config_io, worker_log, results, row_params, gates, lock, fingerprint, data/,
              datasets/, rmodels/ (the R model ports)
 contract     evaluation/ (EvalData, Executor, Params/Measure/Result), blocks
-families     profile, risk/disclosure/, risk/idrisk/, utility/, compare_fit/, synth/, measures (the registry)
+families     profile, risk/*/, utility/, compare_fit/, synth/, measures, synthesisers (the registries)
 report       report/
-run          tasks, store, cluster, runner, run/, nightly
+task         tasks, store, privacy_ledger, cluster (what a run reads and the history it writes)
+run          runner, run/, nightly
 cli          cli
+scripts      benchmarks/, tests/, dev.py (nothing in the package imports them)
 ===========  ===================================================================================
+
+The cycle and layer checks read the whole checkout (the package, benchmarks/, tests/, dev.py);
+a bare ``import harness`` of a script resolves to the file beside it or in benchmarks/ or tests/.
 """
 
 from __future__ import annotations
@@ -43,12 +48,15 @@ LAYERS = {
     "pipeline.results": 0,
     "pipeline.row_params": 0,
     "pipeline.gates": 0,
+    "pipeline.lock": 0,
+    "pipeline.fingerprint": 0,
     "pipeline.data": 0,
     "pipeline.datasets": 0,
     "pipeline.rmodels": 0,
     "pipeline.evaluation": 1,
     "pipeline.blocks": 1,
     "pipeline.profile": 2,
+    "pipeline.profile_section": 2,
     "pipeline.risk": 2,
     "pipeline.utility": 2,
     "pipeline.compare_fit": 2,
@@ -58,13 +66,19 @@ LAYERS = {
     "pipeline.report": 3,
     "pipeline.tasks": 4,
     "pipeline.store": 4,
+    "pipeline.privacy_ledger": 4,
     "pipeline.cluster": 4,
-    "pipeline.runner": 4,
-    "pipeline.run": 4,
-    "pipeline.nightly": 4,
-    "pipeline.cli": 5,
+    "pipeline.runner": 5,
+    "pipeline.run": 5,
+    "pipeline.nightly": 5,
+    "pipeline.cli": 6,
+    "benchmarks": 7,
+    "tests": 7,
+    "dev": 7,
 }
-LAYER_NAMES = ["foundation", "contract", "families", "report", "run", "cli"]
+LAYER_NAMES = ["foundation", "contract", "families", "report", "task", "run", "cli", "scripts"]
+#: the checkout's Python outside the package: scripts and tests, above every layer of it
+SCRIPTS = [ROOT / "benchmarks", ROOT / "tests", ROOT / "dev.py"]
 
 #: the measure family directories; each has the files of :data:`FAMILY_FILES`, plus its kernels
 FAMILIES = [
@@ -97,19 +111,41 @@ def _module_name(path: Path) -> str:
 
 @cache
 def modules() -> dict[str, Path]:
+    """The package's modules by name."""
     return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-def _resolve(name: str) -> str | None:
-    """The package module an imported name lives in (``a.b.C`` -> ``a.b``), None outside the package."""
-    while name and name not in modules():
+@cache
+def checkout_modules() -> dict[str, Path]:
+    """Every Python module of the checkout by name: the package's, benchmarks/, tests/ and dev.py."""
+    scripts = [p for s in SCRIPTS for p in ([s] if s.is_file() else sorted(s.rglob("*.py")))]
+    return {**modules(), **{_module_name(p): p for p in scripts}}
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The module an imported name lives in (``a.b.C`` -> ``a.b``), None outside ``known``."""
+    while name and name not in known:
         name = name.rpartition(".")[0]
     return name or None
 
 
-def imported(module: str) -> Iterator[tuple[str, int]]:
-    """Every package module ``module`` imports, at any level of its source, with the line."""
-    path = modules()[module]
+def _script_module(name: str, module: str) -> str | None:
+    """A script's or test's bare import (``harness``, ``conftest``, ``reference``, ``tests.x``): the
+    module beside it, else in benchmarks/ or tests/ (the folders they put on ``sys.path``)."""
+    known = checkout_modules()
+    here = module.rpartition(".")[0]
+    for candidate in (name, f"{here}.{name}" if here else name, f"benchmarks.{name}", f"tests.{name}"):
+        found = _resolve(candidate, known)
+        if found is not None and found.split(".")[0] in ("benchmarks", "tests", "dev"):
+            return found
+    return None
+
+
+def imported(module: str, known: dict[str, Path] | None = None) -> Iterator[tuple[str, int]]:
+    """Every module of ``known`` (default: the package) that ``module`` imports, at any level of
+    its source, with the line."""
+    known = modules() if known is None else known
+    path = known[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -121,18 +157,31 @@ def imported(module: str) -> Iterator[tuple[str, int]]:
             else:
                 source = node.module or ""
             # ``from pkg import module`` imports the module; ``from module import name`` the module
-            targets = [f"{source}.{a.name}" if f"{source}.{a.name}" in modules() else source for a in node.names]
+            targets = [f"{source}.{a.name}" if f"{source}.{a.name}" in known else source for a in node.names]
         else:
             continue
         for target in targets:
-            resolved = _resolve(target) if target.split(".")[0] == "pipeline" else None
+            if target.split(".")[0] == "pipeline":
+                resolved = _resolve(target, known)
+            elif known is modules():
+                resolved = None
+            else:
+                resolved = _script_module(target, module)
             if resolved is not None and resolved != module:
                 yield resolved, node.lineno
 
 
 @cache
 def graph() -> dict[str, set[str]]:
+    """The package's imports."""
     return {m: {t for t, _ in imported(m)} for m in modules()}
+
+
+@cache
+def checkout_graph() -> dict[str, set[str]]:
+    """The whole checkout's imports (the package, benchmarks/, tests/, dev.py)."""
+    known = checkout_modules()
+    return {m: {t for t, _ in imported(m, known)} for m in known}
 
 
 def layer(module: str) -> int:
@@ -182,15 +231,27 @@ def test_the_import_reader_sees_function_level_imports() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_no_import_cycles() -> None:
-    assert _cycles(graph()) == []
+def test_the_import_reader_resolves_the_scripts_imports() -> None:
+    # benchmarks import the harness beside them; tests import benchmarks' modules, their own
+    # helpers (relative, bare and ``tests.``-qualified) and the package
+    edges = checkout_graph()
+    assert "benchmarks.harness" in edges["benchmarks.bench_attacks"]
+    assert "benchmarks.harness" in edges["tests.benchmarks.test_bench_data"]
+    assert "tests.utility.helpers" in edges["tests.utility.test_gen_reference"]
+    assert "tests.reference" in edges["tests.conftest"]
+    assert "pipeline.results" in edges["tests.foundation.test_json_rule"]
 
 
-def test_no_upward_imports() -> None:
+def test_no_import_cycles_in_the_whole_checkout() -> None:
+    assert _cycles(checkout_graph()) == []
+
+
+def test_no_upward_imports_in_the_whole_checkout() -> None:
+    known = checkout_modules()
     upward = [
         f"{m}:{line} ({LAYER_NAMES[layer(m)]}) imports {t} ({LAYER_NAMES[layer(t)]})"
-        for m in modules()
-        for t, line in imported(m)
+        for m in known
+        for t, line in imported(m, known)
         if layer(t) > layer(m)
     ]
     assert upward == []

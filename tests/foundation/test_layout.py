@@ -9,6 +9,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
+from distributed import futures_of
 
 from pipeline.data.schema import Schema
 from pipeline.evaluation.data import as_eval_data
@@ -51,6 +52,15 @@ FINER = IdentificationRiskMeasure(
         "scenarios": {"s": {"known": ["sex", "region", "age"], "synthesised": ["edu", "money"]}},
     }
 )
+#: identification risk with age matched exactly (``exact``): keyed on sex × region × age, a numeric
+#: variable in a key finer than the layout's (the register task's sex × age × municipality scenario)
+EXACT = IdentificationRiskMeasure(
+    {
+        "exact": ["age"],
+        "radius_grid": [0.05, 0.1],
+        "scenarios": {"s": {"known": ["sex", "region", "age"], "synthesised": ["money"]}},
+    }
+)
 #: identification risk keyed on region × edu (its categorical variables): the sex layout does not serve it
 OTHER = IdentificationRiskMeasure(
     {
@@ -63,6 +73,13 @@ DCR = DCRMeasure({"vars": ["sex", "edu", "age", "money"], "block_on": ["sex", "e
 
 #: disclosure keyed on sex × region × age (its block keys: the factors sex and region), target edu
 DISCLOSURE = DisclosureMeasure({"keys": ["sex", "region", "age"], "targets": ["edu"]})
+
+
+def _holders(client, frame) -> list[tuple[str, ...]]:
+    """The workers holding each partition of a persisted frame, in partition order."""
+    futures = sorted(futures_of(frame), key=lambda f: f.key[1])
+    held = client.who_has(futures)
+    return [tuple(held[f.key]) for f in futures]
 
 
 def _rows(result) -> list[tuple]:
@@ -83,7 +100,10 @@ def test_measures_on_the_layout_give_the_rows_of_memory(clients, n_parts, monkey
     schema = Schema.infer(orig)
     memory = as_eval_data(orig, [syn], schema, holdout=hold)
     executor = Executor(policy="memory")
-    finer, other, dcr, disclosure = (_rows(m.run(memory, executor)) for m in (FINER, OTHER, DCR, DISCLOSURE))
+    assert EXACT.block_keys(memory) == ("sex", "region", "age")
+    finer, exact, other, dcr, disclosure = (
+        _rows(m.run(memory, executor)) for m in (FINER, EXACT, OTHER, DCR, DISCLOSURE)
+    )
     for client in clients:
         executor = Executor(client, policy="blocks", block_rows=60)
         frames = [dd.from_pandas(f, npartitions=n_parts) for f in (orig, syn, hold)]
@@ -92,6 +112,10 @@ def test_measures_on_the_layout_give_the_rows_of_memory(clients, n_parts, monkey
         layout = executor.lay_out(data, ["sex"])
         assert layout is not None and layout.blocks % executor.threads() == 0
         assert executor.lay_out(data, ["sex"]) is layout  # made once
+        # block b of every data set on one worker, the blocks over every worker
+        holders = [_holders(client, f) for f in layout.frames]
+        assert all(len({h[b] for h in holders}) == 1 for b in range(layout.blocks))
+        assert {w for h in holders for w in h} == {(w,) for w in client.nthreads()}
         # every data set in the same number of blocks; block b holds every record of its sex values
         counts = [executor.partition_rows(f)[0] for f in layout.frames]
         assert [sum(c) for c in counts] == [400, 400, 300]
@@ -105,6 +129,7 @@ def test_measures_on_the_layout_give_the_rows_of_memory(clients, n_parts, monkey
         ]
         assert sexes[0] == sexes[1] == {"f", "m", "nan"}
         assert _rows(FINER.run(data, executor)) == finer
+        assert _rows(EXACT.run(data, executor)) == exact
         assert _rows(DCR.run(data, executor)) == dcr
         assert _rows(DISCLOSURE.run(data, executor)) == disclosure
         assert merged == [layout.blocks]

@@ -38,6 +38,7 @@ EXAMPLES: dict[str, tuple[str, dict]] = {
     ),
     "utility_gen": ("sd2011", {"method": "logit", "maxorder": 1, "vars": ["sex", "age", "edu", "income"]}),
     "compare": ("sd2011", {"vars": ["sex", "age", "income"], "breaks": 10}),
+    "multi_compare": ("sd2011", {"var": "income", "by": ["sex", "agegr"], "cont_na": {"income": -8}}),
     "compare_fit": ("sd2011", {"formula": "smoke ~ sex + age + edu", "model": "glm", "family": "binomial"}),
     "utility_tab": ("sd2011", {"vars": ["sex", "edu"]}),
     "utility_tables": ("sd2011", {"tables": "twoway", "vars": ["sex", "agegr", "edu"]}),
@@ -145,6 +146,8 @@ def test_rows_carry_structured_params(type_: str) -> None:
     assert rows and all(isinstance(r, Row) for r in rows)
     m = 2
     allowed = {"original", "mean", *(str(i) for i in range(1, m + 1))}
+    # every row name is one the measure declares (a gate naming another is refused when the task is read)
+    assert {r.measure for r in rows} <= cls.row_measures, sorted({r.measure for r in rows} - cls.row_measures)
     for r in rows:
         assert r.synthetic in allowed, r
         assert isinstance(r.measure, str) and r.measure
@@ -167,3 +170,17 @@ def test_same_table_in_memory_on_partitions_and_workers(type_: str, clients) -> 
         got = _table(measure, _data(name, parts), Executor(client, policy="blocks", block_rows=300))
         # counts are exact; float sums over partitions may differ in the last bits only
         pd.testing.assert_frame_equal(got, reference, check_exact=False, rtol=1e-10, atol=1e-12)
+
+
+def test_declared_headlines_have_distinct_labels_and_every_family_one_section() -> None:
+    # the first screen shows one line per release and headline: two headlines with one label would
+    # read as the same figure (a headline shared by measures, as S_pMSE of the table measures, is one)
+    headlines = {id(h): h for entry in REGISTRY.values() for h in entry.measure.headlines}
+    labels = [h.label for h in headlines.values()]
+    assert len(labels) == len(set(labels)), labels
+    assert {h.measure for h in headlines.values()} <= set().union(*(e.measure.row_measures for e in REGISTRY.values()))
+    # the measures of one family declare one section (the report groups a family's rows by it)
+    sections: dict[str, set] = {}
+    for entry in REGISTRY.values():
+        sections.setdefault(entry.family, set()).add(entry.measure.report_section)
+    assert all(len(s) == 1 and None not in s for s in sections.values()), sections

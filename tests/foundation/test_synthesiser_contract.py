@@ -86,6 +86,9 @@ def test_schema_is_the_schema_of_the_sets(kind: str) -> None:
     assert syn.schema(original, executor) == result.schema
     assert len(result.synthetic) == syn.m == settings["m"]
     assert list(result.synthetic[0].columns) == result.schema.names
+    # every row name is one the synthesiser declares (a gate naming another is refused at task load)
+    produced = {r.measure for r in result.rows()}
+    assert produced <= syn.row_measures, sorted(produced - syn.row_measures)
 
 
 @pytest.mark.parametrize("kind", sorted(EXAMPLES))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pipeline.report.sections import dp_tradeoff_section
+from pipeline.report.markup import blocks_html
+from pipeline.synth.section import dp_tradeoff_section
 
 
 def _rows(source: str, family: str, measure: str, values: list[float], name: str) -> list[dict]:
@@ -31,7 +32,7 @@ def _results(with_dp: bool) -> pd.DataFrame:
 
 
 def test_one_figure_per_dataset_with_dp_releases_and_none_without() -> None:
-    html = dp_tradeoff_section(_results(with_dp=True))
+    html = [blocks_html([b]) for b in dp_tradeoff_section(_results(with_dp=True))]
     assert len(html) == 1
     assert "utility and risk of DP margins against epsilon" in html[0]
     assert html[0].count("<img") == 1

@@ -187,7 +187,7 @@ def test_identification_risk_headline_is_its_excess_with_r_star_beside_it_and_th
 def test_the_distance_table_shows_the_measures_own_share_ceiling():
     # the ceiling is the dcr measure's row (closer_to_training_ceiling), never recomputed from the
     # manifest: a holdout read from a file has it too
-    from pipeline.report.distance import dcr_table
+    from pipeline.risk.distance.section import dcr_table
 
     figures = {"closer_to_training": 0.61, "closer_to_training_lower": 0.58, "closer_to_training_upper": 0.64,
                "closer_to_training_ceiling": 0.625, "dcr_zero_pct": 12.5}  # fmt: skip

@@ -12,7 +12,9 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 import pipeline.report.markup as markup
-from pipeline.report.markup import FigureCache, cached_figures, figure_digest, figure_html, figures_drawn_together
+from pipeline.evaluation.reporting import Figure as FigureBlock
+from pipeline.evaluation.reporting import Markup
+from pipeline.report.markup import FigureCache, blocks_html, figure_digest
 
 
 def titled(points: pd.DataFrame, title: str) -> Figure:
@@ -47,26 +49,26 @@ def test_the_digest_follows_the_data_not_the_objects():
 
 
 def test_a_cached_figure_gives_the_same_bytes_without_drawing(tmp_path, monkeypatch):
-    with cached_figures(FigureCache(tmp_path, "v")):
-        first = figure_html("caption", titled, POINTS, "t")
+    first = blocks_html([FigureBlock("caption", titled, (POINTS, "t"))], FigureCache(tmp_path, "v"))
     drawn = []
     monkeypatch.setattr(markup, "figure_png", lambda fig: drawn.append(fig) or b"")
-    with cached_figures(FigureCache(tmp_path, "v")):
-        assert figure_html("caption", titled, POINTS.copy(), "t") == first
+    assert blocks_html([FigureBlock("caption", titled, (POINTS.copy(), "t"))], FigureCache(tmp_path, "v")) == first
     assert drawn == []
-    with cached_figures(FigureCache(tmp_path, "v")):  # other data: drawn
-        figure_html("caption", titled, POINTS.assign(y=0.0), "t")
+    blocks_html([FigureBlock("caption", titled, (POINTS.assign(y=0.0), "t"))], FigureCache(tmp_path, "v"))  # other data
     assert len(drawn) == 1
 
 
-def test_figures_drawn_together_are_those_drawn_alone_in_page_order():
-    alone = [figure_html(f"c{i}", titled, POINTS.assign(y=POINTS["y"] * i), f"t{i}") for i in range(4)]
-    with figures_drawn_together() as fill:
-        page = "<p>a</p>".join(
-            figure_html(f"c{i}", titled, POINTS.assign(y=POINTS["y"] * i), f"t{i}") for i in range(4)
-        )
-        assert "<img" not in page
-    assert fill(page) == "<p>a</p>".join(alone)
+def test_figures_drawn_together_are_those_drawn_alone_in_page_order(monkeypatch):
+    def figure(i: int) -> FigureBlock:
+        return FigureBlock(f"c{i}", titled, (POINTS.assign(y=POINTS["y"] * i), f"t{i}"))
+
+    alone = [blocks_html([figure(i)]) for i in range(4)]
+    batches = []
+    draw = markup._draw
+    monkeypatch.setattr(markup, "_draw", lambda figures: batches.append(len(figures)) or draw(figures))
+    page = [figure(0), Markup("<p>a</p>"), figure(1), Markup("<p>a</p>"), figure(2), Markup("<p>a</p>"), figure(3)]
+    assert blocks_html(page) == "\n<p>a</p>\n".join(alone)
+    assert batches == [4]  # one batch for the page
 
 
 def test_pruning_keeps_the_figures_the_last_report_used(tmp_path):

@@ -217,11 +217,17 @@ def _fixed_radii_rows() -> pd.DataFrame:
             "idrisk",
             {**unit, "scenario": "swept", "radius": radius},
             {"file_risk": sets(*risks)},
+            kind="identification_risk",
         )
     out += rows(
-        "identification_risk", "idrisk", {**unit, "scenario": "swept", "variable": "wage"}, {"r_star": {"mean": 25}}
+        "identification_risk",
+        "idrisk",
+        {**unit, "scenario": "swept", "variable": "wage"},
+        {"r_star": {"mean": 25}},
+        kind="identification_risk",
     )
-    out += rows("identification_risk", "idrisk", {**unit, "scenario": "swept"}, {"r_star_at_boundary": {"mean": 0}})
+    boundary = {"r_star_at_boundary": {"mean": 0}}
+    out += rows("identification_risk", "idrisk", {**unit, "scenario": "swept"}, boundary, kind="identification_risk")
     for scenario, wage in (("swept", 25.0), ("fixed", 25.0)):
         radius = {"education": 0.5, "experience": 0.5, "wage": wage}
         out += rows(
@@ -229,6 +235,7 @@ def _fixed_radii_rows() -> pd.DataFrame:
             "idrisk",
             {**unit, "scenario": scenario, "radius": radius},
             {"file_risk_at_max": sets(0.2, 0.22)},
+            kind="identification_risk",
         )
     return table(out)
 
@@ -249,7 +256,8 @@ def test_fig6_with_fixed_radii_names_only_the_swept_radius_and_the_unit():
     assert set(by_radius.loc[by_radius["r_star"], "radius"]) == {"wage=25"}
     fig = plot_risk_by_radius(by_radius, title="idrisk: d / s")
     ax = fig.axes[0]
-    assert ax.get_xlabel() == "radius (in each variable's own units)\nfixed: education=0.5, experience=0.5"
+    assert ax.get_xlabel() == "radius of wage (in its own units)\nfixed: education=0.5, experience=0.5"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["10", "25", "50"]  # the axis names the variable
     assert "share of records" in ax.get_ylabel()
     width, height = _axes_pixels(fig)
     assert width > 250 and height > 200  # was ≈ 280 × 40 px with the full radii as tick labels

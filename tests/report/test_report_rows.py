@@ -17,20 +17,19 @@ from matplotlib.figure import Figure
 
 from pipeline.evaluation.base import canonical_json
 from pipeline.nightly import check_gates, gates_html
+from pipeline.profile_section import profile_section
 from pipeline.report import html as report_html
-from pipeline.report.sections import (
-    disclosure_section,
-    identification_risk_figures,
-    profile_section,
-    synthesis_section,
-    utility_section,
-)
+from pipeline.report.markup import blocks_html
 from pipeline.results import RESULT_COLUMNS, ROLE_COLUMNS, with_role_columns
+from pipeline.risk.disclosure.section import disclosure_section
 from pipeline.risk.idrisk.plots import plot_risk_by_radius, risk_by_radius, risk_points
+from pipeline.risk.idrisk.section import identification_risk_figures
 from pipeline.row_params import param_columns, unit_labels
 from pipeline.store import ResultsStore
+from pipeline.synth.section import synthesis_section
 from pipeline.tasks import GateSpec
 from pipeline.utility.plots import heatmap_matrix
+from pipeline.utility.section import utility_section
 
 OPAQUE = "for people"
 
@@ -44,9 +43,10 @@ def rows(
     dataset: str = "d",
     source: str = "s",
     repetition: int = 0,
+    kind: str | None = None,
 ) -> list[dict[str, Any]]:
     """Result rows of one measure entry at one params: ``values`` maps measure -> {synthetic: value}.
-    The entry's measure type is its name; a row's part in a holdout comparison is written as
+    The entry's measure type is ``kind``, else its name; a row's part in a holdout comparison is written as
     results were before the role columns (params keys ``baseline``/``summary``/``ci``, summaries
     under synthetic "mean") and read by :func:`table` as the results store reads old runs."""
     return [
@@ -57,7 +57,7 @@ def rows(
             "source": source,
             "repetition": repetition,
             "family": family,
-            "type": name,
+            "type": kind or name,
             "measure_name": name,
             "setting": OPAQUE,
             "params": canonical_json(params),
@@ -174,18 +174,18 @@ def test_gates_see_the_same_r_star():
 def test_identification_risk_figures_with_utility_axis():
     utility = rows("utility", "utility_gen", {"method": "logit"}, {"S_pMSE": sets(1.1, 0.9, 1.3)})
     results = table(median_criterion_rows(), utility)
-    html = "".join(identification_risk_figures(results, ["utility_gen"]))
+    html = blocks_html(identification_risk_figures(results, ["utility_gen"]))
     for fig in ("Fig. 6", "Fig. 7", "Figs. 8–9", "Fig. 10"):
         assert f"Hornby &amp; Hu {fig}" in html
-    no_utility = "".join(identification_risk_figures(results, []))
+    no_utility = blocks_html(identification_risk_figures(results, []))
     assert "Fig. 7" in no_utility and "need a utility_gen measure" in no_utility
 
 
 def test_fig6_is_drawn_once_per_source_of_a_repeated_study():
     one = table(median_criterion_rows("m10"), median_criterion_rows("m20"))
-    single = "".join(identification_risk_figures(one, []))
+    single = blocks_html(identification_risk_figures(one, []))
     repeated = pd.concat([one.assign(repetition=rep) for rep in (1, 2, 3)], ignore_index=True)
-    html = "".join(identification_risk_figures(repeated, []))
+    html = blocks_html(identification_risk_figures(repeated, []))
     fig6 = "Hornby &amp; Hu Fig. 6"
     assert single.count(fig6) > 0 and html.count(fig6) == single.count(fig6)  # m10 and m20 once each
     assert "d / m10 (repetition 1)" in html and "d / m20 (repetition 1)" in html
@@ -276,7 +276,7 @@ def test_disclosure_section_by_key_set_and_target():
                 )
             )
     results = table(*groups)
-    html = "".join(disclosure_section(results, outcome(results, [{"type": "disclosure"}])))
+    html = blocks_html(disclosure_section(results, outcome(results, [{"type": "disclosure"}])))
     assert "keys: sex, age): original vs synthetic" in html and "keys: sex, edu): original vs synthetic" in html
     assert html.count("<h3>") == 2 and "<td>depress</td>" in html and "<td>7.5</td>" in html  # repU mean for ls
 
@@ -290,7 +290,7 @@ def test_utility_section_scatter_and_heat_map_from_vars():
     gen = rows("utility", "utility_gen", {"method": "logit"}, {"S_pMSE": sets(1.0, 1.2)})
     results = table(gen, *tables)
     out = outcome(results, [{"type": "utility_gen"}, {"type": "utility_tables"}])
-    html = "".join(utility_section(results, out))
+    html = blocks_html(utility_section(results, out))
     assert "utility_gen: d: S_pMSE of each synthetic set" in html
     assert "utility_tables: d / s: table utility heat map (S_pMSE" in html
     frame = pd.DataFrame({"vars": [("sex", "age"), ("sex", "edu"), ("age", "edu")], "value": [1.0, 2.0, 3.0]})
@@ -298,7 +298,7 @@ def test_utility_section_scatter_and_heat_map_from_vars():
     assert axis == ["sex", "age", "edu"] and mat[0, 1] == mat[1, 0] == 1.0 and mat[1, 2] == 3.0
     assert np.isnan(np.diag(mat)).all()
     three = table(rows("utility", "utility_tables", {"vars": ["sex", "age", "edu"]}, {"S_pMSE": sets(1.0)}))
-    note = "".join(utility_section(three, outcome(three, [{"type": "utility_tables"}])))
+    note = blocks_html(utility_section(three, outcome(three, [{"type": "utility_tables"}])))
     assert "needs the task to name its <code>third_var</code>" in note
 
 
@@ -312,7 +312,7 @@ def test_profile_and_synthesis_sections_read_buckets_and_margins():
             {"combinations": {"original": n, "1": n + 1}},
         )
     results = table(buckets, rows("profile", "key_blocks", {"keys": ["sex", "age"]}, {"combinations": {"1": 51}}))
-    html = "".join(profile_section(results, None))
+    html = blocks_html(profile_section(results, None))
     assert html.count("<figure>") == 1 and "key_blocks: d / s: key-combination sizes" in html
     settings = {"variables": ["sex", "agegr"], "limit": 10}
     synthesis = table(
@@ -321,7 +321,7 @@ def test_profile_and_synthesis_sections_read_buckets_and_margins():
             "synthesis", "synthesise", {**settings, "margin": ["sex", "agegr"]}, {"margin_total_moved": {"original": 3}}
         ),
     )
-    html = "".join(synthesis_section(synthesis, None))
+    html = blocks_html(synthesis_section(synthesis, None))
     assert "synthesise: d / s: fit" in html and "<td>ipf_iterations</td>" in html
     assert "<td>sex, agegr</td>" in html and "margin_total_moved" in html
 

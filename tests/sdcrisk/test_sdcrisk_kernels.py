@@ -214,13 +214,14 @@ def test_dask_file_gives_the_same_records_as_pandas():
 
 def test_report_section_from_the_results_rows():
     from pipeline.datasets import load_demo, load_demo_synthetic
-    from pipeline.report.sections import SECTIONS
+    from pipeline.report.markup import blocks_html
+    from pipeline.risk.sdcrisk.section import sdc_risk_section
 
     original = load_demo("sd2011_subset")
     synthetic = load_demo_synthetic("sd2011_cart")[:2]
     res = sdc_risk(original, synthetic, executor=EX, keys=["sex", "agegr", "edu", "marital"], k=[3])
     rows = res.tidy().assign(dataset="sd2011", source="cart", repetition=0, measure_name="sdc_risk")
-    parts = SECTIONS["sdcrisk"](rows, None)
+    parts = [blocks_html([b]) for b in sdc_risk_section(rows)]
     assert len(parts) == 2  # the contributions figure and the table
     assert "which variables drive the risk" in parts[0] and "<img" in parts[0]
     table = parts[1]

@@ -100,20 +100,20 @@ def test_u3_cart_perfect_separation():
 
 
 def test_u4_standardisation_arithmetic():
-    from pipeline.utility.gen import Comparison, ModelSettings, _assemble
+    from pipeline.utility.gen import Comparison, _assemble
+    from pipeline.utility.params import UtilityGenParams
     from pipeline.utility.prepare import GenPlan
 
     plan = GenPlan(columns=(), level_counts=({}, {}, {}, {}), n_rows=(60, 60, 60, 60), vars=("x",), dropped=(),
                    notes=())  # fmt: skip
-    settings = ModelSettings("cart", 1, 1e-3, 5, None, 30, 200, False, False)
 
     def stats(p):
         return {"stats": {"pMSE": p, "SPECKS": 0.1, "PO50": 1.0, "U": 10.0}, "fit": {}, "n": 120}
 
     # perm: permuted pMSEs {0.004, 0.006} -> null 0.0025; pMSE 0.01 -> S_pMSE 4
     comps = [Comparison("main", 1, 0), Comparison("perm", 1, 0, ("perm", 1)), Comparison("perm", 1, 0, ("perm", 2))]
-    res = _assemble(plan, comps, [stats(0.01), stats(0.004), stats(0.006)], settings, "perm", False, [], [], 1, 60,
-                    2, None)  # fmt: skip
+    perm = UtilityGenParams(method="cart", resamp_method="perm", nperms=2)
+    res = _assemble(plan, comps, [stats(0.01), stats(0.004), stats(0.006)], perm, [])
     assert res["pMSEExp"][0] == pytest.approx(0.0025) and res["S_pMSE"][0] == pytest.approx(4.0)
     # pairs (m = 3): pair pMSEs {0.004, 0.005, 0.006} -> null 0.0025; S_pMSE {1.2, 2.0, 4.0}, mean 2.4
     comps = [Comparison("main", j, 0) for j in (1, 2, 3)] + [
@@ -123,7 +123,7 @@ def test_u4_standardisation_arithmetic():
     ]
     results = [stats(p) for p in (0.003, 0.005, 0.010, 0.004, 0.005, 0.006)]
     with pytest.warns(UserWarning, match="pair"):
-        res = _assemble(plan, comps, results, settings, "pairs", False, [], [], 3, 60, 50, None)
+        res = _assemble(plan, comps, results, UtilityGenParams(method="cart", resamp_method="pairs"), [])
     np.testing.assert_allclose(res["S_pMSE"], [1.2, 2.0, 4.0])
     assert res.summary()["S_pMSE"] == pytest.approx(2.4)
     # decision (spec §5.3.5): S_PO50 is standardised by the pairs' PO50, not their SPECKS
@@ -133,15 +133,15 @@ def test_u4_standardisation_arithmetic():
 def test_u4_analytic_null():
     # km1 = 11, c = 0.5, N = 120 -> pMSEExp = 11 * 0.25 * 0.5 / 120; pMSE 0.0229167 -> S_pMSE 2
     from pipeline.rmodels.glm import LogitFit
-    from pipeline.utility.gen import Comparison, ModelSettings, _assemble
+    from pipeline.utility.gen import Comparison, _assemble
+    from pipeline.utility.params import UtilityGenParams
     from pipeline.utility.prepare import GenPlan
 
     plan = GenPlan(columns=(), level_counts=({}, {}), n_rows=(60, 60), vars=("x",), dropped=(), notes=())
-    settings = ModelSettings("logit", 1, 1e-3, 5, None, 30, 200, False, False)
+    analytic = UtilityGenParams(method="logit")  # no resampling: the analytic null
     fit = LogitFit(tuple(f"b{i}" for i in range(12)), np.zeros(12), 1.0, 1.0, 3, True, 12, False)
     stats = {"pMSE": 0.0229167, "SPECKS": 0.1, "PO50": 1.0, "U": 10.0}
-    res = _assemble(plan, [Comparison("main", 1, 0)], [{"stats": stats, "fit": fit, "n": 120}], settings, None,
-                    False, [], [], 1, 60, 50, None)  # fmt: skip
+    res = _assemble(plan, [Comparison("main", 1, 0)], [{"stats": stats, "fit": fit, "n": 120}], analytic, [])
     assert res["df"][0] == 11
     assert res["pMSEExp"][0] == pytest.approx(0.0114583, abs=5e-8)
     assert res["S_pMSE"][0] == pytest.approx(2.0, abs=1e-5)

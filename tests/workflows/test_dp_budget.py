@@ -14,8 +14,7 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.errors import TaskError
-from pipeline.store import ResultsStore
-from pipeline.synth.dp_ledger import (
+from pipeline.privacy_ledger import (
     LEDGER_FILE,
     BudgetCap,
     Spend,
@@ -24,6 +23,7 @@ from pipeline.synth.dp_ledger import (
     ledger_entries,
     reserve,
 )
+from pipeline.store import ResultsStore
 
 TASK = """
 name: dp_budget
@@ -189,7 +189,7 @@ CHILD = """
 import sys
 from pipeline.errors import TaskError
 from pipeline.store import ResultsStore
-from pipeline.synth.dp_ledger import BudgetCap, Spend, reserve
+from pipeline.privacy_ledger import BudgetCap, Spend, reserve
 from pipeline.store import ResultsStore
 spend = Spend("d", "h", "s", 0, "child", 4.0, 0.0, "laplace")
 try:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from pipeline.cli import main
 from pipeline.datasets import demo_path
 from pipeline.errors import DataError
-from pipeline.synth.dp_ledger import LEDGER_FILE, history_entries
+from pipeline.privacy_ledger import LEDGER_FILE, history_entries
 
 TASK = """
 name: {name}
@@ -98,3 +98,19 @@ def test_validate_with_a_malformed_ledger_is_exit_2(tmp_path: Path) -> None:
     (tmp_path / "hist" / LEDGER_FILE).write_text("{}\n")
     line = _refused(CliRunner().invoke(main, ["validate", str(task)]))
     assert "is not a ledger entry" in line
+
+
+def test_the_ledger_records_the_data_in_the_form_earlier_ledgers_hold(spent: Path) -> None:
+    # entries recorded before the column fingerprints are matched by name and data only: the
+    # data identity must keep its form (the files' content hash, then the schema's JSON) across
+    # changes of the run's own fingerprints (issue 33: those are hashes of canonical JSON now)
+    import hashlib
+    import json
+
+    from pipeline.data.dataset import read_dataset
+    from pipeline.tasks import content_hash
+
+    entries = history_entries(spent / "hist")  # the ledger's line and the run manifest's entry
+    original = read_dataset(spent / "orig.csv", name="sd2011")
+    recorded = content_hash([spent / "orig.csv"]) + json.dumps([original.schema.to_dict()], sort_keys=True)
+    assert entries and {e["data"] for e in entries} == {hashlib.sha256(recorded.encode()).hexdigest()[:16]}

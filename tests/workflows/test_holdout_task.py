@@ -21,8 +21,8 @@ from pipeline.report.baselines import ADDS_RISK, NO_EXCESS, excess_summary
 from pipeline.report.html import render
 from pipeline.report.summary import release_summary
 from pipeline.row_params import of_kind
+from pipeline.run.split import HoldoutSplit
 from pipeline.runner import run_task, validate_task
-from pipeline.synth.split import HoldoutSplit
 from pipeline.tasks import GateSpec, load_task
 
 COLS = ["dataset", "source", "repetition", "family", "measure_name", "params", "synthetic", "measure", "role",

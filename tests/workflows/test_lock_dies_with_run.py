@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.run.lock import exclusive
+from pipeline.lock import exclusive
 
 REPO = Path(__file__).resolve().parents[2]
 
 HOLD_AND_FORK = """
 import os, sys, time
 from pathlib import Path
-from pipeline.run.lock import exclusive
+from pipeline.lock import exclusive
 with exclusive(Path(sys.argv[1]), "run folder"):
     child = os.fork()
     if child == 0:
@@ -45,6 +45,7 @@ time.sleep(60)
 DRAWING = """
 import os, time
 import matplotlib.figure
+from pipeline.evaluation.reporting import Figure
 from pipeline.report import markup
 
 def slow(seconds):
@@ -52,8 +53,7 @@ def slow(seconds):
     return matplotlib.figure.Figure(figsize=(1, 1))
 
 print(os.getpid(), flush=True)
-markup._draw([markup._Figure("a", slow, (0,), {}), markup._Figure("b", slow, (60,), {}),
-              markup._Figure("c", slow, (60,), {})])
+markup._draw([Figure("a", slow, (0,)), Figure("b", slow, (60,)), Figure("c", slow, (60,))])
 """
 
 

@@ -1,5 +1,5 @@
 """A partial synthesis of in-memory data runs as one task and the measure units on its sets as
-one task each (runner.RepetitionGroup): the same table and sets as synthesising first and evaluating unit by
+one task each (groups.RepetitionGroup): the same table and sets as synthesising first and evaluating unit by
 unit, a resumed run evaluates the cached sets without synthesising again, and errors name the
 task file and the unit."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from pipeline import runner
 from pipeline.errors import PipelineError
-from pipeline.run import groups
+from pipeline.run import groups, work
 from pipeline.run.cache import synthesised_frames, synthesised_sets
 from pipeline.synth.partial import syn
 from pipeline.tasks import load_task
@@ -62,10 +62,10 @@ def test_groups_give_the_table_and_sets_of_units_run_one_by_one(task, tmp_path, 
     log = tmp_path / "tasks.txt"  # written by the task (which a worker may run on a copy of this function)
     real = groups.repetition_task
 
-    def logging(schema, execution, frames, synthesis, given, units, *args):
+    def logging(schema, execution, frames, job):
         with log.open("a") as f:
-            f.write(f"{synthesis.label} sets given: {given}, units: {len(units)}\n")
-        return real(schema, execution, frames, synthesis, given, units, *args)
+            f.write(f"{job.synthesis.label} sets given: {job.given}, units: {len(job.units)}\n")
+        return real(schema, execution, frames, job)
 
     with monkeypatch.context() as m:
         m.setattr(groups, "repetition_task", logging)
@@ -76,7 +76,7 @@ def test_groups_give_the_table_and_sets_of_units_run_one_by_one(task, tmp_path, 
         *(["synthesise cedata/s1#1 sets given: 0, units: 0"] + ["synthesise cedata/s1#1 sets given: 2, units: 1"] * 2),
     ]
     with monkeypatch.context() as m:
-        m.setattr(runner, "repetition_groups", lambda *a: [])
+        m.setattr(work, "repetition_groups", lambda *a: [])
         alone = _run(task, tmp_path / "alone")
     pd.testing.assert_frame_equal(grouped.results[COLS], alone.results[COLS])
     assert set(grouped.results["measure"]) >= {"file_risk_at_max", "S_pMSE"}

@@ -9,11 +9,13 @@ import shutil
 import subprocess
 from html import unescape as html_unescape
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from pipeline.report.markup import number_text
 from pipeline.runner import run_task
 from pipeline.tasks import load_task
 
@@ -43,6 +45,16 @@ def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
     )
+
+
+def _probed(report: Path, script: str, attribute: str, window: str, tmp_path: Path) -> tuple[str, Any]:
+    """The report's DOM after ``script`` ran on load in chromium (window ``width,height``) and the
+    JSON it wrote into the body's ``attribute``."""
+    probe = tmp_path / "probe.html"
+    probe.write_text(report.read_text().replace("</body>", script + "</body>"))
+    dom = _chromium([f"--window-size={window}", "--dump-dom", probe.resolve().as_uri()], tmp_path / "p")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    return dom.stdout, json.loads(html_unescape(re.search(rf'{attribute}="([^"]*)"', dom.stdout).group(1)))
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (CI installs Debian's chromium)")
@@ -99,6 +111,98 @@ def test_report_renders_in_chromium_with_every_section(demo_run, tmp_path):
     first = ARTIFACTS / "report-first-screen.png"
     r = _chromium([f"--screenshot={first}", "--window-size=1280,900", url], tmp_path / "p3")
     assert r.returncode == 0 and np.asarray(Image.open(first).convert("L")).std() > 10
+
+
+# ---- the first screen at 1,400 px (issue 36 item 6) --------------------------------------------------
+
+#: after the page has loaded: the first screen's boxes and cells whose text runs past their width
+#: (clipped or scrolled), and each verdict line with where it sits, as an attribute of the body
+FIRST_SCREEN_SCRIPT = """<script>window.addEventListener("load", () => {
+  const first = [...document.querySelectorAll("section")].slice(0,
+    [...document.querySelectorAll("section")].findIndex((s) => s.id === "metadata"));
+  const clipped = first.flatMap((s) => [...s.querySelectorAll(".scroll, td, th, p")]
+    .filter((el) => el.scrollWidth > el.clientWidth)
+    .map((el) => ({section: s.id, text: el.textContent.slice(0, 60), scroll: el.scrollWidth, client: el.clientWidth})));
+  const lines = [...document.querySelectorAll("p.verdict")].map((p) => ({
+    section: p.closest("section").id, text: p.textContent, bottom: p.getBoundingClientRect().bottom}));
+  document.body.setAttribute("data-first-screen", JSON.stringify({clipped, lines}));
+});</script>"""
+#: the disclosure plot's two markers (pipeline.risk.disclosure.plots): original, synthetic
+MARKER_COLOURS = {"original": (0x1B, 0x9E, 0x77), "synthetic": (0xD9, 0x5F, 0x02)}
+
+
+def _below_the_panels(png: bytes) -> np.ndarray:
+    """The part of a plot under its lowest axes frame (the last row with a long dark run)."""
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    dark = rgb.sum(axis=2) < 240
+    long_rows = np.nonzero(dark.sum(axis=1) > 0.25 * rgb.shape[1])[0]
+    return rgb[long_rows.max() + 1 :]
+
+
+def _label_rows(table: str) -> list[tuple[str, ...]]:
+    """Each body row's label cells (the text columns before the first number) of an HTML table."""
+    out = []
+    for row in re.findall(r"<tr>(.*?)</tr>", table)[1:]:
+        cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+        out.append(tuple(cells[:2]))
+    return out
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (CI installs Debian's chromium)")
+def test_the_first_screen_at_1400_px(demo_run, tmp_path):
+    report = demo_run.out_dir / "report.html"
+    page, got = _probed(report, FIRST_SCREEN_SCRIPT, "data-first-screen", "1400,900", tmp_path)
+    # no clipped text: no table box scrolls, no cell or paragraph runs past its width
+    assert got["clipped"] == [], got["clipped"]
+    # one verdict line per release, in the summary, within the first 900 px
+    releases = {
+        f"{d} / {s}" + (f" #{r}" if r else "")
+        for d, s, r in demo_run.results.loc[demo_run.results["source"] != "", ["dataset", "source", "repetition"]]
+        .drop_duplicates()
+        .itertuples(index=False)
+    }
+    lines = {}
+    for line in got["lines"]:
+        release, _, text = line["text"].partition(": ")
+        assert release not in lines, release
+        lines[release] = text
+        assert line["section"] == "summary" and line["bottom"] <= 900, line
+    assert set(lines) == releases
+    assert lines["sd2011 / cart"].startswith("attention — DiSCO (%) ")
+    assert lines["sd2011 / margins_L10"].startswith("pass — within the threshold: repU (%), DiSCO (%)")
+    assert lines["cedata / income"].startswith("attention — identification risk at r* (%) ")
+    assert lines["cedata_holdout / partial_income"].startswith("the synthesis adds risk — ")
+    # distinct row labels in every table of the first screen
+    first = page[page.index('<section id="summary">') : page.index('<section id="metadata">')]
+    for table in re.findall(r"<table.*?</table>", first):
+        labels = _label_rows(table)
+        assert len(labels) == len(set(labels)), [k for k in labels if labels.count(k) > 1]
+    # the disclosure plots have a legend for both markers, inside the image, under the panels
+    images = dict(re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([^"]+)"', page))
+    disclosure = {alt: b64 for alt, b64 in images.items() if alt.startswith("disclosure") and "original vs" in alt}
+    assert len(disclosure) == 4, list(images)
+    for alt, b64 in disclosure.items():
+        below = _below_the_panels(base64.b64decode(b64))
+        for marker, colour in MARKER_COLOURS.items():
+            near = (np.abs(below - np.array(colour)).max(axis=2) < 40).sum()
+            assert near >= 10, (alt, marker, near)
+    # the profile shows each variable's share of missing values, as the profile measure computed it
+    profile = page[page.index('<section id="profile">') :]
+    profile = profile[: profile.index("</section>")]
+    missing = demo_run.results[
+        (demo_run.results["measure"] == "missing_pct") & (demo_run.results["dataset"] == "sd2011")
+    ]
+    sd2011 = profile[profile.index("<h3>profile: sd2011") :]
+    sd2011 = sd2011[: sd2011.index("</table>")]
+    shown = {row[0]: row[1] for row in _label_rows(sd2011)}
+    assert len(shown) == len(missing) == 12
+    for params, value in zip(missing["params"], missing["value"], strict=True):
+        assert shown[json.loads(params)["variable"]] == number_text(value)
+    assert shown["income"] == "13.66"  # SD2011's income: NA in 13.66 % of the records (-8 codes apart)
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report-first-screen-1400.png"
+    r = _chromium([f"--screenshot={shot}", "--window-size=1400,900", report.resolve().as_uri()], tmp_path / "p2")
+    assert r.returncode == 0 and np.asarray(Image.open(shot).convert("L")).std() > 10
 
 
 # ---- fixed radii (issue 23 item 5): a CPS-like task with radii for every compared variable --------
@@ -161,11 +265,7 @@ def _plot_area(png: bytes) -> tuple[int, int]:
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (CI installs Debian's chromium)")
 def test_radius_plots_with_fixed_radii_are_not_squeezed(fixed_radii_run, tmp_path):
     report = fixed_radii_run.out_dir / "report.html"
-    probe = tmp_path / "probe.html"
-    probe.write_text(report.read_text().replace("</body>", SIZES_SCRIPT + "</body>"))
-    dom = _chromium(["--window-size=1280,900", "--dump-dom", probe.resolve().as_uri()], tmp_path / "p")
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    sizes = json.loads(html_unescape(re.search(r'data-sizes="([^"]*)"', dom.stdout).group(1)))
+    page, sizes = _probed(report, SIZES_SCRIPT, "data-sizes", "1280,900", tmp_path)
     plots = {
         fig: [s for s in sizes if caption in s["alt"]]
         for fig, caption in (("Fig. 6", "Hornby & Hu Fig. 6"), ("Fig. 7", "Hornby & Hu Fig. 7"))
@@ -175,7 +275,7 @@ def test_radius_plots_with_fixed_radii_are_not_squeezed(fixed_radii_run, tmp_pat
         assert shown["width"] >= 400 and shown["height"] >= 300, (fig, shown)  # rendered in the page
     # inside each image the axes keep a plotting area (with the full radii as tick labels Fig. 6's
     # axes were about 280 × 40 px)
-    images = dict(re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([^"]+)"', dom.stdout))
+    images = dict(re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([^"]+)"', page))
     for caption, b64 in images.items():
         width, height = _plot_area(base64.b64decode(b64))
         assert width >= 300 and height >= 220, (caption, width, height)
@@ -227,7 +327,7 @@ def leak_and_null_run(tmp_path_factory):
 def _check_verdicts(page: str) -> None:
     """The leak reads "adds risk" naming the measures behind it, the null "no excess" with what it
     could detect; the distance section shows its evidence and the share's ceiling."""
-    first = page[page.index('<section id="excess">') : page.index('<section id="metadata">')]
+    first = page[page.index('<section id="summary">') : page.index('<section id="metadata">')]
     lines = dict(re.findall(r'<p class="verdict"><strong>ce / (\w+)</strong>: ([^<]+)</p>', first))
     assert set(lines) == {"leak", "unseen"}, lines
     assert lines["leak"].startswith("the synthesis adds risk — ")

@@ -191,10 +191,10 @@ def test_the_lock_of_a_killed_run_is_taken_over_with_a_warning(tmp_path, caplog)
     os.killpg(killed.pid, signal.SIGKILL)
     killed.wait()
     assert f'"pid": {killed.pid},' in (out / ".units" / "lock").read_text()
-    with caplog.at_level("WARNING", logger="pipeline.run.lock"):
+    with caplog.at_level("WARNING", logger="pipeline.lock"):
         outcome = run_task(load_task(task), cluster=tmp_path / "threads.yaml", out_dir=out, progress=False)
     assert len(outcome.results) and (out / "manifest.json").exists()
-    [warning] = [r.getMessage() for r in caplog.records if r.name == "pipeline.run.lock"]
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "pipeline.lock"]
     assert f"taking over the lock left by a run that ended without releasing it (PID {killed.pid} on " in warning
     assert (out / ".units" / "lock").read_text() == ""  # released cleanly
 

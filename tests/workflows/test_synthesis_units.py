@@ -122,7 +122,7 @@ def test_run_killed_after_its_syntheses_resumes_without_resynthesising(tmp_path,
         raise RuntimeError("killed")
 
     with monkeypatch.context() as m:
-        m.setattr("pipeline.runner.evaluate_unit", crash)
+        m.setattr("pipeline.run.work.evaluate_unit", crash)
         with pytest.raises(PipelineError, match="killed"):
             run_task(task, cluster=_cluster(task.path), out_dir=out, progress=False)
     assert sorted(calls) == [11, 12]  # one synthesis per repetition, seeds 11 and 12

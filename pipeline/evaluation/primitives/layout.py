@@ -25,7 +25,7 @@ from typing import Any
 import dask.dataframe as dd
 
 from pipeline.blocks import BLOCK_COLUMN, ROW_COLUMN, AlignedBlocks, KeyBlocks
-from pipeline.evaluation._dask_compat import as_dask, counted_as
+from pipeline.evaluation._dask_compat import as_dask, concat_frames, counted_as
 from pipeline.evaluation.data import EvalData, Frame
 
 
@@ -82,6 +82,7 @@ class Layout:
 class Layouts:
     """The executor's layout primitive (mixed into :class:`~pipeline.evaluation.execution.Executor`)."""
 
+    client: Any
     _layouts: list[Layout]
     _laying_out: threading.Lock
 
@@ -106,10 +107,37 @@ class Layouts:
             n_blocks = max(1, math.ceil(max(self.rows(EvalData(tuple(frames), data.schema))) / self.block_rows))
             n_blocks = self.threads() * math.ceil(n_blocks / self.threads())
             blocks = self._balanced_blocks(EvalData(tuple(frames), data.schema), list(keys), n_blocks, True)
-            laid_out = self.persist(blocks.original, *blocks.synthetic, merge=False)
+            laid_out = self._placed_blocks(blocks) if self.client is not None else None
+            if laid_out is None:
+                laid_out = self.persist(blocks.original, *blocks.synthetic, merge=False)
             layout = Layout(keys, tuple(counted_as(f) for f in frames), tuple(laid_out), n_blocks, reason)
             self._layouts.append(layout)
             return layout
+
+    def _placed_blocks(self, blocks: Any) -> list[dd.DataFrame] | None:
+        """Balanced :class:`~pipeline.evaluation.primitives.key_blocks.Blocks` (typed ``Any``: that
+        module imports this one) kept on the workers, block ``b`` of every data set on the worker
+        thread ``b`` mod T chosen for it, so that block-by-block work moves nothing.
+
+        The pieces are cut where their partitions are (no restriction: data locality), then each
+        block is joined on its worker (a restriction, not a preference: Dask drops the placement
+        annotations of a persisted frame's graph, which left both blocks of a data set on the worker
+        that read it).  None without pieces (the data were one block)."""
+        if blocks.pieces is None:
+            return None
+        per_set = blocks.pieces.pieces
+        cuts = self.client.compute([p for blocks_of in per_set for pieces in blocks_of for p in pieces])
+        got = iter(cuts)
+        placed = []
+        for frame, blocks_of in zip([blocks.original, *blocks.synthetic], per_set, strict=True):
+            futures = []
+            for pieces, slot in zip(blocks_of, blocks.pieces.places, strict=True):
+                mine = [next(got) for _ in pieces]
+                where = {"workers": [slot], "allow_other_workers": False} if slot else {}
+                futures.append(self.client.submit(concat_frames, mine, pure=False, **where))
+            placed.append(dd.from_delayed(futures, meta=frame._meta, verify_meta=False))
+        # persisted as the run's data are (stored partitions; each read where its block is)
+        return self.persist(*placed, merge=False)
 
     def _layout_for(self, frames: Sequence[Frame], keys: Sequence[str]) -> Layout | None:
         """A layout whose partitions are key blocks of ``keys`` over ``frames`` (the coarsest

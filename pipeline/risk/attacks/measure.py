@@ -8,6 +8,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure, Params, Row
 from pipeline.evaluation.comparison import Compared
 from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.reporting import ReportSection
 from pipeline.risk.attacks.params import Columns, InferenceParams, LinkabilityParams, SinglingOutParams
 from pipeline.risk.nearest.checks import check_block_on, split_kinds
 
@@ -22,6 +23,17 @@ if TYPE_CHECKING:
 #: anonymeter's risk the residual (docs/attacks.md)
 ATTACK_VIEW = (
     Compared("success rate (%)", "main_rate", "rates", holdout="control_rate", residual="risk", scale=100.0),
+)
+#: every attack's rows: attacks, successes and the rate with its interval of the main, control and
+#: baseline attacks, the risk with its interval, and whether random guessing does as well
+ATTACK_ROWS = frozenset(
+    {f"{attack}_{figure}" for attack in ("main", "control", "baseline")
+     for figure in ("attacks", "successes", "rate", "rate_lower", "rate_upper")}
+    | {"risk", "risk_lower", "risk_upper", "baseline_beats_main"}
+)  # fmt: skip
+#: the attacks' section of the report (every attack declares it)
+ATTACK_SECTION = ReportSection(
+    "Attacks (anonymeter: singling out, linkability, inference)", "pipeline.risk.attacks.section:attack_section"
 )
 
 
@@ -41,6 +53,8 @@ class LinkabilityMeasure(Measure):
     type: ClassVar[str] = "linkability"
     family: ClassVar[str] = "attacks"
     holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
+    report_section: ClassVar[ReportSection] = ATTACK_SECTION
+    row_measures: ClassVar[frozenset[str]] = ATTACK_ROWS
     params_model: ClassVar[type[Params]] = LinkabilityParams
     description: ClassVar[str] = "anonymeter linkability attack: main, control, baseline rates and risk"
 
@@ -80,6 +94,8 @@ class InferenceMeasure(Measure):
     type: ClassVar[str] = "inference"
     family: ClassVar[str] = "attacks"
     holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
+    report_section: ClassVar[ReportSection] = ATTACK_SECTION
+    row_measures: ClassVar[frozenset[str]] = ATTACK_ROWS
     params_model: ClassVar[type[Params]] = InferenceParams
     description: ClassVar[str] = "anonymeter inference attack: main, control, baseline rates and risk"
 
@@ -116,6 +132,8 @@ class SinglingOutMeasure(Measure):
     type: ClassVar[str] = "singling_out"
     family: ClassVar[str] = "attacks"
     holdout_view: ClassVar[tuple[Compared, ...]] = ATTACK_VIEW
+    report_section: ClassVar[ReportSection] = ATTACK_SECTION
+    row_measures: ClassVar[frozenset[str]] = ATTACK_ROWS | {"predicates"}  # the predicates found per set
     params_model: ClassVar[type[Params]] = SinglingOutParams
     description: ClassVar[str] = "anonymeter singling-out attack: main, control, baseline rates and risk"
 

@@ -24,6 +24,7 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure, common_key
 from pipeline.evaluation.comparison import Compared
 from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.reporting import Explanation, Headline, ReportSection
 from pipeline.risk.disclosure.coding import MISSING, build_coders
 from pipeline.risk.disclosure.params import DisclosureOptions, DisclosureParams, bind_options
 
@@ -32,6 +33,49 @@ from pipeline.risk.disclosure.params import DisclosureOptions, DisclosureParams,
 if TYPE_CHECKING:
     from pipeline.evaluation.execution import Executor
     from pipeline.risk.disclosure.result import DisclosureResults
+
+#: the flags that say a figure is high by construction (keys released unchanged) or from prior
+#: knowledge (synthpop's check_1way / check_2way); the measure decides, the report only words it
+DISCLOSURE_HEADLINES = (
+    Headline(
+        "repU (%)",
+        "repU",
+        "max",
+        5.0,
+        explained_by=(
+            Explanation(
+                "same_key_counts",
+                "keys released unchanged (the original's count in every key combination, {sets}): "
+                "repU = UiO by construction",
+                always=True,
+            ),
+        ),
+    ),
+    Headline(
+        "DiSCO (%)",
+        "DiSCO",
+        "max",
+        5.0,
+        explained_by=(
+            Explanation(
+                "same_key_target_counts",
+                "keys and target released unchanged (the original's count in every key and target combination, "
+                "{sets}): DiSCO = Dorig by construction",
+                always=True,
+            ),
+            Explanation(
+                "check_2way",
+                "prior knowledge (synthpop's check_2way, {sets}): up to {largest:g} key/target level pairs in which "
+                "the key's level nearly fixes the target's, as when the target recodes a key: much of DiSCO is "
+                "known without the release",
+            ),
+            Explanation(
+                "check_1way",
+                "prior knowledge (synthpop's check_1way, {sets}): one target level holds most disclosive records",
+            ),
+        ),
+    ),
+)
 
 #: one key set of a task: its keys in data order, its targets, and their options
 KeySet = tuple[tuple[str, ...], list[str], list[DisclosureOptions]]
@@ -52,6 +96,16 @@ class DisclosureMeasure(Measure):
         Compared("repU (%)", "repU", "footing"),
         Compared("DiSCO (%)", "DiSCO", "footing"),
     )
+    report_section: ClassVar[ReportSection] = ReportSection(
+        "Disclosure risk (synthpop identity and attribute measures)",
+        "pipeline.risk.disclosure.section:disclosure_section",
+    )
+    headlines: ClassVar[tuple[Headline, ...]] = DISCLOSURE_HEADLINES
+    row_measures: ClassVar[frozenset[str]] = frozenset(
+        {"UiO", "UiS", "UiOiS", "repU", "Dorig", "Dsyn", "iS", "DiS", "DiSCO", "DiSDiO", "max_denom", "mean_denom",
+         "baseCAPd", "CAPd", "CAPs", "DCAP", "TCAP", "check_1way", "check_2way", "same_key_counts",
+         "same_key_target_counts"}
+    )  # fmt: skip
     params: DisclosureParams
 
     def bound_key_sets(self, data: EvalData) -> list[KeySet]:

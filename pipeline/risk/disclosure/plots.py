@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from pipeline.results import per_set
 from pipeline.risk.disclosure.result import DisclosureResult, MultiDisclosureResult
@@ -27,9 +28,7 @@ def axis_top(values: list[float]) -> float:
     return min(100.0, top * 1.2) if top > 0 else 1.0
 
 
-def _panel(
-    ax, labels: list[str], original: list[float], synthetic: list[float], orig_name: str, syn_name: str, title: str
-) -> None:
+def _panel(ax, labels: list[str], original: list[float], synthetic: list[float], title: str) -> None:
     y = list(range(len(labels)))
     for yi, o, s in zip(y, original, synthetic, strict=True):
         lo, hi = (s, o) if s <= o else (o, s)
@@ -39,37 +38,37 @@ def _panel(
             xytext=(hi, yi),
             arrowprops={"arrowstyle": "-|>", "color": "0.35", "lw": 1.2, "shrinkA": 0, "shrinkB": 4},
         )
-    ax.scatter(original, y, s=45, label=f"{orig_name} (original)", zorder=3, **ORIGINAL_STYLE)
-    ax.scatter(synthetic, y, s=45, label=f"{syn_name} (synthetic)", zorder=3, **SYNTHETIC_STYLE)
+    ax.scatter(original, y, s=45, zorder=3, **ORIGINAL_STYLE)
+    ax.scatter(synthetic, y, s=45, zorder=3, **SYNTHETIC_STYLE)
     ax.set_yticks(y, labels)
     ax.set_xlim(0, axis_top([*original, *synthetic]))
     ax.set_xlabel("Disclosure measure (% of original records)")
     ax.set_title(title, fontsize=10)
     ax.set_ylim(len(labels) - 0.5, -0.5)  # first row on top
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.35 / max(1, len(labels)) ** 0.5 - 0.12),
-        ncol=2,
-        fontsize=8,
-        frameon=False,
-    )
 
 
 def _figure(table: pd.DataFrame, ident: tuple[str, str], attrib: tuple[str, str], title: str) -> Figure:
-    """``table`` has one row per target (top to bottom) and the four measure columns."""
-    fig = Figure(figsize=(11, 1.8 + 0.45 * len(table)), layout="constrained")
+    """``table`` has one row per target (top to bottom) and the four measure columns.
+
+    One legend for both panels, under them (constrained layout keeps it inside the figure
+    however few the rows): the circle is the original's measure, the triangle the synthetic one,
+    each named for the left and the right panel."""
+    fig = Figure(figsize=(11, 2.2 + 0.45 * len(table)), layout="constrained")
     left, right = fig.subplots(1, 2, sharey=True)
     labels = list(table.index)
-    _panel(left, labels, table[ident[0]].tolist(), table[ident[1]].tolist(), *ident, "Identity disclosure")
-    _panel(
-        right,
-        labels,
-        table[attrib[0]].tolist(),
-        table[attrib[1]].tolist(),
-        *attrib,
-        "Comparison of attribute disclosure measures",
-    )
+    for ax, (orig, syn), name in (
+        (left, ident, "Identity disclosure"),
+        (right, attrib, "Comparison of attribute disclosure measures"),
+    ):
+        _panel(ax, labels, table[orig].tolist(), table[syn].tolist(), name)
+    marker = {"linestyle": "none", "markersize": 7}
+    handles = [Line2D([], [], **ORIGINAL_STYLE, **marker), Line2D([], [], **SYNTHETIC_STYLE, **marker)]
+    names = [
+        f"original: {ident[0]} (left), {attrib[0]} (right)",
+        f"synthetic: {ident[1]} (left), {attrib[1]} (right)",
+    ]
+    fig.legend(handles, names, loc="outside lower center", ncol=2, fontsize=9, frameon=False)
     fig.suptitle(title)
     return fig
 

@@ -10,7 +10,7 @@ All searches run in one pass of the executor.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,22 +59,28 @@ class ComparedNeighbours:
     def nearest(self, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each synthetic record's distance to its nearest record labelled training and to its
         nearest labelled holdout, ``labels`` a boolean (training) per pool record."""
+        training, holdout = self.closest(labels, 1)
+        return training[:, 0], holdout[:, 0]
+
+    def closest(self, labels: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each synthetic record's distances to its ``count`` nearest records labelled training
+        and labelled holdout (arrays (n, count), ascending)."""
         k = self.distances.shape[1] // 2
         a = self.sizes[0]
         listed = self.ids >= 0
         lab = np.where(listed, labels[np.maximum(self.ids, 0)], False)
         # a group's records not listed are at least as far as its k-th nearest: a relabelled
-        # group's nearest is exact when a listed record is within the bound of the groups it
-        # draws from, else the bound stands for it (both then tie)
+        # group's nearest are exact when listed records are within the bound of the groups it
+        # draws from, else the bound stands for them (and ties)
         last = (self.distances[:, k - 1], self.distances[:, -1])
         out = []
         for mine, members in ((lab, labels), (listed & ~lab, ~labels)):
-            found = np.where(mine, self.distances, np.inf).min(axis=1)
+            found = np.sort(np.where(mine, self.distances, np.inf), axis=1)[:, :count]
             bound = np.full(len(found), np.inf)
             for g, (lo, hi) in enumerate(((0, a), (a, len(labels)))):
                 if members[lo:hi].any():
                     bound = np.minimum(bound, last[g])
-            out.append(np.minimum(found, bound))
+            out.append(np.minimum(found, bound[:, None]))
         return out[0], out[1]
 
 
@@ -89,18 +95,36 @@ def closer_share(to_training: np.ndarray, to_holdout: np.ndarray, ties: str) -> 
     return (closer + (0.5 * tied if ties == "half" else 0.0)) / n, tied / n
 
 
-def relabelled_shares(pool: ComparedNeighbours, ties: str, relabellings: int, seed: int) -> list[float]:
-    """``closer_to_training`` on ``relabellings`` random splits of the pooled groups into groups of
-    the same sizes (streams ``(seed, RELABEL_STREAM)``): its spread when training and holdout
-    records are exchangeable, which sets the interval (the Wilson interval counts only the
-    synthetic records, not which real records fell in training or holdout)."""
+def nndr_share(pool: ComparedNeighbours, labels: np.ndarray, ties: str) -> float:
+    """Share of synthetic records whose NNDR (nearest / second nearest distance) is smaller with
+    the records labelled training than with those labelled holdout (ties as :func:`closer_share`):
+    0.5 when the synthesis memorises nothing, above when its records sit nearer one training
+    record than the rest (NNDR near 0)."""
+    training, holdout = pool.closest(labels, 2)
+    return closer_share(_ratio(training[:, 0], training[:, 1]), _ratio(holdout[:, 0], holdout[:, 1]), ties)[0]
+
+
+def observed_labels(pool: ComparedNeighbours) -> np.ndarray:
+    """The observed split of the pool: the training group's records first."""
+    a, b = pool.sizes
+    return np.arange(a + b) < a
+
+
+def relabelled_shares(
+    pool: ComparedNeighbours, share: Callable[[np.ndarray], float], relabellings: int, seed: int
+) -> list[float]:
+    """``share`` (of the labels, training per pool record) on ``relabellings`` random splits of the
+    pooled groups into groups of the same sizes (streams ``(seed, RELABEL_STREAM)``): its spread
+    when training and holdout records are exchangeable, which sets the interval (the Wilson
+    interval counts only the synthetic records, not which real records fell in training or
+    holdout)."""
     a, b = pool.sizes
     rng = np.random.default_rng([seed, RELABEL_STREAM])
     out = []
     for _ in range(relabellings):
         labels = np.zeros(a + b, dtype=bool)
         labels[rng.choice(a + b, size=a, replace=False)] = True
-        out.append(closer_share(*pool.nearest(labels), ties)[0])
+        out.append(share(labels))
     return out
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pipeline.evaluation.base import Measure, Params
 from pipeline.evaluation.comparison import Compared
 from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.reporting import ReportSection
 from pipeline.risk.distance.params import DCRParams
 from pipeline.risk.nearest.checks import check_block_on, split_kinds
 
@@ -28,7 +29,19 @@ class DCRMeasure(Measure):
     #: half expected when the synthesis memorises nothing
     holdout_view: ClassVar[tuple[Compared, ...]] = (
         Compared("share closer to training (%)", "closer_to_training", "share", null=0.5, scale=100.0),
+        Compared(
+            "share with a smaller NNDR to training (%)", "nndr_closer_to_training", "share", null=0.5, scale=100.0
+        ),
     )
+    report_section: ClassVar[ReportSection] = ReportSection(
+        "Distance to the closest record (DCR, NNDR)", "pipeline.risk.distance.section:distance_section"
+    )
+    row_measures: ClassVar[frozenset[str]] = frozenset(
+        {"dcr_median", "dcr_mean", "dcr_zero_pct", "nndr_median", "random_dcr_median", "dcr_baseline_protection",
+         "holdout_dcr_median", "closer_to_training", "closer_to_training_lower", "closer_to_training_upper",
+         "closer_to_training_ties", "closer_to_training_ceiling", "dcr_overfitting_protection",
+         "nndr_closer_to_training", "nndr_closer_to_training_lower", "nndr_closer_to_training_upper"}
+    )  # fmt: skip
 
     def compared(self, data: EvalData) -> list[str]:
         """The compared variables: the parameter, else every factor and numeric variable."""
@@ -68,7 +81,7 @@ class DCRMeasure(Measure):
             params.holdout_scale,
             params.block_on,
             params.footing,
-            RELABEL_NEIGHBOURS if params.relabellings else 1,
+            RELABEL_NEIGHBOURS if params.relabellings else 2,  # two: each group's NNDR
         )
         rows = [row for i, d in enumerate(distances, start=1) for row in set_rows(str(i), d, variables, params)]
         return DCRResult(tuple(rows), tuple(variables))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,14 @@ import numpy as np
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.comparison import wilson
 from pipeline.evaluation.intervals import shift_interval
-from pipeline.risk.distance.compute import SetDistances, closer_share, relabelled_shares
+from pipeline.risk.distance.compute import (
+    ComparedNeighbours,
+    SetDistances,
+    closer_share,
+    nndr_share,
+    observed_labels,
+    relabelled_shares,
+)
 from pipeline.risk.distance.params import DCRParams
 
 
@@ -27,7 +35,9 @@ def set_rows(label: str, d: SetDistances, variables: list[str], params: DCRParam
     share of synthetic records as close to both (``closer_to_training_ties``) and the share a
     copy of the training records would reach (``closer_to_training_ceiling``: with a training
     group subsampled to the holdout's size, a copied record is at 0 from its training twin only
-    when the twin is in the subsample, ``(1 + share) / 2`` — 62.5 % at 4:1).
+    when the twin is in the subsample, ``(1 + share) / 2`` — 62.5 % at 4:1); and
+    ``nndr_closer_to_training``, the share of synthetic records whose NNDR is smaller with the
+    training group than with the holdout group, with its interval drawn the same way.
     """
     p = {"vars": variables, **({"block_on": params.block_on} if params.block_on else {})}
     syn_median, random_median = _median(d.to_training), _median(d.random_to_training)
@@ -46,24 +56,46 @@ def set_rows(label: str, d: SetDistances, variables: list[str], params: DCRParam
     ]
     if d.to_holdout is not None and d.compared is not None:
         n = len(d.to_training)
-        a, b = d.compared.sizes
-        share, tied = closer_share(*d.compared.nearest(np.arange(a + b) < a), params.ties)
-        if params.relabellings:
-            relabelled = relabelled_shares(d.compared, params.ties, params.relabellings, params.seed)
-            lower, upper = (min(max(x, 0.0), 1.0) for x in shift_interval(share, relabelled, params.confidence_level))
-        else:
-            interval = wilson(share * n, n, params.confidence_level)
-            lower, upper = interval.lower, interval.upper
+        pool = d.compared
+
+        def closer(labels: np.ndarray) -> float:
+            return closer_share(*pool.nearest(labels), params.ties)[0]
+
+        def nndr(labels: np.ndarray) -> float:
+            return nndr_share(pool, labels, params.ties)
+
+        share, tied = closer_share(*pool.nearest(observed_labels(pool)), params.ties)
         rows += [
             Row(label, "holdout_dcr_median", _median(d.to_holdout), p),
-            Row(label, "closer_to_training", share, p),
-            Row(label, "closer_to_training_lower", lower, p),
-            Row(label, "closer_to_training_upper", upper, p),
+            *_share_rows(label, "closer_to_training", share, closer, pool, n, params, p),
             Row(label, "closer_to_training_ties", tied, p),
-            Row(label, "closer_to_training_ceiling", (1.0 + d.compared.training_share) / 2.0, p),
+            Row(label, "closer_to_training_ceiling", (1.0 + pool.training_share) / 2.0, p),
             Row(label, "dcr_overfitting_protection", min(2.0 * (1.0 - share), 1.0) if n else math.nan, p),
+            *_share_rows(label, "nndr_closer_to_training", nndr(observed_labels(pool)), nndr, pool, n, params, p),
         ]
     return rows
+
+
+def _share_rows(
+    label: str,
+    name: str,
+    share: float,
+    of_labels: Callable[[np.ndarray], float],
+    pool: ComparedNeighbours,
+    n: int,
+    params: DCRParams,
+    p: dict[str, Any],
+) -> list[Row]:
+    """A share against 0.5 with its interval: from ``params.relabellings`` relabellings of training
+    and holdout records (``of_labels`` recomputes it for a split), else Wilson's over the ``n``
+    synthetic records."""
+    if params.relabellings:
+        relabelled = relabelled_shares(pool, of_labels, params.relabellings, params.seed)
+        lower, upper = (min(max(x, 0.0), 1.0) for x in shift_interval(share, relabelled, params.confidence_level))
+    else:
+        interval = wilson(share * n, n, params.confidence_level)
+        lower, upper = interval.lower, interval.upper
+    return [Row(label, name, share, p), Row(label, f"{name}_lower", lower, p), Row(label, f"{name}_upper", upper, p)]
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pipeline.evaluation.base import Measure, common_key
 from pipeline.evaluation.comparison import Compared
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.footing import Footing, PairedFooting
+from pipeline.evaluation.reporting import Headline, ReportSection
 from pipeline.risk.idrisk.params import IdentificationRiskParams, ScenarioSetup
 
 # the matching (numba kernels) is imported by the methods that count: checking the params and
@@ -40,6 +41,25 @@ class IdentificationRiskMeasure(Measure):
     holdout_view: ClassVar[tuple[Compared, ...]] = (
         Compared("identification risk (file_risk, %)", "file_risk", "footing", scale=100.0),
     )
+    report_section: ClassVar[ReportSection] = ReportSection(
+        "Identification risk (Hornby & Hu)", "pipeline.risk.idrisk.section:identification_risk_section"
+    )
+    #: the share of records matched correctly at the maximising radius r*; with a holdout, the
+    #: release is judged on the excess over it (section.headline_details)
+    headlines: ClassVar[tuple[Headline, ...]] = (
+        Headline(
+            "identification risk at r* (%)",
+            "file_risk_at_max",
+            "max",
+            0.05,
+            scale=100.0,
+            details="pipeline.risk.idrisk.section:headline_details",
+        ),
+    )
+    row_measures: ClassVar[frozenset[str]] = frozenset(
+        {"exp.risk", "file_risk", "true.rate", "false.rate", "s", "file_risk_at_max", "r_star", "r_star_at_boundary",
+         "excluded_share", "repetition_file_risk"}
+    )  # fmt: skip
     params: IdentificationRiskParams
 
     def baseline_units(self, data: EvalData) -> list[tuple[Measure, Footing]]:

@@ -52,17 +52,58 @@ RISK_LABEL = "file-level identification risk\n(share of records matched correctl
 WRAP = 18
 
 
-def radius_label(percentage: bool | None) -> str:
+def radius_label(percentage: bool | None, variable: str = "") -> str:
     """The radius axis with its unit: a share of each record's value (``percentage``) or the
-    variables' own units; ``None``: not known (a result's frame without the setting)."""
+    variables' own units; ``None``: not known (a result's frame without the setting). With
+    ``variable``, the axis of that one variable's radius."""
+    name = f"radius of {variable}" if variable else "radius"
     if percentage is None:
-        return "radius"
-    return "radius (share of each value: r × x)" if percentage else "radius (in each variable's own units)"
+        return name
+    if percentage:
+        return f"{name} (share of each value: r × x)"
+    return f"{name} (in its own units)" if variable else f"{name} (in each variable's own units)"
 
 
 def _wrapped(text: str, width: int = WRAP) -> str:
     """``text`` on lines of at most ``width`` characters, broken at ", " and spaces only."""
     return "\n".join(textwrap.wrap(str(text), width, break_long_words=False, break_on_hyphens=False)) or str(text)
+
+
+#: inches of a tick-label character at 10 pt (DejaVu Sans averages about 0.6 em)
+CHAR_WIDTH = 0.085
+#: Fig. 6 grows to at most this width (inches; 1,080 px at the report's 90 dpi, inside its page);
+#: wider tick labels are turned 45° instead
+MAX_WIDTH = 12.0
+#: inches beside a panel's boxes: the y axis's two-line label and tick values
+Y_AXIS_WIDTH = 1.3
+#: Fig. 6's height (inches) with level tick labels
+HEIGHT = 4.2
+
+
+def _one_variable(labels: list[str]) -> tuple[str, list[str]]:
+    """When every radius label names the same one variable (``Income=0.01``, ``Income=0.025``):
+    that variable and the bare radii (the axis names the variable once); else ``""`` and the labels."""
+    pairs = [label.split("=") if label.count("=") == 1 and ", " not in label else None for label in labels]
+    names = {p[0] for p in pairs if p is not None}
+    if any(p is None for p in pairs) or len(names) != 1:
+        return "", labels
+    return names.pop(), [p[1] for p in pairs]
+
+
+def _tick_layout(labels: list[list[str]]) -> tuple[float, float, bool]:
+    """Fig. 6's panel width and height (inches) from its tick labels (one list of wrapped labels
+    per panel) and whether they are turned. Level, each box gets the width of its longest label
+    line; when the panels would be wider than :data:`MAX_WIDTH`, the labels are turned 45° and each
+    box gets the height of its label's lines (neighbours then cannot overlap, whatever their
+    length), the panel the room the longest label takes below and left of its axis."""
+    chars = max((len(line) for panel in labels for label in panel for line in label.split("\n")), default=1)
+    lines = max((label.count("\n") + 1 for panel in labels for label in panel), default=1)
+    boxes = max((len(panel) for panel in labels), default=1)
+    level = max(5.0, max(0.45, CHAR_WIDTH * chars + 0.15) * boxes + Y_AXIS_WIDTH)
+    if level * len(labels) <= MAX_WIDTH:
+        return level, HEIGHT, False
+    reach = CHAR_WIDTH * chars * np.sqrt(0.5)  # a turned label's reach down and to the left
+    return max(5.0, (0.25 * lines + 0.1) * boxes + Y_AXIS_WIDTH + reach), HEIGHT + reach, True
 
 
 def risk_by_radius_frame(result: Sweeps) -> pd.DataFrame:
@@ -106,8 +147,11 @@ def plot_risk_by_radius(risk: pd.DataFrame | Sweeps, title: str = "") -> Figure:
 
     One panel per scenario, one box per radius; the measure's maximising radius r* is shaded
     (and the panel says when r* lies at an end of the grid).  Tick labels name only the radii
-    that vary; the radii that stay fixed are written under the axis, whose label gives the
-    radius's unit, so that a scenario with fixed radii keeps a readable plot.
+    that vary (the bare radius when one variable varies: the axis names it); the radii that stay
+    fixed are written under the axis, whose label gives the radius's unit, so that a scenario
+    with fixed radii keeps a readable plot.  The panels are as wide as their tick labels need
+    (:func:`_tick_layout`), up to :data:`MAX_WIDTH`; beyond it the labels are turned 45°, so
+    that long variable names never overlap.
 
     Parameters
     ----------
@@ -121,16 +165,17 @@ def plot_risk_by_radius(risk: pd.DataFrame | Sweeps, title: str = "") -> Figure:
     """
     frame = risk if isinstance(risk, pd.DataFrame) else risk_by_radius_frame(risk)
     scenarios = list(dict.fromkeys(frame["scenario"]))
-    width = max(5.0, 0.9 * frame["radius"].nunique())
-    fig = Figure(figsize=(width * len(scenarios), 4.2), layout="constrained")
+    panels = [frame[frame["scenario"] == name] for name in scenarios]
+    radii = [list(dict.fromkeys(sc["radius"])) for sc in panels]
+    ticks = [_one_variable(r) for r in radii]
+    width, height, turned = _tick_layout([[_wrapped(t) for t in shown] for _, shown in ticks])
+    fig = Figure(figsize=(width * len(scenarios), height), layout="constrained")
     axes = fig.subplots(1, len(scenarios), squeeze=False)
-    for ax, name in zip(axes[0], scenarios, strict=True):
-        sc = frame[frame["scenario"] == name]
-        radii = list(dict.fromkeys(sc["radius"]))
+    for ax, name, sc, radii_of, (variable, shown) in zip(axes[0], scenarios, panels, radii, ticks, strict=True):
         ax.boxplot(
-            [sc.loc[sc["radius"] == r, "risk"].to_numpy() for r in radii], tick_labels=[_wrapped(r) for r in radii]
+            [sc.loc[sc["radius"] == r, "risk"].to_numpy() for r in radii_of], tick_labels=[_wrapped(t) for t in shown]
         )
-        best = [k for k, r in enumerate(radii) if sc.loc[sc["radius"] == r, "r_star"].any()]
+        best = [k for k, r in enumerate(radii_of) if sc.loc[sc["radius"] == r, "r_star"].any()]
         boundary = "at_boundary" in sc.columns and bool(sc["at_boundary"].any())
         for k in best:
             ax.axvspan(
@@ -140,10 +185,13 @@ def plot_risk_by_radius(risk: pd.DataFrame | Sweeps, title: str = "") -> Figure:
         ax.set_title(_wrapped(str(name), 60) or "identification risk", fontsize=10)
         percentage = sc["percentage"].iloc[0] if "percentage" in sc.columns else None
         fixed = sc["fixed"].iloc[0] if "fixed" in sc.columns else ""
-        ax.set_xlabel(radius_label(percentage) + (f"\n{_wrapped('fixed: ' + fixed, 60)}" if fixed else ""))
+        ax.set_xlabel(radius_label(percentage, variable) + (f"\n{_wrapped('fixed: ' + fixed, 60)}" if fixed else ""))
         ax.set_ylabel(RISK_LABEL)
-        if len(radii) > 8:
+        if turned:
             ax.tick_params(axis="x", labelrotation=45)
+            for label in ax.get_xticklabels():
+                label.set_horizontalalignment("right")
+                label.set_rotation_mode("anchor")
         if best:
             ax.legend(loc="best", fontsize=8)
     if title:

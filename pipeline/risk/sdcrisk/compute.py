@@ -7,8 +7,10 @@ Flow:
    combinations of the keys, the sensitive variables and the household id, with their record
    count and weight sums (:func:`tally_partitions`:
    :meth:`~pipeline.evaluation.execution.Executor.map_reduce_partials` with ``per_worker``); the
-   workers' tables are summed per combination (:func:`merge_tallies`: integer counts, weight
-   sums to rounding) — counts move, never records, and there is no shuffle;
+   workers' tables are summed per combination (:func:`merge_tallies`: integer counts, and the
+   weights as exact integer pieces, :mod:`~pipeline.risk.sdcrisk.exact_sums`, turned into
+   doubles once summed: the same bits whatever the partitioning) — counts move, never records,
+   and there is no shuffle;
 2. per file, in the driver, the kernels on that table and the tables summed from it:
    frequencies with sdcMicro's missing-value matching
    (:mod:`~pipeline.risk.sdcrisk.frequencies`), individual, global and household risk and
@@ -33,6 +35,7 @@ from pipeline.errors import DataError
 from pipeline.evaluation.data import EvalData
 from pipeline.evaluation.execution import Executor
 from pipeline.risk.sdcrisk.assemble import FileRisk, file_risk
+from pipeline.risk.sdcrisk.exact_sums import aligned, pieces, to_double
 from pipeline.risk.sdcrisk.frequencies import group_sum
 from pipeline.risk.sdcrisk.params import SdcRiskParams
 
@@ -75,9 +78,13 @@ def tally(part: pd.DataFrame, schema: Schema, columns: Sequence[str], weights: s
         if bad:
             raise DataError(f"weights variable {weights!r} has {bad} missing or non-positive values")
     codes[N] = np.ones(len(part), dtype=np.int64)
-    codes[W] = w
-    codes[W_INV] = 1.0 / w
-    return group_sum(codes, columns, [N, W, W_INV])
+    if weights is None:  # sums of 1.0: exact in any order
+        codes[W] = w
+        codes[W_INV] = w
+        return group_sum(codes, columns, [N, W, W_INV])
+    # weight sums as exact integer pieces, so that they do not depend on the partitioning
+    codes = pd.concat([codes.reset_index(drop=True), pieces(w, W), pieces(1.0 / w, W_INV)], axis=1)
+    return group_sum(codes, columns, [c for c in codes.columns if c not in columns])
 
 
 def tally_partitions(
@@ -88,11 +95,26 @@ def tally_partitions(
     return tally(pd.concat(list(parts)), schema, columns, weights)
 
 
+def _summed(column: str) -> bool:
+    return column in (N, W, W_INV) or "@" in column
+
+
 def merge_tallies(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Partitions' tallies as one, sorted by the combination (the same table however the file
-    was partitioned)."""
-    columns = [c for c in parts[0].columns if c not in (N, W, W_INV)]
-    return group_sum(pd.concat(parts, ignore_index=True), columns, [N, W, W_INV])
+    was partitioned: counts and weight pieces are integers)."""
+    stacked = aligned(parts)
+    columns = [c for c in parts[0].columns if not _summed(c)]
+    return group_sum(stacked, columns, [c for c in stacked.columns if _summed(c)])
+
+
+def weight_sums(table: pd.DataFrame) -> pd.DataFrame:
+    """A merged tally with its weight sums as doubles (``w``, ``w_inv``) from their exact pieces."""
+    if W in table.columns:
+        return table
+    out = table[[c for c in table.columns if "@" not in c]].copy()
+    out[W] = to_double(table, W)
+    out[W_INV] = to_double(table, W_INV)
+    return out
 
 
 def file_labels(m: int) -> list[str]:
@@ -108,7 +130,7 @@ def evaluate_files(data: EvalData, executor: Executor, params: SdcRiskParams) ->
     _, tables = executor.map_reduce_partials(
         prepared.frames, tally_partitions, merge_tallies, data.schema, columns, params.weights, per_worker=True
     )
-    return [file_risk(table, params, data.schema) for table in tables]
+    return [file_risk(weight_sums(table), params, data.schema) for table in tables]
 
 
 __all__ = [
@@ -121,4 +143,5 @@ __all__ = [
     "merge_tallies",
     "tally",
     "tally_partitions",
+    "weight_sums",
 ]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure
 from pipeline.evaluation.data import EvalData
+from pipeline.evaluation.reporting import ReportSection
 from pipeline.risk.sdcrisk.params import SdcRiskParams
 
 if TYPE_CHECKING:
@@ -38,6 +39,18 @@ class SdcRiskMeasure(Measure):
     family = "sdcrisk"
     params_model = SdcRiskParams
     description = "sdcMicro freqCalc/measure_risk/kAnon/ldiversity/suda2/modRisk of every file"
+    report_section = ReportSection(
+        "Agencies' risk measures (sdcMicro: frequencies, risk, k-anonymity, l-diversity, SUDA2)",
+        "pipeline.risk.sdcrisk.section:sdc_risk_section",
+    )
+    row_measures = frozenset(
+        {"records", "global_risk", "expected_reidentifications", "risk_threshold", "sample_uniques", "sample_pairs",
+         "household_risk", "household_expected_reidentifications", "kanon_violations", "suda_records",
+         "suda_score_mean", "suda_score_max", "dis_suda_mean", "dis_suda_max", "suda_contribution", "modrisk_gr1",
+         "modrisk_gr2", "uniques_matching_original_uniques_pct", "ldiversity_distinct_min",
+         "ldiversity_single_value_records", "ldiversity_distinct_mean", "ldiversity_entropy_mean",
+         "ldiversity_recursive_mean", "ldiversity_multi_entropy_min", "ldiversity_multi_recursive_min"}
+    )  # fmt: skip
     #: synthetic records that are sample uniques on an original sample unique (percent)
     baseline_measures: ClassVar[Mapping[str, float | None]] = {"uniques_matching_original_uniques_pct": 100.0}
     params: SdcRiskParams

@@ -43,8 +43,6 @@ offered; of synthpop's smoothings only ``density``.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -62,6 +60,8 @@ from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Result, Row
 from pipeline.evaluation.data import EvalData, Frame, as_eval_data
 from pipeline.evaluation.execution import Executor
+from pipeline.evaluation.reporting import ReportSection
+from pipeline.fingerprint import fingerprint
 from pipeline.synth.base import OutputFormat, Synthesiser
 from pipeline.synth.partial.lindep import lindep_keep
 from pipeline.synth.partial.parametric import ParametricFit, fit_parametric
@@ -540,10 +540,10 @@ _fitted_lock = threading.Lock()
 
 def _fit_key(frame: pd.DataFrame, schema: Schema, plan: Plan, params: PartialParams) -> str:
     """What the fitted models depend on: the records, the schema, the plan and the model settings."""
-    digest = hashlib.sha256(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
     settings = params.model_dump(mode="json", include={"cart_cp", "cart_minbucket", "smoothing"})
-    digest.update(json.dumps([list(frame.columns), schema.to_dict(), plan.to_dict(), settings]).encode())
-    return digest.hexdigest()
+    records = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+    parts = {"records": records, "columns": list(frame.columns), "schema": schema.to_dict(), "plan": plan.to_dict()}
+    return fingerprint({**parts, "settings": settings}, length=64)
 
 
 def fitted_models(frame: pd.DataFrame, schema: Schema, plan: Plan, params: PartialParams) -> Prepared:
@@ -643,6 +643,12 @@ class PartialSynthesisResult(Result):
     n: int
     seed: int
     params: PartialParams
+
+    @property
+    def synthesised(self) -> frozenset[str]:
+        """The variables synthesised (method not ``""``): passed as ``synthetic`` to a measure's
+        function, the result tells it which variables were kept (synthpop's ``incomplete``)."""
+        return frozenset(self.params.synthesised)
 
     def datasets(self, prefix: str = "syn") -> list[Dataset]:
         """The synthetic sets as :class:`Dataset` objects named ``syn1``, ``syn2``, ..."""
@@ -762,6 +768,12 @@ class PartialSynthesiser(Synthesiser):
     collects_original = True
     row_aligned = True
     description = "partially synthetic data with synthpop syn() semantics (cart, sample, norm, normrank, ...)"
+    report_section = ReportSection(
+        "Partial synthesis (synthpop syn(): the variables not synthesised are released unchanged)",
+        "pipeline.synth.section:synthesis_section",
+        anchor="synthesis-partial",
+    )
+    row_measures = frozenset({"n", "m", "cart_nodes", "cart_leaves"})
     params: PartialParams
 
     def schema_of(self, original: Dataset, executor: Executor) -> Schema:
@@ -769,6 +781,9 @@ class PartialSynthesiser(Synthesiser):
 
     def plan_lines(self, schema: Schema) -> list[str]:
         return plan_lines(plan_synthesis(schema, self.params))
+
+    def synthesised_variables(self) -> frozenset[str]:
+        return frozenset(self.params.synthesised)
 
     def synthesise_frame(self, frame: Frame, schema: Schema, executor: Executor) -> PartialSynthesisResult:
         return synthesise_partial_frame(frame, schema, self.params, executor)

@@ -30,6 +30,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from pipeline.errors import TaskError
+from pipeline.results import json_text
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +157,7 @@ def _claim(fd: int) -> int:
     """Write this process into the locked lock file ``fd`` as its holder; return ``fd``."""
     me = {"pid": os.getpid(), "host": socket.gethostname(), "started": dt.datetime.now(dt.UTC).isoformat()}
     os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(me).encode("utf-8"), 0)
+    os.pwrite(fd, json_text(me).encode("utf-8"), 0)
     return fd
 
 

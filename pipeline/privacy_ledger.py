@@ -47,6 +47,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.errors import DataError, TaskError
+from pipeline.results import json_text
 
 if TYPE_CHECKING:
     from pipeline.data.dataset import Dataset
@@ -215,7 +216,7 @@ def reserve(
     seen = {e["release"] for e in previous}
     recorded = dt.datetime.now(dt.UTC).isoformat()
     lines = "".join(
-        json.dumps({"task": task, "recorded_utc": recorded, **asdict(s)}) + "\n"
+        json_text({"task": task, "recorded_utc": recorded, **asdict(s)}) + "\n"
         for s in planned
         if s.release not in seen
     )

@@ -1,4 +1,4 @@
-"""The report's distance section: per ``dcr`` entry and release, the evidence behind its verdict —
+"""The distance family's part of the report: per ``dcr`` entry and release, the evidence behind its verdict —
 the share of synthetic records that copy a training record (zero DCR), the NNDR, both
 protections, and the share closer to training with its interval beside the largest share the split
 at hand allows (the measure's ``closer_to_training_ceiling`` row) — and the plot of the median
@@ -9,13 +9,12 @@ Fed by tidy rows (aggregates) only.
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Any
 
 import pandas as pd
 
-from pipeline.report.markup import figure_html, number_text, table_html
+from pipeline.evaluation.reporting import Block, Figure, Markup, ReportedRun, Table, number_text
 from pipeline.results import per_set
 from pipeline.risk.distance.plots import plot_dcr_rows
 from pipeline.row_params import param_columns, unit_groups
@@ -52,25 +51,27 @@ def dcr_table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def distance_section(results: pd.DataFrame, outcome: Any) -> list[str]:
+def distance_section(results: pd.DataFrame, run: ReportedRun | None = None) -> list[Block]:
     """Per dataset, source, repetition, ``dcr`` entry and setting: the evidence table and the plot."""
-    out = []
+    out: list[Block] = []
     rows = param_columns(results)
     for (dataset, source, rep, name), unit, sub in unit_groups(
         rows, ["dataset", "source", "repetition", "measure_name"]
     ):
         title = f"{name}: {dataset}" + (f" / {source}" if source else "") + (f" #{rep}" if rep else "")
         title += f" ({unit})" if unit else ""
-        out.append(f"<h3>{html.escape(title)}</h3>" + table_html(dcr_table(sub)))
-        out.append(figure_html(f"{title}: median distances to the closest record", plot_dcr_rows, sub))
+        out.append(Table(dcr_table(sub), title))
+        out.append(Figure(f"{title}: median distances to the closest record", plot_dcr_rows, (sub,)))
     if out:
         out.append(
-            "<p>Exact copies: synthetic records at distance 0 from a training record. NNDR: the distance to the "
-            "closest training record over that to the second closest (near 0: the record sits on one training "
-            "record). Baseline protection: the median DCR over that of random records (1: as far as random "
-            "data); overfitting protection: 2 × (1 − share closer to training), capped at 1. The share closer "
-            "to training is 50 % when the synthesis memorises nothing; a release that copies every training "
-            "record reaches the ceiling, not 100 %, when the training part is subsampled to the holdout's size "
-            "(docs/distance.md).</p>"
+            Markup(
+                "<p>Exact copies: synthetic records at distance 0 from a training record. NNDR: the distance to the "
+                "closest training record over that to the second closest (near 0: the record sits on one training "
+                "record). Baseline protection: the median DCR over that of random records (1: as far as random "
+                "data); overfitting protection: 2 × (1 − share closer to training), capped at 1. The share closer "
+                "to training is 50 % when the synthesis memorises nothing; a release that copies every training "
+                "record reaches the ceiling, not 100 %, when the training part is subsampled to the holdout's size "
+                "(docs/distance.md).</p>"
+            )
         )
     return out

@@ -1,4 +1,4 @@
-"""Plain names, units and one-line meanings of the row names the report shows in its tables.
+"""Plain names, units and one-line meanings of the synthesis rows the report shows in its tables.
 
 A synthesiser's rows keep their short names (``ipf_tvd_n``) in ``results.csv`` and the history,
 where gates and scripts read them; the report shows people a plain name with its unit and what

@@ -1,4 +1,4 @@
-"""The report's attacks section: per attack entry and setting, the plot of the success rates,
+"""The attacks family's part of the report: per attack entry and setting, the plot of the success rates,
 a table of the rates and the risk with their intervals, and a warning for every set where the
 attack is not informative (random guessing does at least as well).
 
@@ -7,12 +7,9 @@ Fed by tidy rows only (aggregates: rates and counts of attacks).
 
 from __future__ import annotations
 
-import html
-from typing import Any
-
 import pandas as pd
 
-from pipeline.report.markup import figure_html, number_text, table_html
+from pipeline.evaluation.reporting import Block, Figure, Paragraph, ReportedRun, Table, number_text
 from pipeline.results import per_set
 from pipeline.risk.attacks.plots import plot_attack_rows
 from pipeline.row_params import UNIT, param_columns, unit_groups, value_text
@@ -49,21 +46,21 @@ def attack_table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def attack_section(results: pd.DataFrame, outcome: Any = None) -> list[str]:
+def attack_section(results: pd.DataFrame, run: ReportedRun | None = None) -> list[Block]:
     """The report's attacks section: per dataset, source, measure entry and setting (first
     repetition in the plot, every repetition in the table), the rates with intervals, the risk
     with its interval, and a warning line for every set where the attack is not informative."""
-    out = []
+    out: list[Block] = []
     rows = param_columns(results)
     for (dataset, source, name), unit, sub in unit_groups(rows, ["dataset", "source", "measure_name"]):
         setting = value_text(sub[UNIT].iloc[0])
         title = f"{name}: {dataset}" + (f" / {source}" if source else "") + (f" ({unit})" if unit else "")
         first = sub[sub["repetition"] == sub["repetition"].min()]
-        out.append(figure_html(f"{title}: success rates ({setting})", plot_attack_rows, first, title))
+        out.append(Figure(f"{title}: success rates ({setting})", plot_attack_rows, (first, title)))
         for rep, cell in sub.groupby("repetition", sort=True):
             table = attack_table(cell)
             label = f"{title}" + (f", repetition {rep}" if rep else "")
-            out.append(f"<h3>{html.escape(label)}</h3>" + table_html(table, cell_classes={"status": ""}))
+            out.append(Table(table, label, status_columns=("status",)))
             for synthetic in table.loc[table["informative"] == "no", "synthetic"]:
-                out.append(f'<p class="warning">{html.escape(label)}, synthetic set {synthetic}: {NOT_INFORMATIVE}</p>')
+                out.append(Paragraph(f"{label}, synthetic set {synthetic}: {NOT_INFORMATIVE}", "warning"))
     return out

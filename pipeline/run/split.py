@@ -13,7 +13,6 @@ of the holdout positions together with the original's content hash) — never a 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,6 +21,7 @@ import numpy as np
 from pipeline.data.dataset import Dataset
 from pipeline.errors import DataError
 from pipeline.evaluation.execution import Executor
+from pipeline.fingerprint import fingerprint
 
 #: fewest records a holdout (and the training part it is compared with) may have: fewer give
 #: baselines and permutation intervals that say nothing
@@ -73,13 +73,12 @@ class HoldoutSplit:
         holdout = replace(
             original, name=f"{original.name}_holdout", frame=executor.keep_rows(original.frame, kept_back)
         )
-        fingerprint = hashlib.sha256(data_hash.encode() + positions.astype("<i8").tobytes()).hexdigest()[:20]
         record = {
             "kind": "fraction",
             "fraction": self.fraction,
             "seed": self.seed,
             "training_records": n - len(positions),
             "holdout_records": len(positions),
-            "fingerprint": fingerprint,
+            "fingerprint": fingerprint({"original": data_hash, "holdout_positions": positions.astype("<i8")}),
         }
         return training, holdout, record
