@@ -4,6 +4,8 @@ data), seeding, and the same rows on 1/3 partitions and 1/2 workers with a holdo
 
 from __future__ import annotations
 
+import warnings
+
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -154,9 +156,12 @@ def test_seeded_and_parameter_errors():
 
 def test_max_attempts_caps_the_predicates():
     train, _hold, other, schema = _cedata()
-    capped = _values(singling_out(train, [other], schema=schema, executor=MEMORY, max_attempts=300))
+    with pytest.warns(UserWarning, match=r"fewer than n_attacks = 500 predicates .* max_attempts = 300 \(set 1: \d+\)"):
+        capped = _values(singling_out(train, [other], schema=schema, executor=MEMORY, max_attempts=300))
     assert capped["predicates"] <= 300 and capped["main_attacks"] == 500
-    free = _values(singling_out(train, [other], schema=schema, executor=MEMORY))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every predicate found: no warning
+        free = _values(singling_out(train, [other], schema=schema, executor=MEMORY))
     assert free["predicates"] == 500 and free["main_successes"] >= capped["main_successes"]
 
 

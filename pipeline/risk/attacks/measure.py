@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from pipeline import notices
 from pipeline.errors import ParameterError
 from pipeline.evaluation.base import Measure, Params, Row
 from pipeline.evaluation.comparison import Compared
@@ -171,6 +172,13 @@ class SinglingOutMeasure(Measure):
             params.seed,
             params.footing,
         )
+        short = [f"set {i}: {found}" for i, (_c, found) in enumerate(counts, start=1) if found < params.n_attacks]
+        if short:  # anonymeter warns too: the rates still divide by n_attacks, so the risk is underestimated
+            notices.warn(
+                f"singling_out ({params.mode}): found fewer than n_attacks = {params.n_attacks} predicates that single "
+                f"out a record within max_attempts = {params.max_attempts} ({'; '.join(short)}); the risk is likely "
+                "underestimated — raise max_attempts, lower n_attacks, or use other columns"
+            )
         p = {"mode": params.mode, "cols": columns.names}
         if params.mode == "multivariate":
             p["n_cols"] = params.n_cols
