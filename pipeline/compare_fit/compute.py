@@ -100,20 +100,10 @@ def fit_all(spec: RegressionSpec, data: EvalData, executor: Executor, holdout_la
                     raise DataError(f"{where(i)}: {e}") from None
 
 
-def unsynthesised(params: CompareFitParams, data: EvalData) -> list[str]:
-    """The formula's variables the synthesis kept (method ``""``): ``not_synthesised`` when given,
-    else those the pipeline's own synthesis did not make (none when the sets are files)."""
-    if params.not_synthesised is not None:
-        return list(params.not_synthesised)
-    if data.synthesised is None:
-        return []
-    return [v for v in params.variables() if v not in data.synthesised]
-
-
 def evaluate_compare_fit(params: CompareFitParams, data: EvalData, executor: Executor) -> CompareFitResult:
     """synthpop's ``<fit>.synds`` + ``summary.fit.synds`` + ``compare.fit.synds`` on ``data``."""
     names = params.variables()
-    kept = unsynthesised(params, data)
+    kept = data.kept(names, params.not_synthesised)
     # synthpop's checkcomplete: the method of the first formula variable in data order
     incomplete = next(v for v in data.columns if v in names) in kept
     data = executor.prepare(data.select(names), holdout=True)

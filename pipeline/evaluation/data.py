@@ -106,6 +106,16 @@ class EvalData:
                     f"{what}(s) {', '.join(map(repr, absent))} are in the original but not in {source_name(i)}"
                 )
 
+    def kept(self, names: Sequence[str], declared: Sequence[str] | None = None) -> list[str]:
+        """The variables among ``names`` the synthesis kept unchanged (synthpop's method ``""``):
+        ``declared`` when the user gave them (``not_synthesised``), else those the pipeline's own
+        synthesis did not make (:attr:`synthesised`), else none (files: taken as synthesised)."""
+        if declared is not None:
+            return list(declared)
+        if self.synthesised is None:
+            return []
+        return [v for v in names if v not in self.synthesised]
+
     def select(self, variables: Sequence[str]) -> EvalData:
         """The same data restricted to ``variables`` (in the order given)."""
         self.require(variables)

@@ -45,7 +45,7 @@ from pipeline.rmodels.glm import (
     single_threaded_blas,
 )
 from pipeline.rmodels.rpart import fit_rpart
-from pipeline.utility.params import UtilityGenParams, check_incomplete, compared_variables, unsynthesised
+from pipeline.utility.params import UtilityGenParams, check_incomplete, compared_variables
 from pipeline.utility.prepare import GenPlan, build_plan
 from pipeline.utility.scores import (
     ScoreSummary,
@@ -582,7 +582,7 @@ def evaluate_gen(params: UtilityGenParams, data: EvalData, executor: Executor) -
     fits by rounds of IRLS passes over the partitions.
     """
     names = compared_variables(params.vars, data)
-    kept = unsynthesised(params, names, data.synthesised)
+    kept = data.kept(names, params.not_synthesised)
     check_incomplete(params, names, kept, data.m)
     # from here on the kept variables are known: synthpop's default resampling follows them
     params = params.model_copy(update={"not_synthesised": kept})

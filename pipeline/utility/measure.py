@@ -40,7 +40,6 @@ from pipeline.utility.params import (
     check_table_variables,
     compared_variables,
     synds_variables,
-    unsynthesised,
     variable_kinds,
     with_cont_na,
 )
@@ -104,7 +103,7 @@ class UtilityGenMeasure(_UtilityMeasure):
 
     def check_coded(self, data: EvalData) -> None:
         names = compared_variables(self.params.vars, data)
-        check_incomplete(self.params, names, unsynthesised(self.params, names, data.synthesised), data.m)
+        check_incomplete(self.params, names, data.kept(names, self.params.not_synthesised), data.m)
 
     def check_aggregates(self, data: EvalData, executor: Executor) -> None:
         """A logit model over ``max_params`` from the original's value counts alone (the sets only

@@ -62,7 +62,7 @@ class UtilityGenParams(Params):
 
     See :func:`pipeline.utility.api.utility_gen` for their meaning.  ``not_synthesised``
     ``None`` (unset) reads the kept variables from the data's synthesis
-    (:func:`unsynthesised`); ``[]`` says the synthesis is complete.
+    (:meth:`~pipeline.evaluation.data.EvalData.kept`); ``[]`` says the synthesis is complete.
     """
 
     method: Literal["cart", "logit"] = "cart"
@@ -112,18 +112,6 @@ class UtilityGenParams(Params):
         if self.not_synthesised:
             return "pairs"
         return "perm" if self.method == "cart" else None
-
-
-def unsynthesised(params: UtilityGenParams, names: Sequence[str], synthesised: frozenset[str] | None) -> list[str]:
-    """The compared variables ``names`` the synthesis kept unchanged (synthpop reads them from the
-    ``synds`` object's method vector: method ``""``): ``not_synthesised`` when given, else those
-    the data's own synthesis did not make (:attr:`~pipeline.evaluation.data.EvalData.synthesised`,
-    a partial synthesis), else none (synthetic files: complete)."""
-    if params.not_synthesised is not None:
-        return list(params.not_synthesised)
-    if synthesised is None:
-        return []
-    return [v for v in names if v not in synthesised]
 
 
 def check_incomplete(params: UtilityGenParams, names: Sequence[str], kept: Sequence[str], m: int) -> None:
