@@ -78,11 +78,11 @@ class KeyBlocking:
                 if with_row_id:
                     out[ROW_COLUMN] = np.arange(len(f), dtype=np.int64)
                 frames.append(out)
-            return Blocks(self, frames[0], frames[1:], None, along=tuple(self.compute(*along)))
+            return Blocks(frames[0], frames[1:], None, along=tuple(self.compute(*along)))
         layout = None if n_blocks is not None else self._layout_of(data, keys)
         if layout is not None:
             aligned = self._laid_out_blocks(layout, data, keys, with_row_id)
-            return Blocks(self, aligned.original, aligned.synthetic, aligned, along=tuple(self.compute(*along)))
+            return Blocks(aligned.original, aligned.synthetic, aligned, along=tuple(self.compute(*along)))
         if n_blocks is None:
             n_blocks = max(1, math.ceil(max(self.rows(data)) / self.block_rows))
             if balanced and n_blocks > 1:
@@ -93,12 +93,12 @@ class KeyBlocking:
         if n_blocks == 1:
             whole = [_one_block(f, with_row_id) for f in data.frames]
             aligned = AlignedBlocks(KeyBlocks(keys, 1), whole[0], whole[1:])
-            return Blocks(self, whole[0], whole[1:], aligned, along=values)
+            return Blocks(whole[0], whole[1:], aligned, along=values)
         # row ids count the records of each partition: on this executor's client, where persisted data live
         on_client = self.client.as_current() if self.client is not None else contextlib.nullcontext()
         with dask.config.set({"dataframe.shuffle.method": self.shuffle}), on_client:
             aligned = KeyBlocks(keys, n_blocks).partition(data.original, list(data.synthetic), with_row_id)
-        return Blocks(self, aligned.original, aligned.synthetic, aligned, along=values)
+        return Blocks(aligned.original, aligned.synthetic, aligned, along=values)
 
     def _layout_of(self, data: EvalData, keys: list[str]) -> Layout | None:
         """The layout whose partitions are the key blocks of ``keys`` over ``data`` (partition-local),
@@ -156,7 +156,6 @@ class KeyBlocking:
             aligned.append(dd.from_delayed(joined, meta=meta, verify_meta=False))
             pieces.append(by_block)
         return Blocks(
-            self,
             aligned[0],
             aligned[1:],
             AlignedBlocks(KeyBlocks(keys, n_blocks), aligned[0], aligned[1:]),
@@ -209,8 +208,6 @@ class _Pieces:
 class Blocks:
     """The original and the synthetic sets in aligned key blocks (see :meth:`KeyBlocking.key_blocks`)."""
 
-    #: the executor that made the blocks (an :class:`~pipeline.evaluation.execution.Executor`)
-    executor: KeyBlocking
     original: Frame
     synthetic: list[Frame]
     aligned: AlignedBlocks | None
@@ -219,13 +216,6 @@ class Blocks:
     pieces: _Pieces | None = None
     #: the values of ``key_blocks(..., along=...)``
     along: tuple = ()
-
-    def persist(self) -> Blocks:
-        """Keep the shuffled blocks on the cluster (reused by several kernels)."""
-        if self.aligned is None:
-            return self
-        orig, *syns = self.executor.persist(self.original, *self.synthetic, merge=False)
-        return Blocks(self.executor, orig, list(syns), AlignedBlocks(self.aligned.key_blocks, orig, list(syns)))
 
     def map(
         self,
