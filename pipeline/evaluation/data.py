@@ -123,6 +123,11 @@ class EvalData:
         holdout = self.holdout[cols] if self.holdout is not None else None
         return EvalData(tuple(f[cols] for f in self.frames), self.schema.select(cols), holdout, self.synthesised)
 
+    def with_original(self, original: Frame) -> EvalData:
+        """The synthetic sets against another original (a holdout footing's training or control
+        records), without a holdout; what the synthesis made is unchanged."""
+        return EvalData((original, *self.synthetic), self.schema, None, self.synthesised)
+
     def with_frames(self, frames: Sequence[Frame]) -> EvalData:
         """The same schema (and holdout) over other frames (the executor's in-memory or blocked copies)."""
         return EvalData(tuple(frames), self.schema, self.holdout, self.synthesised)

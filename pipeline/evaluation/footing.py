@@ -113,7 +113,7 @@ class SampledFooting(Footing):
             if from_hold.any():
                 parts.append(executor.keep_rows(data.holdout, from_hold))
             frame = executor.concat_rows(parts)
-            out.append(EvalData((frame, *data.synthetic), data.schema))
+            out.append(data.with_original(frame))
         return out[0], out[1]
 
 
@@ -199,7 +199,7 @@ class PairedFooting(Footing):
             own, other = own.mask(swap, other), other.mask(swap, own)
         train = training.assign(**{c: own[c].to_numpy() for c in cols})
         control = training.assign(**{c: other[c].to_numpy() for c in cols})
-        return EvalData((train, *data.synthetic), data.schema), EvalData((control, *data.synthetic), data.schema)
+        return data.with_original(train), data.with_original(control)
 
     def mixtures(self, data: EvalData, executor: Executor, seed: int, relabellings: int) -> Mixtures:
         """Every group is a mixture of the observed footings: record i carries its own synthesised

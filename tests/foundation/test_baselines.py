@@ -368,6 +368,18 @@ def test_row_aligned_partners_share_the_categorical_known_values():
         )
 
 
+def test_footings_keep_what_the_synthesis_made():
+    # a footing's training and control data are the same synthetic sets against other records:
+    # a partial synthesis stays partial there (utility and compare_fit read it)
+    training = pd.DataFrame({"u": ["x", "x", "y", "z"], "v": [1.0, 2.0, 3.0, 4.0]})
+    holdout = pd.DataFrame({"u": ["y", "x", "x", "y"], "v": [10.0, 20.0, 30.0, 40.0]})
+    data = as_eval_data(training, [training], holdout=holdout, synthesised=["v"])
+    for footing in (SampledFooting(), PairedFooting(("u",), ("v",), ("u", "v"))):
+        for part in footing.split(data, MEMORY, seed=0):
+            assert part.synthesised == frozenset({"v"}) and part.holdout is None
+            assert part.kept(["u", "v"]) == ["u"]
+
+
 def test_interval_arithmetic():
     got = t_interval([1.0, 2.0, 3.0])
     assert got["mean"] == 2.0 and got["sd"] == 1.0
